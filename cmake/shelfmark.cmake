@@ -1,0 +1,36 @@
+# shelfmark_library(NAME SOURCES... DEPS...): one library target per folder,
+# aliased as shelfmark::NAME, built with the project's warnings.
+function(shelfmark_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(shelfmark_${name} STATIC ${ARG_SOURCES})
+  add_library(shelfmark::${name} ALIAS shelfmark_${name})
+  target_include_directories(shelfmark_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(shelfmark_${name} PRIVATE ${SHELFMARK_WARNINGS})
+  target_link_libraries(shelfmark_${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# shelfmark_test(NAME SOURCES... DEPS... LABELS... [TIMEOUT s]): one GoogleTest
+# binary registered with ctest under the given labels (quick, cluster, softroce).
+function(shelfmark_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${SHELFMARK_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS quick)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# shelfmark_binary(NAME SOURCES... DEPS...): an installed program.
+function(shelfmark_binary name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${SHELFMARK_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  install(TARGETS ${name} RUNTIME DESTINATION bin)
+endfunction()

@@ -1,0 +1,60 @@
+// ErrorCode: the one error vocabulary shared by the directory, the RPC layer,
+// the client library and the tools. Numeric values are part of the wire
+// format (they travel in RPC replies) and must never be renumbered; new codes
+// get new values.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace shelfmark {
+
+enum class ErrorCode : int32_t {
+  OK = 0,
+  INTERNAL_ERROR = -1,
+  BUFFER_OVERFLOW = -10,
+
+  SEGMENT_NOT_FOUND = -101,
+  SEGMENT_ALREADY_EXISTS = -102,
+
+  NO_AVAILABLE_HANDLE = -200,
+
+  INVALID_KEY = -400,
+
+  INVALID_PARAMS = -600,
+
+  INVALID_WRITE = -700,
+  INVALID_READ = -701,
+  INVALID_REPLICA = -702,
+  REPLICA_IS_NOT_READY = -703,
+  OBJECT_NOT_FOUND = -704,
+  OBJECT_ALREADY_EXISTS = -705,
+  OBJECT_HAS_LEASE = -706,
+  LEASE_EXPIRED = -707,
+  OBJECT_HAS_REFERENCE = -708,
+
+  TRANSFER_FAIL = -800,
+  CHECKSUM_MISMATCH = -801,
+
+  RPC_FAIL = -900,
+
+  ILLEGAL_CLIENT = -1000,
+  NEED_REMOUNT = -1001,
+  UNAVAILABLE_IN_CURRENT_STATUS = -1002,
+
+  FILE_NOT_FOUND = -1100,
+  FILE_OPEN_FAIL = -1101,
+  FILE_READ_FAIL = -1102,
+  FILE_WRITE_FAIL = -1103,
+};
+
+// Stable upper-case name of the code ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR_CODE"
+// for a value outside the enum.
+std::string_view ErrorCodeName(ErrorCode code);
+
+// Maps a raw integer (e.g. from the wire) to an ErrorCode; values that are not
+// members of the enum map to INTERNAL_ERROR so callers never hold an
+// out-of-range enum.
+ErrorCode ErrorCodeFromInt(int32_t value);
+
+}  // namespace shelfmark

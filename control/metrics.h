@@ -1,0 +1,77 @@
+// Metrics: counters, gauges and histograms rendered as Prometheus text.
+//
+// Thread safety: Add* may be called at any time from any thread (pointers
+// returned stay valid for the registry's lifetime); Counter::Inc and
+// Histogram::Observe are lock-free and may be called from any thread;
+// RenderPrometheus may run concurrently with updates.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace shelfmark {
+
+class Counter {
+ public:
+  void Inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+// Cumulative histogram with fixed upper bounds (ascending) plus +Inf.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void Observe(double value);
+  const std::vector<double>& upper_bounds() const { return bounds_; }
+  // Per-bucket (non-cumulative) counts; the last one is +Inf.
+  std::vector<uint64_t> BucketCounts() const;
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  double sum() const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_micros_{0};  // sum * 1e6, kept integral for atomics
+};
+
+// Default latency bounds in microseconds: 5us .. ~10s.
+std::vector<double> LatencyBucketsUs();
+
+class MetricsRegistry {
+ public:
+  // `labels` is the Prometheus label text without braces, e.g.
+  // `method="PutStart"`; metrics of one name share one HELP/TYPE header.
+  Counter* AddCounter(const std::string& name, const std::string& help,
+                      const std::string& labels = "");
+  Histogram* AddHistogram(const std::string& name, const std::string& help,
+                          const std::string& labels, std::vector<double> upper_bounds);
+  // A gauge read when rendering; `read` must be thread-safe.
+  void AddGauge(const std::string& name, const std::string& help,
+                std::function<double()> read, const std::string& labels = "");
+  // Prometheus text exposition format 0.0.4.
+  std::string RenderPrometheus() const;
+
+ private:
+  struct Entry {
+    std::string name, help, labels, type;
+    Counter* counter = nullptr;
+    Histogram* histogram = nullptr;
+    std::function<double()> gauge;
+  };
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;
+  std::deque<Counter> counters_;
+  std::deque<std::unique_ptr<Histogram>> histograms_;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,142 @@
+// The directory's public value types: what callers pass in and get back.
+// Internal storage (directory/object_metadata.h) is more compact; these are
+// the expanded, self-contained forms that travel over RPC.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/uuid.h"
+
+namespace shelfmark {
+
+enum class ReplicaStatus : uint8_t {
+  INITIALIZED = 0,
+  PROCESSING = 1,
+  COMPLETE = 2,
+  REMOVED = 3,
+  FAILED = 4,
+};
+
+enum class ReplicaType : uint8_t { MEMORY = 0, LOCAL_DISK = 1 };
+
+enum class DataType : uint8_t { UNKNOWN = 0, KVCACHE = 1, TENSOR = 2, WEIGHT = 3 };
+
+const char* ReplicaStatusName(ReplicaStatus s);
+const char* ReplicaTypeName(ReplicaType t);
+
+// A node's DRAM segment as it mounts it. `rkey` is opaque bytes whose meaning
+// belongs to `protocol` (rdma: the MR's rkey; ucx: a packed rkey).
+struct Segment {
+  UUID id;
+  std::string name;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  std::string endpoint;  // "ip:port" of the owner's transport
+  std::string protocol;  // "rdma" | "ucx" | "loopback" | ...
+  std::string rkey;
+};
+
+// Where a MEMORY replica's bytes are: enough for one one-sided read.
+struct MemoryDescriptor {
+  std::string endpoint;
+  std::string protocol;
+  uint64_t buffer_address = 0;
+  uint64_t size = 0;
+  std::string rkey;
+  UUID segment_id;
+};
+
+// Which node holds a LOCAL_DISK replica; the node's own index finds the bytes.
+struct DiskDescriptor {
+  UUID client_id;
+  uint64_t object_size = 0;
+  std::string endpoint;
+};
+
+struct ReplicaDescriptor {
+  uint64_t id = 0;
+  ReplicaStatus status = ReplicaStatus::INITIALIZED;
+  ReplicaType type = ReplicaType::MEMORY;
+  MemoryDescriptor memory;  // meaningful when type == MEMORY
+  DiskDescriptor disk;      // meaningful when type == LOCAL_DISK
+};
+
+struct PutConfig {
+  uint32_t replica_num = 1;
+  // Segment names tried first, in order; other segments fill the rest.
+  std::vector<std::string> preferred_segments;
+  std::optional<uint64_t> checksum;
+  DataType data_type = DataType::UNKNOWN;
+  bool hard_pin = false;
+  // > 0: soft-pinned until put end + soft_pin_ttl_ms.
+  int64_t soft_pin_ttl_ms = 0;
+  // Non-empty: the object joins this group (same tenant).
+  std::string group_id;
+};
+
+struct GetReplicaListResponse {
+  std::vector<ReplicaDescriptor> replicas;  // COMPLETE replicas only
+  uint64_t size = 0;
+  std::optional<uint64_t> checksum;
+  DataType data_type = DataType::UNKNOWN;
+  int64_t lease_ttl_ms = 0;  // the lease granted by this read
+};
+
+// The operator's view of one object (shelfmark-cli stat).
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+  std::optional<uint64_t> checksum;
+  DataType data_type = DataType::UNKNOWN;
+  UUID writer;
+  int64_t lease_remaining_ms = 0;     // 0 when expired
+  int64_t soft_pin_remaining_ms = 0;  // 0 when none or expired
+  bool hard_pin = false;
+  std::string group_id;
+  std::vector<ReplicaDescriptor> replicas;  // every replica, any status
+};
+
+enum class ClientStatus : uint8_t { OK = 0, NEED_REMOUNT = 1 };
+
+struct PingResponse {
+  uint64_t view_version = 0;
+  ClientStatus status = ClientStatus::OK;
+};
+
+// A MEMORY object the node should copy to its SSD store.
+struct OffloadTask {
+  std::string tenant;
+  std::string key;
+  uint64_t size = 0;
+};
+
+// Where a node's SSD store put an object (the node's second-level index).
+struct StorageObjectMetadata {
+  int64_t bucket_id = 0;
+  int64_t offset = 0;
+  int64_t key_size = 0;
+  int64_t data_size = 0;
+  std::string transport_endpoint;
+};
+
+struct OffloadedObject {
+  std::string tenant;
+  std::string key;
+  StorageObjectMetadata location;
+};
+
+struct DirectoryStats {
+  uint64_t key_count = 0;
+  uint64_t allocated_bytes = 0;
+  uint64_t total_capacity_bytes = 0;
+  uint64_t segment_count = 0;
+  uint64_t client_count = 0;
+  uint64_t evicted_objects = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t eviction_runs = 0;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package Shelfmark needs to build, test and benchmark.
+# A no-op (no apt calls) when everything is already installed. Run as root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  capnproto libcapnp-dev
+  libzstd-dev libmsgpack-cxx-dev
+  libgtest-dev
+  libibverbs-dev librdmacm-dev libucx-dev
+  curl iproute2 procps
+  redis-server redis-tools
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
