@@ -1,0 +1,118 @@
+#include "directory/client_registry.h"
+
+#include <algorithm>
+
+namespace shelfmark {
+
+void ClientRegistry::Touch(const UUID& client, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  clients_[client].last_seen_ms = now_ms;
+}
+
+bool ClientRegistry::Ping(const UUID& client, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return false;
+  it->second.last_seen_ms = now_ms;
+  return true;
+}
+
+bool ClientRegistry::Known(const UUID& client) const {
+  std::lock_guard lock(mu_);
+  return clients_.count(client) != 0;
+}
+
+std::unique_ptr<DiskNode> ClientRegistry::MountDisk(const UUID& client, std::string_view endpoint,
+                                                    bool enable_offloading, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  ClientState& state = clients_[client];
+  state.last_seen_ms = now_ms;
+  if (state.disk && state.disk->endpoint == endpoint &&
+      state.disk->enable_offloading == enable_offloading) {
+    return nullptr;
+  }
+  std::unique_ptr<DiskNode> old = std::move(state.disk);
+  state.disk = std::make_unique<DiskNode>(client, std::string(endpoint), enable_offloading);
+  return old;
+}
+
+DiskNode* ClientRegistry::Disk(const UUID& client) const {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(client);
+  return it == clients_.end() ? nullptr : it->second.disk.get();
+}
+
+std::vector<ExpiredClient> ClientRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms) {
+  std::lock_guard lock(mu_);
+  std::vector<ExpiredClient> out;
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->second.last_seen_ms + ttl_ms < now_ms) {
+      out.push_back({it->first, std::move(it->second.disk)});
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+void ClientRegistry::QueueOffload(const UUID& client, OffloadTask task) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(client);
+  if (it == clients_.end() || it->second.offload_queue.size() >= kMaxQueuedOffloads) return;
+  it->second.offload_queue.push_back(std::move(task));
+}
+
+std::vector<OffloadTask> ClientRegistry::TakeOffload(const UUID& client, size_t max) {
+  std::lock_guard lock(mu_);
+  std::vector<OffloadTask> out;
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return out;
+  auto& queue = it->second.offload_queue;
+  while (!queue.empty() && out.size() < max) {
+    out.push_back(std::move(queue.front()));
+    queue.pop_front();
+  }
+  return out;
+}
+
+void ClientRegistry::AddInflight(const UUID& client, InflightOffload item) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(client);
+  if (it != clients_.end()) it->second.inflight.push_back(std::move(item));
+}
+
+bool ClientRegistry::FinishInflight(const UUID& client, std::string_view tenant,
+                                    std::string_view key, uint64_t* replica_id) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return false;
+  auto& list = it->second.inflight;
+  auto found = std::find_if(list.begin(), list.end(), [&](const InflightOffload& f) {
+    return f.tenant == tenant && f.key == key;
+  });
+  if (found == list.end()) return false;
+  *replica_id = found->replica_id;
+  list.erase(found);
+  return true;
+}
+
+std::vector<InflightOffload> ClientRegistry::TakeTimedOutInflight(int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  std::vector<InflightOffload> out;
+  for (auto& [id, state] : clients_) {
+    auto& list = state.inflight;
+    auto keep = std::partition(list.begin(), list.end(),
+                               [&](const InflightOffload& f) { return f.deadline_ms >= now_ms; });
+    std::move(keep, list.end(), std::back_inserter(out));
+    list.erase(keep, list.end());
+  }
+  return out;
+}
+
+size_t ClientRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return clients_.size();
+}
+
+}  // namespace shelfmark

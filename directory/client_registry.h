@@ -1,0 +1,85 @@
+// ClientRegistry: the nodes known to the master (liveness by ping), their
+// SSD stores (DiskNode, owner of LOCAL_DISK replicas) and their offload work.
+//
+// Thread safety: all methods are thread-safe (one mutex, a leaf lock).
+// Lifetime: a DiskNode stays valid until the directory has removed every
+// replica that points at it and calls ReleaseDisk().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/uuid.h"
+#include "directory/types.h"
+
+namespace shelfmark {
+
+struct DiskNode {
+  DiskNode(const UUID& id, std::string ep, bool offload)
+      : client_id(id), endpoint(std::move(ep)), enable_offloading(offload) {}
+  const UUID client_id;
+  const std::string endpoint;  // immutable: read without locks
+  const bool enable_offloading;
+};
+
+// An offload task handed to a node and not yet reported back.
+struct InflightOffload {
+  std::string tenant;
+  std::string key;
+  uint64_t replica_id;
+  int64_t deadline_ms;
+};
+
+struct ExpiredClient {
+  UUID id;
+  std::unique_ptr<DiskNode> disk;  // may be null
+};
+
+class ClientRegistry {
+ public:
+  // Registers (or refreshes) a client as alive at `now_ms`.
+  void Touch(const UUID& client, int64_t now_ms);
+  // Refreshes a known client; false for an unknown one.
+  bool Ping(const UUID& client, int64_t now_ms);
+  bool Known(const UUID& client) const;
+  // Installs the client's SSD store. Returns the node replaced by a mount
+  // with a different endpoint or offload setting (its replicas must be
+  // dropped before it is destroyed), or null.
+  std::unique_ptr<DiskNode> MountDisk(const UUID& client, std::string_view endpoint,
+                                      bool enable_offloading, int64_t now_ms);
+  // The client's DiskNode or null.
+  DiskNode* Disk(const UUID& client) const;
+  // Removes and returns the clients silent since before `now_ms - ttl_ms`.
+  std::vector<ExpiredClient> TakeExpired(int64_t now_ms, int64_t ttl_ms);
+
+  // Queues an offload task for `client` (dropped when the queue is full).
+  void QueueOffload(const UUID& client, OffloadTask task);
+  // Takes up to `max` queued tasks.
+  std::vector<OffloadTask> TakeOffload(const UUID& client, size_t max);
+  void AddInflight(const UUID& client, InflightOffload item);
+  // Removes the in-flight entry for the key; false when there was none.
+  bool FinishInflight(const UUID& client, std::string_view tenant, std::string_view key,
+                      uint64_t* replica_id);
+  // Removes in-flight entries past their deadline (all clients).
+  std::vector<InflightOffload> TakeTimedOutInflight(int64_t now_ms);
+
+  size_t size() const;
+  static constexpr size_t kMaxQueuedOffloads = 100'000;
+
+ private:
+  struct ClientState {
+    int64_t last_seen_ms = 0;
+    std::unique_ptr<DiskNode> disk;
+    std::deque<OffloadTask> offload_queue;
+    std::vector<InflightOffload> inflight;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<UUID, ClientState, UUIDHash> clients_;
+};
+
+}  // namespace shelfmark

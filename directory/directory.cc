@@ -1,0 +1,140 @@
+#include "directory/directory.h"
+
+#include "directory/directory_impl.h"
+
+namespace shelfmark {
+
+Directory::Directory(DirectoryOptions options)
+    : impl_(std::make_unique<DirectoryImpl>(options)) {}
+Directory::~Directory() = default;
+
+ErrorCode Directory::MountSegment(const UUID& client, const Segment& segment) {
+  return impl_->MountSegment(client, segment);
+}
+ErrorCode Directory::UnmountSegment(const UUID& client, const UUID& segment_id) {
+  return impl_->UnmountSegment(client, segment_id);
+}
+PingResponse Directory::Ping(const UUID& client) { return impl_->Ping(client); }
+ErrorCode Directory::MountLocalDisk(const UUID& client, bool enable_offloading,
+                                    std::string_view endpoint) {
+  return impl_->MountLocalDisk(client, enable_offloading, endpoint);
+}
+
+Result<std::vector<ReplicaDescriptor>> Directory::PutStart(const UUID& client,
+                                                           std::string_view tenant,
+                                                           std::string_view key, uint64_t size,
+                                                           const PutConfig& config) {
+  return impl_->PutStart(client, tenant, key, size, config);
+}
+ErrorCode Directory::PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
+                            ReplicaType type) {
+  return impl_->PutEnd(client, tenant, key, type);
+}
+ErrorCode Directory::PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
+                               ReplicaType type) {
+  return impl_->PutRevoke(client, tenant, key, type);
+}
+Result<GetReplicaListResponse> Directory::GetReplicaList(std::string_view tenant,
+                                                         std::string_view key) {
+  return impl_->GetReplicaList(tenant, key);
+}
+Result<bool> Directory::ExistKey(std::string_view tenant, std::string_view key) {
+  return impl_->ExistKey(tenant, key);
+}
+Result<ObjectInfo> Directory::Stat(std::string_view tenant, std::string_view key) {
+  return impl_->Stat(tenant, key);
+}
+std::vector<std::string> Directory::ListKeys(std::string_view tenant, std::string_view prefix,
+                                             size_t limit) {
+  return impl_->ListKeys(tenant, prefix, limit);
+}
+uint64_t Directory::CountKeys(std::string_view tenant, bool all_tenants) {
+  return impl_->CountKeys(tenant, all_tenants);
+}
+Result<std::vector<std::string>> Directory::GroupMembers(std::string_view tenant,
+                                                         std::string_view group_id) {
+  return impl_->GroupMembers(tenant, group_id);
+}
+ErrorCode Directory::Remove(std::string_view tenant, std::string_view key, bool force) {
+  return impl_->Remove(tenant, key, force);
+}
+uint64_t Directory::RemoveAll(std::string_view tenant, bool all_tenants, bool force) {
+  return impl_->RemoveAll(tenant, all_tenants, force);
+}
+
+// Batches answer per item, in order; each item is an independent call.
+std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
+    const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& sizes, const PutConfig& config) {
+  std::vector<Result<std::vector<ReplicaDescriptor>>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i >= sizes.size()) {
+      out.emplace_back(ErrorCode::INVALID_PARAMS);
+    } else {
+      out.push_back(impl_->PutStart(client, tenant, keys[i], sizes[i], config));
+    }
+  }
+  return out;
+}
+
+std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_view tenant,
+                                              const std::vector<std::string>& keys) {
+  std::vector<ErrorCode> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(impl_->PutEnd(client, tenant, key, ReplicaType::MEMORY));
+  return out;
+}
+
+std::vector<ErrorCode> Directory::BatchPutRevoke(const UUID& client, std::string_view tenant,
+                                                 const std::vector<std::string>& keys) {
+  std::vector<ErrorCode> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) {
+    out.push_back(impl_->PutRevoke(client, tenant, key, ReplicaType::MEMORY));
+  }
+  return out;
+}
+
+std::vector<Result<GetReplicaListResponse>> Directory::BatchGetReplicaList(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  std::vector<Result<GetReplicaListResponse>> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(impl_->GetReplicaList(tenant, key));
+  return out;
+}
+
+std::vector<Result<bool>> Directory::BatchExistKey(std::string_view tenant,
+                                                   const std::vector<std::string>& keys) {
+  std::vector<Result<bool>> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(impl_->ExistKey(tenant, key));
+  return out;
+}
+
+std::vector<ErrorCode> Directory::BatchRemove(std::string_view tenant,
+                                              const std::vector<std::string>& keys, bool force) {
+  std::vector<ErrorCode> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(impl_->Remove(tenant, key, force));
+  return out;
+}
+
+Result<std::vector<OffloadTask>> Directory::OffloadHeartbeat(const UUID& client,
+                                                             size_t max_tasks) {
+  return impl_->OffloadHeartbeat(client, max_tasks);
+}
+Result<std::vector<ErrorCode>> Directory::NotifyOffloadSuccess(
+    const UUID& client, const std::vector<OffloadedObject>& items) {
+  return impl_->NotifyOffloadSuccess(client, items);
+}
+ErrorCode Directory::EvictDiskReplica(const UUID& client, std::string_view tenant,
+                                      std::string_view key) {
+  return impl_->EvictDiskReplica(client, tenant, key);
+}
+
+void Directory::RunBackgroundOnce() { impl_->RunBackgroundOnce(); }
+DirectoryStats Directory::Stats() const { return impl_->Stats(); }
+const DirectoryOptions& Directory::options() const { return impl_->options(); }
+
+}  // namespace shelfmark

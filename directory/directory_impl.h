@@ -1,0 +1,133 @@
+// DirectoryImpl: the state behind Directory (see directory.h for the
+// contracts). Split across directory.cc (objects), directory_nodes.cc
+// (segments and clients), directory_offload.cc and eviction.cc.
+//
+// Thread safety: see directory.h. Lock order: at most one shard lock at a
+// time; segment and client locks are leaves taken inside or outside it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "directory/client_registry.h"
+#include "directory/directory.h"
+#include "directory/segment_table.h"
+#include "directory/shard.h"
+
+namespace shelfmark {
+
+// Group memberships of erased objects, dropped after the shard lock is
+// released (the group's shard may differ from the key's).
+using GroupDrops = std::vector<std::pair<std::string, std::string>>;  // group, key
+
+class DirectoryImpl {
+ public:
+  explicit DirectoryImpl(DirectoryOptions options);
+  ~DirectoryImpl();
+
+  // objects (directory.cc)
+  Result<std::vector<ReplicaDescriptor>> PutStart(const UUID& client, std::string_view tenant,
+                                                  std::string_view key, uint64_t size,
+                                                  const PutConfig& config);
+  ErrorCode PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
+                   ReplicaType type);
+  ErrorCode PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
+                      ReplicaType type);
+  Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
+  Result<bool> ExistKey(std::string_view tenant, std::string_view key);
+  Result<ObjectInfo> Stat(std::string_view tenant, std::string_view key);
+  std::vector<std::string> ListKeys(std::string_view tenant, std::string_view prefix,
+                                    size_t limit);
+  uint64_t CountKeys(std::string_view tenant, bool all_tenants);
+  Result<std::vector<std::string>> GroupMembers(std::string_view tenant,
+                                                std::string_view group_id);
+  ErrorCode Remove(std::string_view tenant, std::string_view key, bool force);
+  uint64_t RemoveAll(std::string_view tenant, bool all_tenants, bool force);
+
+  // segments and clients (directory_nodes.cc)
+  ErrorCode MountSegment(const UUID& client, const Segment& segment);
+  ErrorCode UnmountSegment(const UUID& client, const UUID& segment_id);
+  PingResponse Ping(const UUID& client);
+  ErrorCode MountLocalDisk(const UUID& client, bool enable_offloading, std::string_view endpoint);
+  void ExpireClients();
+
+  // offload (directory_offload.cc)
+  Result<std::vector<OffloadTask>> OffloadHeartbeat(const UUID& client, size_t max_tasks);
+  Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const UUID& client,
+                                                      const std::vector<OffloadedObject>& items);
+  ErrorCode EvictDiskReplica(const UUID& client, std::string_view tenant, std::string_view key);
+  void ExpireInflightOffloads();
+  // Adds the disk node's COMPLETE LOCAL_DISK replica (creating the object if
+  // unknown). Caller holds the shard exclusively.
+  ErrorCode AddDiskReplica(MetadataShard& shard, std::string_view tenant,
+                           const OffloadedObject& item, const UUID& client, const DiskNode* disk);
+
+  // eviction (eviction.cc)
+  void EvictIfNeeded();
+  // Lease deadline at or below which evicting candidates frees about
+  // `target` bytes; INT64_MIN when there is no candidate.
+  int64_t EvictionCutoff(int64_t now, uint64_t target, bool soft);
+  // Evicts candidates up to the cutoff; returns the bytes freed.
+  uint64_t EvictPass(int64_t now, uint64_t target, bool soft);
+
+  void ReclaimStalePuts();
+  void RunBackgroundOnce();
+  DirectoryStats Stats() const;
+  const DirectoryOptions& options() const { return options_; }
+
+ private:
+  friend class Directory;
+  using ObjectMap = StringMap<ObjectMetadata>;
+
+  int64_t Now() const { return clock_->NowMs(); }
+  MetadataShard& ShardOf(std::string_view tenant, std::string_view key) {
+    return shards_[ShardIndex(tenant, key)];
+  }
+  // The object or null. Caller holds the shard lock (shared or exclusive).
+  ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key);
+  ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
+  void FreeReplica(const ObjectMetadata& meta, const Replica& r);
+  // Frees every replica, erases the object and, when its tenant becomes
+  // empty, the tenant. Caller holds the shard exclusively.
+  void EraseObject(MetadataShard& shard, std::string_view tenant, std::string_view key,
+                   GroupDrops* drops);
+  // Removes replicas matching `pred` from the object (freeing them); erases
+  // the object when none remain. Returns the number removed.
+  size_t RemoveReplicas(MetadataShard& shard, std::string_view tenant, std::string_view key,
+                        const std::function<bool(const Replica&)>& pred, GroupDrops* drops);
+  // Scans every shard and removes the replicas whose owner is in `owners`.
+  void PurgeOwners(const std::vector<const void*>& owners);
+  void AddGroupMember(std::string_view tenant, const std::string& group, std::string_view key);
+  void DropGroupMembers(std::string_view tenant, const GroupDrops& drops);
+  void QueueOffloadFor(std::string_view tenant, std::string_view key, const ObjectMetadata& meta);
+  void BackgroundLoop();
+
+  DirectoryOptions options_;
+  std::unique_ptr<Clock> owned_clock_;
+  const Clock* clock_;
+  std::array<MetadataShard, kShardCount> shards_;
+  SegmentTable segments_;
+  ClientRegistry clients_;
+  const uint64_t view_version_;
+  std::atomic<uint64_t> next_replica_id_{1};
+  std::atomic<uint64_t> key_count_{0};
+  std::atomic<bool> allocation_failed_{false};
+  std::atomic<uint64_t> evicted_objects_{0};
+  std::atomic<uint64_t> evicted_bytes_{0};
+  std::atomic<uint64_t> eviction_runs_{0};
+
+  std::mutex background_mu_;
+  std::condition_variable background_cv_;
+  bool stopping_ = false;  // guarded by background_mu_
+  std::thread background_;
+};
+
+}  // namespace shelfmark

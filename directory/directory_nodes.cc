@@ -1,0 +1,83 @@
+// Segments and clients: mounting, liveness and what a vanished node takes
+// with it.
+#include <algorithm>
+#include <unordered_set>
+
+#include "directory/directory_impl.h"
+
+namespace shelfmark {
+
+ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment) {
+  ErrorCode rc = segments_.Mount(client, segment);
+  if (rc == ErrorCode::OK) clients_.Touch(client, Now());
+  return rc;
+}
+
+ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_id) {
+  auto entry = segments_.BeginUnmount(client, segment_id);
+  if (!entry.ok()) return entry.error();
+  PurgeOwners({*entry});
+  segments_.Erase(*entry);
+  return ErrorCode::OK;
+}
+
+PingResponse DirectoryImpl::Ping(const UUID& client) {
+  PingResponse resp;
+  resp.view_version = view_version_;
+  resp.status = clients_.Ping(client, Now()) ? ClientStatus::OK : ClientStatus::NEED_REMOUNT;
+  return resp;
+}
+
+ErrorCode DirectoryImpl::MountLocalDisk(const UUID& client, bool enable_offloading,
+                                        std::string_view endpoint) {
+  if (client.is_nil() || endpoint.empty() || endpoint.size() > 1024) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  std::unique_ptr<DiskNode> replaced =
+      clients_.MountDisk(client, endpoint, enable_offloading, Now());
+  if (replaced) PurgeOwners({replaced.get()});
+  return ErrorCode::OK;
+}
+
+void DirectoryImpl::ExpireClients() {
+  std::vector<ExpiredClient> expired = clients_.TakeExpired(Now(), options_.client_ttl_ms);
+  if (expired.empty()) return;
+  std::vector<const void*> owners;
+  std::vector<SegmentEntry*> segments;
+  for (const ExpiredClient& c : expired) {
+    if (c.disk) owners.push_back(c.disk.get());
+    for (SegmentEntry* s : segments_.BeginUnmountAll(c.id)) {
+      owners.push_back(s);
+      segments.push_back(s);
+    }
+  }
+  PurgeOwners(owners);
+  for (SegmentEntry* s : segments) segments_.Erase(s);
+}
+
+void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
+  if (owners.empty()) return;
+  std::unordered_set<const void*> gone(owners.begin(), owners.end());
+  auto owned = [&gone](const Replica& r) { return gone.count(r.owner) != 0; };
+  for (MetadataShard& shard : shards_) {
+    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
+    {
+      std::unique_lock lock(shard.mu);
+      std::vector<std::pair<std::string, std::string>> hit;  // tenant, key
+      for (auto& [name, state] : shard.tenants) {
+        for (auto& [key, meta] : state.objects) {
+          if (std::any_of(meta.replicas.begin(), meta.replicas.end(), owned)) {
+            hit.emplace_back(name, key);
+          }
+        }
+      }
+      for (const auto& [name, key] : hit) {
+        drops_by_tenant.emplace_back(name, GroupDrops{});
+        RemoveReplicas(shard, name, key, owned, &drops_by_tenant.back().second);
+      }
+    }
+    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+  }
+}
+
+}  // namespace shelfmark

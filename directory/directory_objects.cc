@@ -1,0 +1,445 @@
+#include "directory/directory_impl.h"
+
+#include <algorithm>
+#include <random>
+
+#include "common/object_key.h"
+
+namespace shelfmark {
+namespace {
+
+ErrorCode ValidateTenantKey(std::string_view tenant, std::string_view key) {
+  ErrorCode rc = ValidateTenant(EffectiveTenant(tenant));
+  return rc != ErrorCode::OK ? rc : ValidateKey(key);
+}
+
+uint64_t RandomViewVersion() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) | rd();
+}
+
+}  // namespace
+
+size_t ShardIndex(std::string_view tenant, std::string_view name) {
+  size_t h = std::hash<std::string_view>()(name);
+  if (!tenant.empty() && tenant != kDefaultTenant) {
+    h ^= std::hash<std::string_view>()(tenant) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  }
+  return h % kShardCount;
+}
+
+DirectoryImpl::DirectoryImpl(DirectoryOptions options)
+    : options_(options),
+      owned_clock_(options.clock ? nullptr : std::make_unique<SteadyClock>()),
+      clock_(options.clock ? options.clock : owned_clock_.get()),
+      view_version_(RandomViewVersion()) {
+  if (options_.start_background_thread) {
+    background_ = std::thread([this] { BackgroundLoop(); });
+  }
+}
+
+DirectoryImpl::~DirectoryImpl() {
+  {
+    std::lock_guard lock(background_mu_);
+    stopping_ = true;
+  }
+  background_cv_.notify_all();
+  if (background_.joinable()) background_.join();
+}
+
+ObjectMetadata* DirectoryImpl::Find(MetadataShard& shard, std::string_view tenant,
+                                    std::string_view key) {
+  auto t = shard.tenants.find(EffectiveTenant(tenant));
+  if (t == shard.tenants.end()) return nullptr;
+  auto o = t->second.objects.find(key);
+  return o == t->second.objects.end() ? nullptr : &o->second;
+}
+
+ReplicaDescriptor DirectoryImpl::Describe(const ObjectMetadata& meta, const Replica& r) const {
+  ReplicaDescriptor d;
+  d.id = r.id;
+  d.status = r.status_enum();
+  d.type = r.type_enum();
+  if (r.is_memory()) {
+    const Segment& seg = r.segment()->segment;
+    d.memory = {seg.endpoint, seg.protocol, seg.base + r.offset, meta.size, seg.rkey, seg.id};
+  } else {
+    d.disk = {r.disk()->client_id, meta.size, r.disk()->endpoint};
+  }
+  return d;
+}
+
+void DirectoryImpl::FreeReplica(const ObjectMetadata& meta, const Replica& r) {
+  if (r.is_memory()) {
+    segments_.Free(const_cast<SegmentEntry*>(r.segment()), r.offset, meta.size);
+  }
+}
+
+void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
+                                std::string_view key, GroupDrops* drops) {
+  auto t = shard.tenants.find(EffectiveTenant(tenant));
+  if (t == shard.tenants.end()) return;
+  TenantState& state = t->second;
+  auto o = state.objects.find(key);
+  if (o != state.objects.end()) {
+    for (const Replica& r : o->second.replicas) FreeReplica(o->second, r);
+    if (o->second.group) drops->emplace_back(*o->second.group, std::string(key));
+    state.objects.erase(o);
+    key_count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (auto p = state.processing.find(key); p != state.processing.end()) {
+    state.processing.erase(p);
+  }
+  if (state.Empty()) shard.tenants.erase(t);
+}
+
+size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tenant,
+                                     std::string_view key,
+                                     const std::function<bool(const Replica&)>& pred,
+                                     GroupDrops* drops) {
+  ObjectMetadata* meta = Find(shard, tenant, key);
+  if (meta == nullptr) return 0;
+  size_t removed = meta->replicas.erase_if([&](const Replica& r) {
+    if (!pred(r)) return false;
+    FreeReplica(*meta, r);
+    return true;
+  });
+  if (meta->replicas.empty()) {
+    EraseObject(shard, tenant, key, drops);
+  } else if (!meta->HasProcessing()) {
+    auto t = shard.tenants.find(EffectiveTenant(tenant));
+    t->second.processing.erase(std::string(key));
+  }
+  return removed;
+}
+
+Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& client,
+                                                               std::string_view tenant,
+                                                               std::string_view key,
+                                                               uint64_t size,
+                                                               const PutConfig& config) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  if (size == 0 || config.replica_num == 0 || config.replica_num > kMaxReplicas ||
+      config.soft_pin_ttl_ms < 0 || client.is_nil() ||
+      static_cast<uint8_t>(config.data_type) > static_cast<uint8_t>(DataType::WEIGHT)) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  tenant = EffectiveTenant(tenant);
+  MetadataShard& shard = ShardOf(tenant, key);
+  GroupDrops drops;
+  std::vector<ReplicaDescriptor> out;
+  {
+    std::unique_lock lock(shard.mu);
+    int64_t now = Now();
+    if (ObjectMetadata* old = Find(shard, tenant, key)) {
+      bool stale = !old->HasComplete() &&
+                   old->put_start_ms + options_.put_start_discard_timeout_ms < now;
+      if (!stale) return ErrorCode::OBJECT_ALREADY_EXISTS;
+      EraseObject(shard, tenant, key, &drops);
+    }
+    auto placed = segments_.Allocate(config.replica_num, size, config.preferred_segments);
+    if (!placed.ok()) {
+      allocation_failed_ = true;
+      background_cv_.notify_one();
+      return placed.error();
+    }
+    TenantState& state = shard.tenants[std::string(tenant)];
+    auto [it, inserted] = state.objects.try_emplace(std::string(key));
+    ObjectMetadata& meta = it->second;
+    meta.writer = client;
+    meta.put_start_ms = now;
+    meta.size = size;
+    meta.has_checksum = config.checksum.has_value();
+    meta.checksum = config.checksum.value_or(0);
+    meta.data_type = config.data_type;
+    meta.hard_pin = config.hard_pin;
+    meta.soft_pin_deadline_ms = config.soft_pin_ttl_ms > 0 ? now + config.soft_pin_ttl_ms : 0;
+    if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
+    for (const Placement& p : *placed) {
+      uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
+      meta.replicas.push_back(MakeReplica(id, ReplicaStatus::PROCESSING, ReplicaType::MEMORY,
+                                          p.segment, p.offset));
+      out.push_back(Describe(meta, meta.replicas[meta.replicas.size() - 1]));
+    }
+    state.processing.emplace(key);
+    key_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  DropGroupMembers(tenant, drops);
+  if (!config.group_id.empty()) AddGroupMember(tenant, config.group_id, key);
+  return out;
+}
+
+ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
+                                std::string_view key, ReplicaType type) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  tenant = EffectiveTenant(tenant);
+  MetadataShard& shard = ShardOf(tenant, key);
+  std::unique_lock lock(shard.mu);
+  ObjectMetadata* meta = Find(shard, tenant, key);
+  if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
+  size_t finished = 0;
+  for (Replica& r : meta->replicas) {
+    if (r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING) {
+      r.status = static_cast<uint64_t>(ReplicaStatus::COMPLETE);
+      ++finished;
+    }
+  }
+  if (finished == 0) return meta->HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
+  if (!meta->HasProcessing()) shard.tenants.find(tenant)->second.processing.erase(std::string(key));
+  if (type == ReplicaType::MEMORY) QueueOffloadFor(tenant, key, *meta);
+  return ErrorCode::OK;
+}
+
+ErrorCode DirectoryImpl::PutRevoke(const UUID& client, std::string_view tenant,
+                                   std::string_view key, ReplicaType type) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  tenant = EffectiveTenant(tenant);
+  MetadataShard& shard = ShardOf(tenant, key);
+  GroupDrops drops;
+  size_t removed;
+  {
+    std::unique_lock lock(shard.mu);
+    ObjectMetadata* meta = Find(shard, tenant, key);
+    if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+    if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
+    removed = RemoveReplicas(shard, tenant, key, [type](const Replica& r) {
+      return r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING;
+    }, &drops);
+  }
+  DropGroupMembers(tenant, drops);
+  return removed > 0 ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
+}
+
+Result<GetReplicaListResponse> DirectoryImpl::GetReplicaList(std::string_view tenant,
+                                                             std::string_view key) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
+  std::shared_lock lock(shard.mu);
+  ObjectMetadata* meta = Find(shard, tenant, key);
+  if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  GetReplicaListResponse resp;
+  for (const Replica& r : meta->replicas) {
+    if (r.is_complete()) resp.replicas.push_back(Describe(*meta, r));
+  }
+  if (resp.replicas.empty()) return ErrorCode::REPLICA_IS_NOT_READY;
+  meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
+  resp.size = meta->size;
+  if (meta->has_checksum) resp.checksum = meta->checksum;
+  resp.data_type = meta->data_type;
+  resp.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
+  return resp;
+}
+
+Result<bool> DirectoryImpl::ExistKey(std::string_view tenant, std::string_view key) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
+  std::shared_lock lock(shard.mu);
+  ObjectMetadata* meta = Find(shard, tenant, key);
+  if (meta == nullptr || !meta->HasComplete()) return false;
+  meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
+  return true;
+}
+
+Result<ObjectInfo> DirectoryImpl::Stat(std::string_view tenant, std::string_view key) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
+  std::shared_lock lock(shard.mu);
+  ObjectMetadata* meta = Find(shard, tenant, key);
+  if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  int64_t now = Now();
+  ObjectInfo info;
+  info.key = std::string(key);
+  info.size = meta->size;
+  if (meta->has_checksum) info.checksum = meta->checksum;
+  info.data_type = meta->data_type;
+  info.writer = meta->writer;
+  info.lease_remaining_ms = std::max<int64_t>(0, meta->lease_deadline_ms.load() - now);
+  info.soft_pin_remaining_ms = std::max<int64_t>(0, meta->soft_pin_deadline_ms - now);
+  info.hard_pin = meta->hard_pin;
+  if (meta->group) info.group_id = *meta->group;
+  for (const Replica& r : meta->replicas) info.replicas.push_back(Describe(*meta, r));
+  return info;
+}
+
+std::vector<std::string> DirectoryImpl::ListKeys(std::string_view tenant,
+                                                 std::string_view prefix, size_t limit) {
+  tenant = EffectiveTenant(tenant);
+  std::vector<std::string> keys;
+  for (MetadataShard& shard : shards_) {
+    std::shared_lock lock(shard.mu);
+    auto t = shard.tenants.find(tenant);
+    if (t == shard.tenants.end()) continue;
+    for (const auto& [key, meta] : t->second.objects) {
+      if (key.compare(0, prefix.size(), prefix) == 0) keys.push_back(key);
+    }
+  }
+  size_t n = std::min(limit, keys.size());
+  std::partial_sort(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(n), keys.end());
+  keys.resize(n);
+  return keys;
+}
+
+uint64_t DirectoryImpl::CountKeys(std::string_view tenant, bool all_tenants) {
+  if (all_tenants) return key_count_.load(std::memory_order_relaxed);
+  tenant = EffectiveTenant(tenant);
+  uint64_t n = 0;
+  for (MetadataShard& shard : shards_) {
+    std::shared_lock lock(shard.mu);
+    auto t = shard.tenants.find(tenant);
+    if (t != shard.tenants.end()) n += t->second.objects.size();
+  }
+  return n;
+}
+
+ErrorCode DirectoryImpl::Remove(std::string_view tenant, std::string_view key, bool force) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  tenant = EffectiveTenant(tenant);
+  MetadataShard& shard = ShardOf(tenant, key);
+  GroupDrops drops;
+  {
+    std::unique_lock lock(shard.mu);
+    ObjectMetadata* meta = Find(shard, tenant, key);
+    if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+    if (!force) {
+      if (meta->LeaseLive(Now())) return ErrorCode::OBJECT_HAS_LEASE;
+      if (meta->ReferenceCount() > 0) return ErrorCode::OBJECT_HAS_REFERENCE;
+      if (!meta->HasComplete()) return ErrorCode::REPLICA_IS_NOT_READY;
+    }
+    EraseObject(shard, tenant, key, &drops);
+  }
+  DropGroupMembers(tenant, drops);
+  return ErrorCode::OK;
+}
+
+uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, bool force) {
+  tenant = EffectiveTenant(tenant);
+  uint64_t removed = 0;
+  for (MetadataShard& shard : shards_) {
+    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
+    {
+      std::unique_lock lock(shard.mu);
+      int64_t now = Now();
+      std::vector<std::pair<std::string, std::string>> victims;  // tenant, key
+      for (auto& [name, state] : shard.tenants) {
+        if (!all_tenants && name != tenant) continue;
+        for (auto& [key, meta] : state.objects) {
+          bool removable = force || (!meta.LeaseLive(now) && meta.ReferenceCount() == 0 &&
+                                     meta.HasComplete());
+          if (removable) victims.emplace_back(name, key);
+        }
+      }
+      for (const auto& [name, key] : victims) {
+        drops_by_tenant.emplace_back(name, GroupDrops{});
+        EraseObject(shard, name, key, &drops_by_tenant.back().second);
+      }
+      removed += victims.size();
+    }
+    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+  }
+  return removed;
+}
+
+void DirectoryImpl::AddGroupMember(std::string_view tenant, const std::string& group,
+                                   std::string_view key) {
+  MetadataShard& shard = ShardOf(tenant, group);
+  std::unique_lock lock(shard.mu);
+  shard.tenants[std::string(tenant)].groups[group].emplace(key);
+}
+
+void DirectoryImpl::DropGroupMembers(std::string_view tenant, const GroupDrops& drops) {
+  for (const auto& [group, key] : drops) {
+    MetadataShard& shard = ShardOf(tenant, group);
+    std::unique_lock lock(shard.mu);
+    auto t = shard.tenants.find(tenant);
+    if (t == shard.tenants.end()) continue;
+    auto g = t->second.groups.find(group);
+    if (g == t->second.groups.end()) continue;
+    g->second.erase(key);
+    if (g->second.empty()) t->second.groups.erase(g);
+    if (t->second.Empty()) shard.tenants.erase(t);
+  }
+}
+
+Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view tenant,
+                                                             std::string_view group_id) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, group_id); rc != ErrorCode::OK) return rc;
+  tenant = EffectiveTenant(tenant);
+  MetadataShard& shard = ShardOf(tenant, group_id);
+  std::shared_lock lock(shard.mu);
+  auto t = shard.tenants.find(tenant);
+  if (t == shard.tenants.end()) return ErrorCode::OBJECT_NOT_FOUND;
+  auto g = t->second.groups.find(group_id);
+  if (g == t->second.groups.end()) return ErrorCode::OBJECT_NOT_FOUND;
+  return std::vector<std::string>(g->second.begin(), g->second.end());
+}
+
+// Unfinished puts of the shard started before `cutoff`. Caller holds the lock.
+static std::vector<std::pair<std::string, std::string>> StalePuts(const MetadataShard& shard,
+                                                                  int64_t cutoff) {
+  std::vector<std::pair<std::string, std::string>> stale;
+  for (const auto& [name, state] : shard.tenants) {
+    for (const std::string& key : state.processing) {
+      auto o = state.objects.find(key);
+      if (o != state.objects.end() && o->second.put_start_ms < cutoff) {
+        stale.emplace_back(name, key);
+      }
+    }
+  }
+  return stale;
+}
+
+void DirectoryImpl::ReclaimStalePuts() {
+  for (MetadataShard& shard : shards_) {
+    int64_t cutoff = Now() - options_.put_start_release_timeout_ms;
+    {
+      std::shared_lock peek(shard.mu);  // the common case: nothing to do
+      if (StalePuts(shard, cutoff).empty()) continue;
+    }
+    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
+    {
+      std::unique_lock lock(shard.mu);
+      auto stale = StalePuts(shard, cutoff);
+      for (const auto& [name, key] : stale) {
+        drops_by_tenant.emplace_back(name, GroupDrops{});
+        RemoveReplicas(shard, name, key, [](const Replica& r) {
+          return r.status_enum() == ReplicaStatus::PROCESSING;
+        }, &drops_by_tenant.back().second);
+      }
+    }
+    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+  }
+}
+
+void DirectoryImpl::RunBackgroundOnce() {
+  ExpireClients();
+  ExpireInflightOffloads();
+  ReclaimStalePuts();
+  EvictIfNeeded();
+}
+
+void DirectoryImpl::BackgroundLoop() {
+  std::unique_lock lock(background_mu_);
+  while (!stopping_) {
+    background_cv_.wait_for(lock, std::chrono::milliseconds(options_.background_period_ms));
+    if (stopping_) break;
+    lock.unlock();
+    RunBackgroundOnce();
+    lock.lock();
+  }
+}
+
+DirectoryStats DirectoryImpl::Stats() const {
+  DirectoryStats s;
+  s.key_count = key_count_.load();
+  s.allocated_bytes = segments_.allocated_bytes();
+  s.total_capacity_bytes = segments_.capacity_bytes();
+  s.segment_count = segments_.segment_count();
+  s.client_count = clients_.size();
+  s.evicted_objects = evicted_objects_.load();
+  s.evicted_bytes = evicted_bytes_.load();
+  s.eviction_runs = eviction_runs_.load();
+  return s;
+}
+
+}  // namespace shelfmark

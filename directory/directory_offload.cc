@@ -1,0 +1,156 @@
+// Offload (MEMORY -> LOCAL_DISK): tasks queued at PutEnd for the segment
+// owner's SSD store, handed out by OffloadHeartbeat (pinning the MEMORY
+// replica with a reference while the node copies it), and LOCAL_DISK
+// replicas added by NotifyOffloadSuccess.
+#include "common/object_key.h"
+#include "directory/directory_impl.h"
+
+namespace shelfmark {
+namespace {
+
+// How long a node may take to report an offload before its pin is dropped.
+constexpr int64_t kOffloadTimeoutMs = 60'000;
+
+}  // namespace
+
+void DirectoryImpl::QueueOffloadFor(std::string_view tenant, std::string_view key,
+                                    const ObjectMetadata& meta) {
+  if (!options_.enable_offload) return;
+  for (const Replica& r : meta.replicas) {
+    if (!r.is_memory() || !r.is_complete()) continue;
+    const UUID& owner = r.segment()->owner;
+    DiskNode* disk = clients_.Disk(owner);
+    if (disk != nullptr && disk->enable_offloading) {
+      clients_.QueueOffload(owner, {std::string(tenant), std::string(key), meta.size});
+      return;
+    }
+  }
+}
+
+// Pins the client's COMPLETE MEMORY replica of the task's object; false when
+// the object is gone or already on this client's disk.
+static bool PinForOffload(ObjectMetadata* meta, const UUID& client, const DiskNode* disk,
+                          uint64_t* replica_id) {
+  if (meta == nullptr) return false;
+  Replica* pinned = nullptr;
+  for (Replica& r : meta->replicas) {
+    if (!r.is_memory() && r.owner == disk) return false;
+    if (pinned == nullptr && r.is_memory() && r.is_complete() && r.segment()->owner == client &&
+        r.refcnt < 1023) {
+      pinned = &r;
+    }
+  }
+  if (pinned == nullptr) return false;
+  pinned->refcnt = pinned->refcnt + 1;
+  *replica_id = pinned->id;
+  return true;
+}
+
+Result<std::vector<OffloadTask>> DirectoryImpl::OffloadHeartbeat(const UUID& client,
+                                                                 size_t max_tasks) {
+  if (!clients_.Ping(client, Now())) return ErrorCode::ILLEGAL_CLIENT;
+  DiskNode* disk = clients_.Disk(client);
+  std::vector<OffloadTask> out;
+  if (!options_.enable_offload || disk == nullptr || !disk->enable_offloading) return out;
+  for (OffloadTask& task : clients_.TakeOffload(client, max_tasks)) {
+    MetadataShard& shard = ShardOf(task.tenant, task.key);
+    std::unique_lock lock(shard.mu);
+    uint64_t replica_id = 0;
+    if (!PinForOffload(Find(shard, task.tenant, task.key), client, disk, &replica_id)) continue;
+    clients_.AddInflight(client, {task.tenant, task.key, replica_id, Now() + kOffloadTimeoutMs});
+    out.push_back(std::move(task));
+  }
+  return out;
+}
+
+// Drops the offload pin on replica `replica_id` of the key, if it still exists.
+static void Unpin(ObjectMetadata* meta, uint64_t replica_id) {
+  if (meta == nullptr) return;
+  for (Replica& r : meta->replicas) {
+    if (r.id == replica_id && r.refcnt > 0) r.refcnt = r.refcnt - 1;
+  }
+}
+
+Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
+    const UUID& client, const std::vector<OffloadedObject>& items) {
+  DiskNode* disk = clients_.Disk(client);
+  if (disk == nullptr) return ErrorCode::ILLEGAL_CLIENT;
+  clients_.Ping(client, Now());
+  std::vector<ErrorCode> out;
+  out.reserve(items.size());
+  for (const OffloadedObject& item : items) {
+    std::string_view tenant = EffectiveTenant(item.tenant);
+    ErrorCode rc = ValidateTenant(tenant);
+    if (rc == ErrorCode::OK) rc = ValidateKey(item.key);
+    if (rc == ErrorCode::OK && item.location.data_size <= 0) rc = ErrorCode::INVALID_PARAMS;
+    if (rc != ErrorCode::OK) {
+      out.push_back(rc);
+      continue;
+    }
+    MetadataShard& shard = ShardOf(tenant, item.key);
+    std::unique_lock lock(shard.mu);
+    if (clients_.Disk(client) != disk) {  // re-mounted or expired meanwhile
+      out.push_back(ErrorCode::ILLEGAL_CLIENT);
+      continue;
+    }
+    uint64_t replica_id = 0;
+    if (clients_.FinishInflight(client, tenant, item.key, &replica_id)) {
+      Unpin(Find(shard, tenant, item.key), replica_id);
+    }
+    out.push_back(AddDiskReplica(shard, tenant, item, client, disk));
+  }
+  return out;
+}
+
+ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view tenant,
+                                        const OffloadedObject& item, const UUID& client,
+                                        const DiskNode* disk) {
+  uint64_t size = static_cast<uint64_t>(item.location.data_size);
+  ObjectMetadata* meta = Find(shard, tenant, item.key);
+  if (meta == nullptr) {
+    TenantState& state = shard.tenants[std::string(tenant)];
+    meta = &state.objects[item.key];
+    meta->writer = client;
+    meta->put_start_ms = Now();
+    meta->size = size;
+    key_count_.fetch_add(1, std::memory_order_relaxed);
+  } else if (meta->size != size) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  for (const Replica& r : meta->replicas) {
+    if (r.owner == disk) return ErrorCode::OK;
+  }
+  if (meta->replicas.size() >= kMaxReplicas) return ErrorCode::INVALID_PARAMS;
+  uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
+  meta->replicas.push_back(
+      MakeReplica(id, ReplicaStatus::COMPLETE, ReplicaType::LOCAL_DISK, disk, 0));
+  return ErrorCode::OK;
+}
+
+ErrorCode DirectoryImpl::EvictDiskReplica(const UUID& client, std::string_view tenant,
+                                          std::string_view key) {
+  tenant = EffectiveTenant(tenant);
+  if (ErrorCode rc = ValidateKey(key); rc != ErrorCode::OK) return rc;
+  DiskNode* disk = clients_.Disk(client);
+  if (disk == nullptr) return ErrorCode::ILLEGAL_CLIENT;
+  MetadataShard& shard = ShardOf(tenant, key);
+  GroupDrops drops;
+  size_t removed;
+  {
+    std::unique_lock lock(shard.mu);
+    removed = RemoveReplicas(shard, tenant, key,
+                             [disk](const Replica& r) { return r.owner == disk; }, &drops);
+  }
+  DropGroupMembers(tenant, drops);
+  return removed > 0 ? ErrorCode::OK : ErrorCode::OBJECT_NOT_FOUND;
+}
+
+void DirectoryImpl::ExpireInflightOffloads() {
+  for (const InflightOffload& f : clients_.TakeTimedOutInflight(Now())) {
+    MetadataShard& shard = ShardOf(f.tenant, f.key);
+    std::unique_lock lock(shard.mu);
+    Unpin(Find(shard, f.tenant, f.key), f.replica_id);
+  }
+}
+
+}  // namespace shelfmark

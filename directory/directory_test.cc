@@ -1,0 +1,233 @@
+// Directory rules for objects: the put lifecycle, reads and leases, removal,
+// pins, groups, tenants and batches.
+#include "directory/directory.h"
+
+#include "directory/directory_test_util.h"
+
+namespace shelfmark {
+namespace {
+
+class ObjectsTest : public DirectoryFixture {
+ protected:
+  void SetUp() override { seg_ = Mount(node_, "seg-a"); }
+  Segment seg_;
+};
+
+TEST_F(ObjectsTest, PutLifecycleMakesReplicasComplete) {
+  auto started = dir_->PutStart(writer_, "", "k", 100, {});
+  ASSERT_TRUE(started.ok());
+  ASSERT_EQ(started->size(), 1u);
+  const ReplicaDescriptor& d = (*started)[0];
+  EXPECT_EQ(d.status, ReplicaStatus::PROCESSING);
+  EXPECT_EQ(d.type, ReplicaType::MEMORY);
+  EXPECT_EQ(d.memory.endpoint, seg_.endpoint);
+  EXPECT_EQ(d.memory.rkey, seg_.rkey);
+  EXPECT_EQ(d.memory.size, 100u);
+  EXPECT_GE(d.memory.buffer_address, seg_.base);
+  EXPECT_LE(d.memory.buffer_address + 100, seg_.base + seg_.size);
+
+  EXPECT_EQ(dir_->GetReplicaList("", "k").error(), ErrorCode::REPLICA_IS_NOT_READY);
+  EXPECT_FALSE(*dir_->ExistKey("", "k"));
+  ASSERT_EQ(dir_->PutEnd(writer_, "", "k"), ErrorCode::OK);
+  auto got = dir_->GetReplicaList("", "k");
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->replicas.size(), 1u);
+  EXPECT_EQ(got->replicas[0].status, ReplicaStatus::COMPLETE);
+  EXPECT_EQ(got->replicas[0].memory.buffer_address, d.memory.buffer_address);
+  EXPECT_EQ(got->size, 100u);
+  EXPECT_TRUE(*dir_->ExistKey("", "k"));
+  EXPECT_EQ(dir_->Stats().key_count, 1u);
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 128u);  // 64-byte alignment
+}
+
+TEST_F(ObjectsTest, PutStartRejectsBadInput) {
+  EXPECT_EQ(dir_->PutStart(writer_, "", "", 10, {}).error(), ErrorCode::INVALID_KEY);
+  EXPECT_EQ(dir_->PutStart(writer_, "", std::string(5000, 'k'), 10, {}).error(),
+            ErrorCode::INVALID_KEY);
+  EXPECT_EQ(dir_->PutStart(writer_, "", "k", 0, {}).error(), ErrorCode::INVALID_PARAMS);
+  PutConfig zero;
+  zero.replica_num = 0;
+  EXPECT_EQ(dir_->PutStart(writer_, "", "k", 10, zero).error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->PutStart(UUID{}, "", "k", 10, {}).error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->PutStart(writer_, "", "big", 2 << 20, {}).error(),
+            ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_EQ(dir_->Stats().key_count, 0u);
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 0u);
+}
+
+TEST_F(ObjectsTest, DuplicatePutIsRefusedAndOnlyTheWriterEndsIt) {
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", 10, {}).ok());
+  EXPECT_EQ(dir_->PutStart(writer_, "", "k", 10, {}).error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+  EXPECT_EQ(dir_->PutEnd(UUID::Generate(), "", "k"), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(dir_->PutRevoke(UUID::Generate(), "", "k"), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "missing"), ErrorCode::OBJECT_NOT_FOUND);
+  ASSERT_EQ(dir_->PutEnd(writer_, "", "k"), ErrorCode::OK);
+  EXPECT_EQ(dir_->PutStart(writer_, "", "k", 10, {}).error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+}
+
+TEST_F(ObjectsTest, RevokeFreesSpaceAndForgetsTheObject) {
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", 1000, {}).ok());
+  EXPECT_GT(dir_->Stats().allocated_bytes, 0u);
+  ASSERT_EQ(dir_->PutRevoke(writer_, "", "k"), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 0u);
+  EXPECT_EQ(dir_->GetReplicaList("", "k").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->Stats().key_count, 0u);
+}
+
+TEST_F(ObjectsTest, StalePutIsReplacedAfterDiscardTimeoutOnly) {
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", 10, {}).ok());
+  clock_.AdvanceMs(dir_->options().put_start_discard_timeout_ms - 1);
+  EXPECT_EQ(dir_->PutStart(writer_, "", "k", 10, {}).error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+  clock_.AdvanceMs(2);
+  UUID other = UUID::Generate();
+  ASSERT_TRUE(dir_->PutStart(other, "", "k", 10, {}).ok());
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "k"), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(dir_->PutEnd(other, "", "k"), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 64u);
+}
+
+TEST_F(ObjectsTest, BackgroundReclaimsPutsPastReleaseTimeout) {
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", 10, {}).ok());
+  dir_->RunBackgroundOnce();
+  EXPECT_EQ(dir_->Stats().key_count, 1u);
+  clock_.AdvanceMs(dir_->options().put_start_release_timeout_ms + 1);
+  dir_->Ping(node_);  // keep the node alive
+  dir_->RunBackgroundOnce();
+  EXPECT_EQ(dir_->Stats().key_count, 0u);
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 0u);
+}
+
+TEST_F(ObjectsTest, ReadGrantsLeaseThatBlocksRemoveUntilExpiry) {
+  ASSERT_EQ(Put("k"), ErrorCode::OK);
+  EXPECT_EQ(dir_->Remove("", "k", false), ErrorCode::OK);  // PutEnd grants no lease
+  ASSERT_EQ(Put("k"), ErrorCode::OK);
+  auto got = dir_->GetReplicaList("", "k");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->lease_ttl_ms, dir_->options().default_kv_lease_ttl_ms);
+  EXPECT_EQ(dir_->Remove("", "k", false), ErrorCode::OBJECT_HAS_LEASE);
+  clock_.AdvanceMs(dir_->options().default_kv_lease_ttl_ms + 1);
+  EXPECT_EQ(dir_->Remove("", "k", false), ErrorCode::OK);
+  EXPECT_EQ(dir_->Remove("", "k", false), ErrorCode::OBJECT_NOT_FOUND);
+}
+
+TEST_F(ObjectsTest, ForceRemovesLeasedObject) {
+  ASSERT_EQ(Put("k"), ErrorCode::OK);
+  ASSERT_TRUE(*dir_->ExistKey("", "k"));  // Exist grants a lease too
+  EXPECT_EQ(dir_->Remove("", "k", false), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(dir_->Remove("", "k", true), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 0u);
+}
+
+TEST_F(ObjectsTest, RemoveAllSkipsLeasedUnlessForced) {
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(Put("k" + std::to_string(i)), ErrorCode::OK);
+  ASSERT_TRUE(dir_->GetReplicaList("", "k3").ok());
+  EXPECT_EQ(dir_->RemoveAll("", false, false), 9u);
+  EXPECT_EQ(dir_->CountKeys("", false), 1u);
+  EXPECT_EQ(dir_->RemoveAll("", false, true), 1u);
+  EXPECT_EQ(dir_->CountKeys("", false), 0u);
+}
+
+TEST_F(ObjectsTest, TenantsAreIsolated) {
+  ASSERT_EQ(Put("k", 100, {}, "t1"), ErrorCode::OK);
+  EXPECT_EQ(dir_->GetReplicaList("t2", "k").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->GetReplicaList("", "k").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_TRUE(dir_->GetReplicaList("t1", "k").ok());
+  ASSERT_EQ(Put("k", 100, {}, "t2"), ErrorCode::OK);
+  EXPECT_EQ(dir_->CountKeys("t1", false), 1u);
+  EXPECT_EQ(dir_->CountKeys("", true), 2u);
+  EXPECT_EQ(dir_->RemoveAll("t2", false, true), 1u);
+  EXPECT_TRUE(dir_->GetReplicaList("t1", "k").ok());
+  EXPECT_EQ(Put("k", 100, {}, "default"), ErrorCode::OK);
+  EXPECT_TRUE(dir_->GetReplicaList("", "k").ok());  // "" is "default"
+}
+
+TEST_F(ObjectsTest, StatShowsEverything) {
+  PutConfig c;
+  c.checksum = 0xabcdef;
+  c.data_type = DataType::KVCACHE;
+  c.hard_pin = true;
+  c.soft_pin_ttl_ms = 5000;
+  c.group_id = "g";
+  ASSERT_EQ(Put("k", 77, c), ErrorCode::OK);
+  auto info = dir_->Stat("", "k");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 77u);
+  EXPECT_EQ(info->checksum, std::optional<uint64_t>(0xabcdef));
+  EXPECT_EQ(info->data_type, DataType::KVCACHE);
+  EXPECT_TRUE(info->hard_pin);
+  EXPECT_EQ(info->soft_pin_remaining_ms, 5000);
+  EXPECT_EQ(info->group_id, "g");
+  EXPECT_EQ(info->writer, writer_);
+  EXPECT_EQ(info->lease_remaining_ms, 0);
+  ASSERT_EQ(info->replicas.size(), 1u);
+  auto got = dir_->GetReplicaList("", "k");
+  EXPECT_EQ(got->checksum, std::optional<uint64_t>(0xabcdef));
+  EXPECT_EQ(dir_->Stat("", "k")->lease_remaining_ms, dir_->options().default_kv_lease_ttl_ms);
+}
+
+TEST_F(ObjectsTest, GroupsTrackMembersAcrossShards) {
+  PutConfig c;
+  c.group_id = "req-1";
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(Put("layer" + std::to_string(i), 10, c), ErrorCode::OK);
+  auto members = dir_->GroupMembers("", "req-1");
+  ASSERT_TRUE(members.ok());
+  EXPECT_EQ(members->size(), 20u);
+  ASSERT_EQ(dir_->Remove("", "layer3", false), ErrorCode::OK);
+  EXPECT_EQ(dir_->GroupMembers("", "req-1")->size(), 19u);
+  EXPECT_EQ(dir_->GroupMembers("other", "req-1").error(), ErrorCode::OBJECT_NOT_FOUND);
+  dir_->RemoveAll("", false, true);
+  EXPECT_EQ(dir_->GroupMembers("", "req-1").error(), ErrorCode::OBJECT_NOT_FOUND);
+}
+
+TEST_F(ObjectsTest, ListKeysSortedByPrefixWithLimit) {
+  for (const char* k : {"b/2", "a/1", "b/1", "c"}) ASSERT_EQ(Put(k), ErrorCode::OK);
+  EXPECT_EQ(dir_->ListKeys("", "b/", 10), (std::vector<std::string>{"b/1", "b/2"}));
+  EXPECT_EQ(dir_->ListKeys("", "", 2), (std::vector<std::string>{"a/1", "b/1"}));
+  EXPECT_TRUE(dir_->ListKeys("t9", "", 10).empty());
+}
+
+TEST_F(ObjectsTest, ReplicasLandOnDistinctSegmentsPreferredFirst) {
+  Mount(node_, "seg-b");
+  Mount(node_, "seg-c");
+  PutConfig c;
+  c.replica_num = 2;
+  c.preferred_segments = {"seg-c"};
+  auto started = dir_->PutStart(writer_, "", "k", 10, c);
+  ASSERT_TRUE(started.ok());
+  ASSERT_EQ(started->size(), 2u);
+  EXPECT_EQ((*started)[0].memory.endpoint, "seg-c:1234");
+  EXPECT_NE((*started)[0].memory.segment_id, (*started)[1].memory.segment_id);
+  c.replica_num = 4;
+  EXPECT_EQ(dir_->PutStart(writer_, "", "k2", 10, c).error(), ErrorCode::NO_AVAILABLE_HANDLE);
+}
+
+TEST_F(ObjectsTest, BatchesAnswerPerItemInOrder) {
+  ASSERT_EQ(Put("b"), ErrorCode::OK);
+  std::vector<std::string> keys = {"a", "b", "", "c"};
+  auto started = dir_->BatchPutStart(writer_, "", keys, {10, 10, 10, 10}, {});
+  ASSERT_EQ(started.size(), 4u);
+  EXPECT_TRUE(started[0].ok());
+  EXPECT_EQ(started[1].error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+  EXPECT_EQ(started[2].error(), ErrorCode::INVALID_KEY);
+  EXPECT_TRUE(started[3].ok());
+  auto ended = dir_->BatchPutEnd(writer_, "", {"a", "c", "zz"});
+  EXPECT_EQ(ended, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OK,
+                                           ErrorCode::OBJECT_NOT_FOUND}));
+  auto got = dir_->BatchGetReplicaList("", {"c", "missing", "a"});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(got[0].ok());
+  EXPECT_EQ(got[1].error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_TRUE(got[2].ok());
+  auto exist = dir_->BatchExistKey("", {"missing", "b"});
+  EXPECT_FALSE(*exist[0]);
+  EXPECT_TRUE(*exist[1]);
+  auto removed = dir_->BatchRemove("", {"a", "missing", "b"}, true);
+  EXPECT_EQ(removed, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OBJECT_NOT_FOUND,
+                                             ErrorCode::OK}));
+  auto short_sizes = dir_->BatchPutStart(writer_, "", {"x", "y"}, {10}, {});
+  EXPECT_TRUE(short_sizes[0].ok());
+  EXPECT_EQ(short_sizes[1].error(), ErrorCode::INVALID_PARAMS);
+}
+
+}  // namespace
+}  // namespace shelfmark

@@ -1,0 +1,129 @@
+#include "directory/segment_table.h"
+
+#include <algorithm>
+
+namespace shelfmark {
+namespace {
+
+bool SameSegment(const Segment& a, const Segment& b) {
+  return a.id == b.id && a.name == b.name && a.base == b.base && a.size == b.size &&
+         a.endpoint == b.endpoint && a.protocol == b.protocol && a.rkey == b.rkey;
+}
+
+bool Overlaps(const Segment& a, const Segment& b) {
+  return a.endpoint == b.endpoint && a.base < b.base + b.size && b.base < a.base + a.size;
+}
+
+}  // namespace
+
+ErrorCode SegmentTable::Mount(const UUID& owner, const Segment& segment) {
+  if (segment.id.is_nil() || owner.is_nil() || segment.size == 0 || segment.name.empty() ||
+      segment.base + segment.size < segment.base) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  std::unique_lock lock(mu_);
+  auto it = segments_.find(segment.id);
+  if (it != segments_.end()) {
+    const SegmentEntry& cur = *it->second;
+    bool same = cur.owner == owner && SameSegment(cur.segment, segment) && !cur.unmounting;
+    return same ? ErrorCode::OK : ErrorCode::SEGMENT_ALREADY_EXISTS;
+  }
+  for (const SegmentEntry* e : order_) {
+    if (Overlaps(e->segment, segment)) return ErrorCode::INVALID_PARAMS;
+  }
+  auto entry = std::make_unique<SegmentEntry>(owner, segment);
+  capacity_.fetch_add(entry->allocator.capacity());
+  order_.push_back(entry.get());
+  segments_.emplace(segment.id, std::move(entry));
+  return ErrorCode::OK;
+}
+
+Result<SegmentEntry*> SegmentTable::BeginUnmount(const UUID& owner, const UUID& segment_id) {
+  std::unique_lock lock(mu_);
+  auto it = segments_.find(segment_id);
+  if (it == segments_.end() || it->second->unmounting) return ErrorCode::SEGMENT_NOT_FOUND;
+  if (it->second->owner != owner) return ErrorCode::ILLEGAL_CLIENT;
+  SegmentEntry* entry = it->second.get();
+  entry->unmounting = true;
+  order_.erase(std::find(order_.begin(), order_.end(), entry));
+  return entry;
+}
+
+std::vector<SegmentEntry*> SegmentTable::BeginUnmountAll(const UUID& owner) {
+  std::unique_lock lock(mu_);
+  std::vector<SegmentEntry*> out;
+  for (auto& [id, entry] : segments_) {
+    if (entry->owner == owner && !entry->unmounting) {
+      entry->unmounting = true;
+      out.push_back(entry.get());
+    }
+  }
+  for (SegmentEntry* e : out) order_.erase(std::find(order_.begin(), order_.end(), e));
+  return out;
+}
+
+void SegmentTable::Erase(SegmentEntry* entry) {
+  std::unique_lock lock(mu_);
+  capacity_.fetch_sub(entry->allocator.capacity());
+  allocated_.fetch_sub(entry->allocator.allocated_bytes());
+  segments_.erase(entry->segment.id);
+}
+
+size_t SegmentTable::segment_count() const {
+  std::shared_lock lock(mu_);
+  return order_.size();
+}
+
+std::vector<SegmentEntry*> SegmentTable::OrderCandidates(
+    const std::vector<std::string>& preferred) {
+  std::vector<SegmentEntry*> out;
+  for (const std::string& name : preferred) {
+    for (SegmentEntry* e : order_) {
+      if (e->segment.name == name && std::find(out.begin(), out.end(), e) == out.end()) {
+        out.push_back(e);
+      }
+    }
+  }
+  size_t n = order_.size();
+  size_t start = n == 0 ? 0 : next_start_.fetch_add(1, std::memory_order_relaxed) % n;
+  for (size_t i = 0; i < n; ++i) {
+    SegmentEntry* e = order_[(start + i) % n];
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  }
+  return out;
+}
+
+bool SegmentTable::TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset) {
+  std::lock_guard lock(seg->mu);
+  if (seg->unmounting) return false;
+  auto got = seg->allocator.Allocate(size);
+  if (!got) return false;
+  *offset = *got;
+  allocated_.fetch_add(seg->allocator.AlignedSize(size), std::memory_order_relaxed);
+  return true;
+}
+
+Result<std::vector<Placement>> SegmentTable::Allocate(
+    uint32_t count, uint64_t size, const std::vector<std::string>& preferred) {
+  std::shared_lock lock(mu_);
+  std::vector<Placement> placed;
+  for (SegmentEntry* seg : OrderCandidates(preferred)) {
+    if (placed.size() == count) break;
+    uint64_t offset = 0;
+    if (TryAllocate(seg, size, &offset)) placed.push_back({seg, offset});
+  }
+  if (placed.size() < count) {
+    for (const Placement& p : placed) Free(p.segment, p.offset, size);
+    return ErrorCode::NO_AVAILABLE_HANDLE;
+  }
+  return placed;
+}
+
+void SegmentTable::Free(SegmentEntry* segment, uint64_t offset, uint64_t size) {
+  std::lock_guard lock(segment->mu);
+  if (segment->allocator.Free(offset, segment->allocator.AlignedSize(size))) {
+    allocated_.fetch_sub(segment->allocator.AlignedSize(size), std::memory_order_relaxed);
+  }
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,78 @@
+// SegmentTable: the node DRAM segments mounted at the master and the offset
+// allocator of each, which places MEMORY replicas.
+//
+// Thread safety: all methods are thread-safe. Lock order: a shard lock may be
+// held while calling in (the table's locks are leaves), never the reverse.
+// Lifetime: a SegmentEntry stays valid until Erase(); the directory erases it
+// only after removing every replica that points at it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "common/uuid.h"
+#include "directory/offset_allocator.h"
+#include "directory/types.h"
+
+namespace shelfmark {
+
+struct SegmentEntry {
+  SegmentEntry(const UUID& owner_id, const Segment& seg)
+      : owner(owner_id), segment(seg), allocator(seg.size, kAlignment) {}
+  static constexpr uint64_t kAlignment = 64;
+
+  const UUID owner;
+  const Segment segment;  // immutable after mount: read without locks
+  std::mutex mu;          // guards allocator
+  OffsetAllocator allocator;
+  std::atomic<bool> unmounting{false};
+};
+
+// Where one replica was placed.
+struct Placement {
+  SegmentEntry* segment;
+  uint64_t offset;
+};
+
+class SegmentTable {
+ public:
+  // See Directory::MountSegment for the codes.
+  ErrorCode Mount(const UUID& owner, const Segment& segment);
+  // Marks the segment unmounting (no new allocations) and returns it;
+  // SEGMENT_NOT_FOUND / ILLEGAL_CLIENT (owner differs).
+  Result<SegmentEntry*> BeginUnmount(const UUID& owner, const UUID& segment_id);
+  // Marks every segment of `owner` unmounting and returns them.
+  std::vector<SegmentEntry*> BeginUnmountAll(const UUID& owner);
+  // Forgets the segment. Precondition: no replica points at it.
+  void Erase(SegmentEntry* entry);
+
+  // Places `count` replicas of `size` bytes on distinct segments, preferred
+  // names first, then round-robin. All or nothing: NO_AVAILABLE_HANDLE.
+  Result<std::vector<Placement>> Allocate(uint32_t count, uint64_t size,
+                                          const std::vector<std::string>& preferred);
+  void Free(SegmentEntry* segment, uint64_t offset, uint64_t size);
+
+  uint64_t allocated_bytes() const { return allocated_.load(std::memory_order_relaxed); }
+  uint64_t capacity_bytes() const { return capacity_.load(std::memory_order_relaxed); }
+  size_t segment_count() const;
+
+ private:
+  std::vector<SegmentEntry*> OrderCandidates(const std::vector<std::string>& preferred);
+  bool TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset);
+
+  mutable std::shared_mutex mu_;  // guards segments_ and order_
+  std::unordered_map<UUID, std::unique_ptr<SegmentEntry>, UUIDHash> segments_;
+  std::vector<SegmentEntry*> order_;  // mount order, for round-robin
+  std::atomic<uint64_t> next_start_{0};
+  std::atomic<uint64_t> allocated_{0};
+  std::atomic<uint64_t> capacity_{0};
+};
+
+}  // namespace shelfmark

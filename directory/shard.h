@@ -1,0 +1,51 @@
+// The directory's 1024 metadata shards. A shard maps tenant -> TenantState;
+// a tenant's state holds its objects, its keys with an unfinished put and
+// the member lists of groups routed to this shard.
+//
+// Thread safety: every field of a shard's tenants is guarded by the shard's
+// `mu` (ObjectMetadata::lease_deadline_ms excepted, see object_metadata.h).
+// Invariant: no TenantState in `tenants` is empty (Empty() is false).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "directory/object_metadata.h"
+
+namespace shelfmark {
+
+inline constexpr size_t kShardCount = 1024;
+
+// std::hash over string_view, usable for heterogeneous lookups.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+
+template <typename V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+using StringSet = std::unordered_set<std::string, StringHash, std::equal_to<>>;
+
+struct TenantState {
+  StringMap<ObjectMetadata> objects;
+  StringSet processing;  // keys with an unfinished put
+  StringMap<std::set<std::string>> groups;  // group id -> member keys
+
+  bool Empty() const { return objects.empty() && processing.empty() && groups.empty(); }
+};
+
+struct MetadataShard {
+  mutable std::shared_mutex mu;
+  StringMap<TenantState> tenants;
+};
+
+// Shard of a key (or of a group id). The default tenant hashes the name alone.
+size_t ShardIndex(std::string_view tenant, std::string_view name);
+
+}  // namespace shelfmark
