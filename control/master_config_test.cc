@@ -1,0 +1,58 @@
+#include "control/master_config.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace shelfmark {
+namespace {
+
+ParseOutcome Parse(std::vector<const char*> args, MasterConfig* c, std::string* msg) {
+  args.insert(args.begin(), "shelfmark-master");
+  return ParseMasterFlags(static_cast<int>(args.size()), args.data(), c, msg);
+}
+
+TEST(MasterConfig, DesignStudyExampleParses) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({"--memory_allocator=offset", "--enable_snapshot=true",
+                   "--enable_snapshot_restore=true", "--snapshot_object_store_type=local",
+                   "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=600",
+                   "--snapshot_child_timeout_seconds=300", "--snapshot_retention_count=2",
+                   "--eviction_ratio=0.1", "--eviction_high_watermark_ratio=0.8",
+                   "--default_kv_lease_ttl=5000", "--client_ttl=20", "--enable_offload",
+                   "--rpc_port=6000", "--metrics_port=6001", "--cluster_id=c1"},
+                  &c, &msg),
+            ParseOutcome::kRun)
+      << msg;
+  EXPECT_TRUE(c.enable_snapshot);
+  EXPECT_EQ(c.rpc_port, 6000);
+  DirectoryOptions o = c.ToDirectoryOptions();
+  EXPECT_EQ(o.default_kv_lease_ttl_ms, 5000);
+  EXPECT_EQ(o.client_ttl_ms, 20000);
+  EXPECT_DOUBLE_EQ(o.eviction_ratio, 0.1);
+  EXPECT_TRUE(o.enable_offload);
+}
+
+TEST(MasterConfig, BadValuesNameTheFlag) {
+  for (const char* arg : {"--snapshot_retention_count=0", "--rpc_port=-1", "--client_ttl=0",
+                          "--eviction_ratio=2", "--snapshot_object_store_type=ftp",
+                          "--bogus=1", "--cluster_id=../x"}) {
+    MasterConfig c;
+    std::string msg;
+    EXPECT_EQ(Parse({arg}, &c, &msg), ParseOutcome::kError) << arg;
+    std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  }
+}
+
+TEST(MasterConfig, HelpAndPositional) {
+  MasterConfig c;
+  std::string msg;
+  EXPECT_EQ(Parse({"--help"}, &c, &msg), ParseOutcome::kHelp);
+  EXPECT_NE(msg.find("--rpc_port"), std::string::npos);
+  EXPECT_EQ(Parse({"extra"}, &c, &msg), ParseOutcome::kError);
+}
+
+}  // namespace
+}  // namespace shelfmark

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Benchmarks the master: RPC throughput and latency (put, get_replica_list;
+# batch 1 and 128; 1 and 16 connections), DRAM per object, and Redis on the
+# same machine as a baseline. Works on a fresh Debian 12 machine.
+#
+# Usage: scripts/bench_master.sh
+# Environment (all optional):
+#   BENCH_OUT          JSON lines output (default out/bench_master.jsonl; rewritten)
+#   BENCH_SECONDS      seconds per timed op (default 5)
+#   BENCH_BATCHES      batch sizes (default "1 128")
+#   BENCH_CONNECTIONS  connection counts (default "1 16")
+#   BENCH_OBJECTS      object counts of the memory runs (default "1000000 10000000";
+#                      empty: no memory run)
+#   REDIS_REQUESTS     requests per redis-benchmark run (default 2000000)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+out="${BENCH_OUT:-$root/out/bench_master.jsonl}"
+seconds="${BENCH_SECONDS:-5}"
+batches="${BENCH_BATCHES:-1 128}"
+connections="${BENCH_CONNECTIONS:-1 16}"
+objects="${BENCH_OBJECTS-1000000 10000000}"
+redis_requests="${REDIS_REQUESTS:-2000000}"
+
+log() { echo "bench_master: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+"$root/scripts/setup.sh"
+build="$("$root/scripts/build.sh" | tail -n 1)"
+find_binary() {
+  local path
+  path="$(find "$build" -type f -name "$1" -perm -u+x -print -quit)"
+  [ -n "$path" ] || die "no $1 under $build"
+  echo "$path"
+}
+master_bin="$(find_binary shelfmark-master)"
+perf_bin="$(find_binary shelfmark-perf)"
+
+# A TCP port nobody listens on (and not in $1, a port already handed out).
+free_port() {
+  local p
+  while true; do
+    p=$((20000 + RANDOM % 40000))
+    [ "$p" != "${1:-}" ] || continue
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+
+mkdir -p "$(dirname "$out")"
+: > "$out"
+logdir="$(dirname "$out")"
+master_pid=""
+redis_pid=""
+cleanup() {
+  [ -z "$master_pid" ] || kill "$master_pid" 2>/dev/null || true
+  [ -z "$redis_pid" ] || kill "$redis_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_master() {
+  rpc_port="$(free_port)"
+  metrics_port="$(free_port "$rpc_port")"
+  "$master_bin" --rpc_port="$rpc_port" --metrics_port="$metrics_port" \
+    >>"$logdir/bench_master.master.log" 2>&1 &
+  master_pid=$!
+  for _ in $(seq 1 300); do
+    if curl -fsS "http://127.0.0.1:$metrics_port/health" >/dev/null 2>&1; then return 0; fi
+    kill -0 "$master_pid" 2>/dev/null || die "shelfmark-master exited; see $logdir/bench_master.master.log"
+    sleep 0.1
+  done
+  die "shelfmark-master did not become healthy within 30 s"
+}
+
+stop_master() {
+  kill "$master_pid" 2>/dev/null || true
+  wait "$master_pid" 2>/dev/null || true
+  master_pid=""
+}
+
+perf() {
+  log "shelfmark-perf master $*"
+  "$perf_bin" master --master="127.0.0.1:$rpc_port" --metrics="127.0.0.1:$metrics_port" \
+    --json "$@" >>"$out" || log "shelfmark-perf master $* exited with $? (results kept)"
+}
+
+log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
+start_master
+for b in $batches; do
+  for c in $connections; do
+    perf --batch="$b" --connections="$c" --seconds="$seconds"
+  done
+done
+# Each memory run gets a fresh master: RSS freed by earlier runs stays in the
+# allocator's arenas and would hide part of the cost.
+for n in $objects; do
+  stop_master
+  start_master
+  perf --objects="$n"
+done
+stop_master
+
+# Redis baseline on the same machine.
+redis_port="$(free_port)"
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+  >"$logdir/bench_master.redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 1 100); do
+  [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ] && break
+  sleep 0.1
+done
+declare -A redis_rps
+for pipeline in 128 1; do
+  log "redis-benchmark -t get,set -P $pipeline -n $redis_requests"
+  while IFS= read -r line; do
+    # "GET: 1234567.89 requests per second, p50=0.455 msec"
+    op="$(echo "$line" | sed -n 's/^\([A-Z]*\): .*/\1/p' | tr '[:upper:]' '[:lower:]')"
+    rps="$(echo "$line" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p')"
+    [ -n "$op" ] && [ -n "$rps" ] || continue
+    redis_rps["$op,$pipeline"]="$rps"
+    echo "{\"bench\":\"redis\",\"op\":\"$op\",\"pipeline\":$pipeline,\"clients\":50,\"requests_per_s\":$rps}" >>"$out"
+  done < <(redis-benchmark -p "$redis_port" -t get,set -P "$pipeline" -n "$redis_requests" -q 2>&1 |
+             tr '\r' '\n' | grep 'requests per second')
+done
+kill "$redis_pid" 2>/dev/null || true
+wait "$redis_pid" 2>/dev/null || true
+redis_pid=""
+
+# Summary from the JSON lines (flat objects; no jq on a fresh machine).
+field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | head -n 1; }
+pick() { grep "\"op\":\"$1\",\"batch\":$2,\"connections\":$3," "$out" || true; }
+best_batched_get=0
+best_conns=""
+for c in $connections; do
+  v="$(pick get_replica_list 128 "$c" | field keys_per_s)"
+  if [ -n "$v" ] && awk -v a="$v" -v b="$best_batched_get" 'BEGIN{exit !(a>b)}'; then
+    best_batched_get="$v"; best_conns="$c"
+  fi
+done
+redis_get="${redis_rps[get,128]:-0}"
+ratio="$(awk -v a="$best_batched_get" -v b="$redis_get" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }')"
+
+echo
+echo "=== shelfmark master benchmark summary ($(nproc) CPUs) ==="
+printf "%-52s %15s\n" "measure" "value"
+printf "%-52s %15.0f\n" "get_replica_list batch=128 conns=$best_conns keys/s" "$best_batched_get"
+printf "%-52s %15.0f\n" "redis GET -P 128 (50 clients) requests/s" "$redis_get"
+printf "%-52s %15s\n" "ratio shelfmark / redis (batched)" "$ratio"
+printf "%-52s %15.0f\n" "redis GET -P 1 (50 clients) requests/s" "${redis_rps[get,1]:-0}"
+printf "%-52s %15.0f\n" "redis SET -P 128 (50 clients) requests/s" "${redis_rps[set,128]:-0}"
+for op in get_replica_list put; do
+  for c in $connections; do
+    line="$(pick "$op" 1 "$c")"
+    [ -n "$line" ] || continue
+    printf "%-52s %15s\n" "$op batch=1 conns=$c p50 us (keys/s)" \
+      "$(echo "$line" | field p50_us) ($(echo "$line" | field keys_per_s | cut -d. -f1))"
+  done
+done
+grep '"op":"memory"' "$out" | while IFS= read -r line; do
+  printf "%-52s %15s\n" "bytes/object at $(echo "$line" | field objects) objects (beyond key)" \
+    "$(echo "$line" | field bytes_per_object) ($(echo "$line" | field overhead_beyond_key_bytes))"
+done
+errors="$(grep '"bench":"master"' "$out" | sed -n 's/.*"errors":\([0-9]*\).*/\1/p' | awk '{s+=$1} END{print s+0}')"
+printf "%-52s %15s\n" "non-OK answers in all master runs" "$errors"
+echo "JSON lines: $out"

@@ -1,0 +1,90 @@
+// The real shelfmark-master binary: flags, /health, /metrics moving under
+// real RPC traffic, clean stop on SIGTERM.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "control/master_client.h"
+#include "tests/process_util.h"
+
+namespace shelfmark {
+namespace {
+
+using testing::ChildProcess;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(MasterProcess, BadFlagExitsNonZeroNamingTheFlag) {
+  std::string err = ::testing::TempDir() + "/master_bad_flag.err";
+  for (const char* arg : {"--no_such_flag=1", "--rpc_port=abc", "--snapshot_retention_count=0",
+                          "--eviction_ratio=7"}) {
+    ChildProcess master(SHELFMARK_MASTER_BIN, {arg}, err);
+    EXPECT_EQ(master.Wait(10'000), 2) << arg;
+    std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    EXPECT_NE(ReadFile(err).find(name), std::string::npos) << ReadFile(err);
+  }
+}
+
+TEST(MasterProcess, ServesHealthAndMetricsThatMoveUnderTraffic) {
+  uint16_t rpc = testing::FreePort(), http = testing::FreePort();
+  ChildProcess master(SHELFMARK_MASTER_BIN,
+                      {"--rpc_port=" + std::to_string(rpc), "--metrics_port=" + std::to_string(http)});
+  ASSERT_TRUE(testing::WaitHealthy(http, 20'000));
+  std::string before;
+  ASSERT_EQ(testing::HttpGet(http, "/metrics", &before), 200);
+  EXPECT_GT(testing::MetricValue(before, "process_resident_memory_bytes"), 0);
+  EXPECT_EQ(testing::MetricValue(before, "shelfmark_master_key_count"), 0);
+
+  MasterClientOptions opts;
+  opts.address = "127.0.0.1:" + std::to_string(rpc);
+  MasterClient client(opts);
+  Segment seg;
+  seg.id = UUID::Generate();
+  seg.name = "seg";
+  seg.base = 1 << 20;
+  seg.size = 1 << 20;
+  seg.endpoint = "127.0.0.1:1";
+  seg.protocol = "ucx";
+  ASSERT_EQ(client.MountSegment(seg), ErrorCode::OK);
+  for (int i = 0; i < 10; ++i) {
+    std::string key = "k" + std::to_string(i);
+    ASSERT_TRUE(client.PutStart("", key, 1000, {}).ok());
+    ASSERT_EQ(client.PutEnd("", key), ErrorCode::OK);
+  }
+  std::string after;
+  ASSERT_EQ(testing::HttpGet(http, "/metrics", &after), 200);
+  EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_key_count"), 10);
+  EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_total_capacity_bytes"), 1 << 20);
+  EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_allocated_bytes"), 10 * 1024);
+  EXPECT_NE(after.find("shelfmark_master_rpc_requests_total{method=\"PutStart\"} 10"),
+            std::string::npos);
+  std::string body;
+  EXPECT_EQ(testing::HttpGet(http, "/nope", &body), 404);
+
+  master.Signal(SIGTERM);
+  EXPECT_EQ(master.Wait(20'000), 0);
+}
+
+TEST(MasterProcess, PortInUseIsAClearError) {
+  uint16_t rpc = testing::FreePort(), http = testing::FreePort();
+  ChildProcess first(SHELFMARK_MASTER_BIN,
+                     {"--rpc_port=" + std::to_string(rpc), "--metrics_port=" + std::to_string(http)});
+  ASSERT_TRUE(testing::WaitHealthy(http, 20'000));
+  std::string err = ::testing::TempDir() + "/master_port_in_use.err";
+  ChildProcess second(SHELFMARK_MASTER_BIN,
+                      {"--rpc_port=" + std::to_string(testing::FreePort()),
+                       "--metrics_port=" + std::to_string(http)}, err);
+  EXPECT_EQ(second.Wait(20'000), 1);
+  EXPECT_NE(ReadFile(err).find("--metrics_port"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shelfmark
