@@ -41,7 +41,7 @@ class Histogram {
   std::vector<double> bounds_;
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
   std::atomic<uint64_t> count_{0};
-  std::atomic<uint64_t> sum_micros_{0};  // sum * 1e6, kept integral for atomics
+  std::atomic<double> sum_{0.0};  // C++20 atomic fetch_add: lock-free CAS, no overflow
 };
 
 // Default latency bounds in microseconds: 5us .. ~10s.
