@@ -1,0 +1,237 @@
+# master.capnp: the control-plane protocol between nodes / clients / tools and
+# shelfmark-master (design.md section 5). One interface, MasterService, with a
+# method per Directory operation (directory/directory.h holds the semantics).
+#
+# Wire conventions (every method):
+#  - `code` in every reply is a shelfmark::ErrorCode value (common/error_code.h;
+#    values are stable wire constants). 0 = OK. When `code` is not OK the
+#    payload fields of the reply are unset/default and must be ignored.
+#  - `tenant` is Text; the empty tenant means the default tenant ("default").
+#  - `clientId` is the caller's 128-bit identity (shelfmark::UUID); it is
+#    carried by the calls whose Directory counterpart takes a client.
+#  - Keys are 1..4096 bytes (else the per-item / whole-call code is
+#    INVALID_KEY); they are opaque bytes carried as Text.
+#  - Batch calls: `keys` (and `sizes` where present) must have the same length
+#    and at most the server's max_batch entries, else the whole call answers
+#    INVALID_PARAMS with an empty result list. Otherwise the reply's `code` is
+#    OK and the result list holds exactly one entry per key, in request order,
+#    each with its own code.
+#  - Enum values outside the declared range are rejected with INVALID_PARAMS
+#    (never reinterpreted).
+#  - Cap'n Proto exceptions (e.g. DISCONNECTED) are transport failures; the
+#    client library reports them as RPC_FAIL.
+
+@0x81ee7e5cc6a09bae;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("shelfmark::wire");
+
+# shelfmark::UUID: `hi` is the first 8 bytes of the canonical form, `lo` the
+# last 8. The nil UUID (0, 0) is never a valid client or segment id.
+struct Uuid {
+  hi @0 :UInt64;
+  lo @1 :UInt64;
+}
+
+# Mirrors shelfmark::ReplicaStatus (same numeric values).
+enum ReplicaStatus {
+  initialized @0;
+  processing @1;
+  complete @2;
+  removed @3;
+  failed @4;
+}
+
+# Mirrors shelfmark::ReplicaType.
+enum ReplicaType {
+  memory @0;
+  localDisk @1;
+}
+
+# Mirrors shelfmark::DataType.
+enum DataType {
+  unknown @0;
+  kvcache @1;
+  tensor @2;
+  weight @3;
+}
+
+# Mirrors shelfmark::ClientStatus.
+enum ClientStatus {
+  ok @0;
+  needRemount @1;
+}
+
+# A node's DRAM segment, as the node mounts it.
+struct Segment {
+  id @0 :Uuid;          # non-nil, unique per segment
+  name @1 :Text;        # non-empty; the name PutConfig.preferredSegments refers to
+  base @2 :UInt64;      # virtual address of the first byte in the owner
+  size @3 :UInt64;      # bytes; > 0
+  endpoint @4 :Text;    # "ip:port" of the owner's transport
+  protocol @5 :Text;    # "rdma" | "ucx" | "loopback" | ...
+  rkey @6 :Data;        # opaque, meaning belongs to `protocol`; <= 4096 bytes
+}
+
+# Where a MEMORY replica's bytes are: enough for one one-sided read.
+struct MemoryDescriptor {
+  endpoint @0 :Text;
+  protocol @1 :Text;
+  bufferAddress @2 :UInt64;  # absolute address inside the segment
+  size @3 :UInt64;
+  rkey @4 :Data;             # the segment's rkey
+  segmentId @5 :Uuid;
+}
+
+# Which node holds a LOCAL_DISK replica; the node's own index finds the bytes.
+struct DiskDescriptor {
+  clientId @0 :Uuid;
+  objectSize @1 :UInt64;
+  endpoint @2 :Text;
+}
+
+# One replica. The union discriminant is the replica's type (MEMORY or
+# LOCAL_DISK); exactly the matching descriptor is present.
+struct ReplicaDescriptor {
+  id @0 :UInt64;               # global replica id
+  status @1 :ReplicaStatus;
+  union {
+    memory @2 :MemoryDescriptor;
+    disk @3 :DiskDescriptor;
+  }
+}
+
+# Options of a put (shelfmark::PutConfig).
+struct PutConfig {
+  replicaNum @0 :UInt32 = 1;           # MEMORY replicas to place, on distinct segments
+  preferredSegments @1 :List(Text);    # segment names tried first, in order (<= 1024)
+  checksum :union {                    # optional checksum of the value
+    none @2 :Void;
+    value @3 :UInt64;
+  }
+  dataType @4 :DataType;
+  hardPin @5 :Bool;                    # never evicted
+  softPinTtlMs @6 :Int64;              # > 0: soft-pinned until put end + ttl
+  groupId @7 :Text;                    # non-empty: joins this group (same tenant)
+}
+
+# Answer of GetReplicaList (shelfmark::GetReplicaListResponse).
+struct GetReplicaListResponse {
+  replicas @0 :List(ReplicaDescriptor);  # COMPLETE replicas only
+  size @1 :UInt64;
+  checksum :union {
+    none @2 :Void;
+    value @3 :UInt64;
+  }
+  dataType @4 :DataType;
+  leaseTtlMs @5 :Int64;                  # the lease granted by this read
+}
+
+# The operator's view of one object (shelfmark::ObjectInfo).
+struct ObjectInfo {
+  key @0 :Text;
+  size @1 :UInt64;
+  checksum :union {
+    none @2 :Void;
+    value @3 :UInt64;
+  }
+  dataType @4 :DataType;
+  writer @5 :Uuid;
+  leaseRemainingMs @6 :Int64;            # 0 when expired
+  softPinRemainingMs @7 :Int64;          # 0 when none or expired
+  hardPin @8 :Bool;
+  groupId @9 :Text;
+  replicas @10 :List(ReplicaDescriptor); # every replica, any status
+}
+
+# A MEMORY object the node should copy to its SSD store.
+struct OffloadTask {
+  tenant @0 :Text;
+  key @1 :Text;
+  size @2 :UInt64;
+}
+
+# Where a node's SSD store put an object (the node's second-level index).
+struct StorageObjectMetadata {
+  bucketId @0 :Int64;
+  offset @1 :Int64;
+  keySize @2 :Int64;
+  dataSize @3 :Int64;
+  transportEndpoint @4 :Text;
+}
+
+# One object a node finished offloading.
+struct OffloadedObject {
+  tenant @0 :Text;
+  key @1 :Text;
+  location @2 :StorageObjectMetadata;
+}
+
+# Per-item results of the batch calls.
+struct PutStartResult {
+  code @0 :Int32;
+  replicas @1 :List(ReplicaDescriptor);  # set when code == OK
+}
+
+struct GetReplicaListResult {
+  code @0 :Int32;
+  response @1 :GetReplicaListResponse;   # set when code == OK
+}
+
+struct ExistKeyResult {
+  code @0 :Int32;
+  exists @1 :Bool;                       # meaningful when code == OK
+}
+
+interface MasterService {
+  # --- segments and clients ---------------------------------------------------
+  mountSegment @0 (clientId :Uuid, segment :Segment) -> (code :Int32);
+  unmountSegment @1 (clientId :Uuid, segmentId :Uuid) -> (code :Int32);
+  # `code` is OK; `status` says whether the client must re-mount.
+  ping @2 (clientId :Uuid) -> (code :Int32, viewVersion :UInt64, status :ClientStatus);
+  mountLocalDisk @3 (clientId :Uuid, enableOffloading :Bool, endpoint :Text) -> (code :Int32);
+
+  # --- puts -------------------------------------------------------------------
+  putStart @4 (clientId :Uuid, tenant :Text, key :Text, size :UInt64, config :PutConfig)
+      -> (code :Int32, replicas :List(ReplicaDescriptor));
+  putEnd @5 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType) -> (code :Int32);
+  putRevoke @6 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType) -> (code :Int32);
+
+  # --- reads ------------------------------------------------------------------
+  getReplicaList @7 (tenant :Text, key :Text)
+      -> (code :Int32, response :GetReplicaListResponse);
+  existKey @8 (tenant :Text, key :Text) -> (code :Int32, exists :Bool);
+  stat @9 (tenant :Text, key :Text) -> (code :Int32, info :ObjectInfo);
+  # At most `limit` keys (the server also caps it at 1,048,576), sorted.
+  listKeys @10 (tenant :Text, prefix :Text, limit :UInt64) -> (code :Int32, keys :List(Text));
+  countKeys @11 (tenant :Text, allTenants :Bool) -> (code :Int32, count :UInt64);
+  groupMembers @12 (tenant :Text, groupId :Text) -> (code :Int32, keys :List(Text));
+
+  # --- removal ----------------------------------------------------------------
+  remove @13 (tenant :Text, key :Text, force :Bool) -> (code :Int32);
+  removeAll @14 (tenant :Text, allTenants :Bool, force :Bool) -> (code :Int32, removed :UInt64);
+
+  # --- batches: one answer per key, in order ----------------------------------
+  batchPutStart @15 (clientId :Uuid, tenant :Text, keys :List(Text), sizes :List(UInt64),
+                     config :PutConfig)
+      -> (code :Int32, results :List(PutStartResult));
+  batchPutEnd @16 (clientId :Uuid, tenant :Text, keys :List(Text))
+      -> (code :Int32, codes :List(Int32));
+  batchPutRevoke @17 (clientId :Uuid, tenant :Text, keys :List(Text))
+      -> (code :Int32, codes :List(Int32));
+  batchGetReplicaList @18 (tenant :Text, keys :List(Text))
+      -> (code :Int32, results :List(GetReplicaListResult));
+  batchExistKey @19 (tenant :Text, keys :List(Text))
+      -> (code :Int32, results :List(ExistKeyResult));
+  batchRemove @20 (tenant :Text, keys :List(Text), force :Bool)
+      -> (code :Int32, codes :List(Int32));
+
+  # --- offload (MEMORY -> LOCAL_DISK) -----------------------------------------
+  # At most `maxTasks` tasks (the server also caps it at its max_batch).
+  offloadHeartbeat @21 (clientId :Uuid, maxTasks :UInt64)
+      -> (code :Int32, tasks :List(OffloadTask));
+  # One code per item, in order; at most max_batch items.
+  notifyOffloadSuccess @22 (clientId :Uuid, items :List(OffloadedObject))
+      -> (code :Int32, codes :List(Int32));
+  evictDiskReplica @23 (clientId :Uuid, tenant :Text, key :Text) -> (code :Int32);
+}
