@@ -37,12 +37,11 @@ find_binary() {
 master_bin="$(find_binary shelfmark-master)"
 perf_bin="$(find_binary shelfmark-perf)"
 
-# A TCP port nobody listens on (and not in $1, a port already handed out).
+# A TCP port nobody listens on (for redis-server, which cannot pick one).
 free_port() {
   local p
   while true; do
     p=$((20000 + RANDOM % 40000))
-    [ "$p" != "${1:-}" ] || continue
     ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
   done
 }
@@ -51,6 +50,7 @@ mkdir -p "$(dirname "$out")"
 : > "$out"
 logdir="$(dirname "$out")"
 master_pid=""
+master_starts=0
 redis_pid=""
 cleanup() {
   [ -z "$master_pid" ] || kill "$master_pid" 2>/dev/null || true
@@ -60,18 +60,27 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Port 0: the master binds free ports and prints them ("rpc port N, metrics
+# port M") on stderr; each start gets its own log.
 start_master() {
-  rpc_port="$(free_port)"
-  metrics_port="$(free_port "$rpc_port")"
-  "$master_bin" --rpc_port="$rpc_port" --metrics_port="$metrics_port" \
-    >>"$logdir/bench_master.master.log" 2>&1 &
+  master_log="$logdir/bench_master.master.$((++master_starts)).log"
+  "$master_bin" --rpc_port=0 --metrics_port=0 >"$master_log" 2>&1 &
   master_pid=$!
+  rpc_port=""
+  metrics_port=""
   for _ in $(seq 1 300); do
-    if curl -fsS "http://127.0.0.1:$metrics_port/health" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$master_pid" 2>/dev/null || die "shelfmark-master exited; see $logdir/bench_master.master.log"
+    # Both ports from one read of the one line that names them.
+    ports="$(sed -n 's/.*rpc port \([0-9]*\), metrics port \([0-9]*\).*/\1 \2/p' "$master_log" |
+               head -n 1)"
+    rpc_port="${ports% *}"
+    metrics_port="${ports#* }"
+    if [ -n "$ports" ] && curl -fsS "http://127.0.0.1:$metrics_port/health" >/dev/null 2>&1; then
+      return 0
+    fi
+    kill -0 "$master_pid" 2>/dev/null || die "shelfmark-master exited; see $master_log"
     sleep 0.1
   done
-  die "shelfmark-master did not become healthy within 30 s"
+  die "shelfmark-master did not become healthy within 30 s; see $master_log"
 }
 
 stop_master() {
@@ -131,10 +140,11 @@ redis_pid=""
 # Summary from the JSON lines (flat objects; no jq on a fresh machine).
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | head -n 1; }
 pick() { grep "\"op\":\"$1\",\"batch\":$2,\"connections\":$3," "$out" || true; }
+big_batch="$(printf '%s\n' $batches | sort -n | tail -n 1)"
 best_batched_get=0
-best_conns=""
+best_conns="-"
 for c in $connections; do
-  v="$(pick get_replica_list 128 "$c" | field keys_per_s)"
+  v="$(pick get_replica_list "$big_batch" "$c" | field keys_per_s)"
   if [ -n "$v" ] && awk -v a="$v" -v b="$best_batched_get" 'BEGIN{exit !(a>b)}'; then
     best_batched_get="$v"; best_conns="$c"
   fi
@@ -145,7 +155,7 @@ ratio="$(awk -v a="$best_batched_get" -v b="$redis_get" 'BEGIN{ if (b>0) printf 
 echo
 echo "=== shelfmark master benchmark summary ($(nproc) CPUs) ==="
 printf "%-52s %15s\n" "measure" "value"
-printf "%-52s %15.0f\n" "get_replica_list batch=128 conns=$best_conns keys/s" "$best_batched_get"
+printf "%-52s %15.0f\n" "get_replica_list batch=$big_batch conns=$best_conns keys/s" "$best_batched_get"
 printf "%-52s %15.0f\n" "redis GET -P 128 (50 clients) requests/s" "$redis_get"
 printf "%-52s %15s\n" "ratio shelfmark / redis (batched)" "$ratio"
 printf "%-52s %15.0f\n" "redis GET -P 1 (50 clients) requests/s" "${redis_rps[get,1]:-0}"

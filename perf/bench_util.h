@@ -1,0 +1,57 @@
+// Small pure helpers of the benchmarks: latency percentiles, HOST:PORT
+// parsing, reading one value out of a Prometheus text page, and a plain
+// HTTP/1.0 GET over a socket (no extra libraries).
+//
+// Thread safety: every function is reentrant; none keeps state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace shelfmark {
+
+// Nearest-rank percentile (p in [0, 100]) of `values`, which it reorders
+// (nth_element). 0 for an empty vector.
+int64_t Percentile(std::vector<int64_t>* values, double p);
+
+struct LatencySummary {
+  uint64_t count = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double max_us = 0;
+};
+
+// Summarizes per-call latencies given in nanoseconds (reorders them).
+LatencySummary SummarizeLatencyNs(std::vector<int64_t>* latencies_ns);
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  std::string ToString() const;
+};
+
+// "host:port", "[v6addr]:port"; port 1..65535, host non-empty. nullopt
+// otherwise.
+std::optional<HostPort> ParseHostPort(std::string_view text);
+
+// The value of the first sample of metric `name` in Prometheus text format
+// (a line "name value" or "name{labels} value"; comments skipped). nullopt
+// when absent or unparsable.
+std::optional<double> PrometheusValue(std::string_view page, std::string_view name);
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+
+// GET http://host:port/path with HTTP/1.0 ("Connection: close"), reading
+// until the server closes. RPC_FAIL when the server cannot be reached, the
+// reply is malformed or `timeout_ms` passes (connect and each read).
+Result<HttpReply> HttpGet(const HostPort& where, std::string_view path, int timeout_ms = 5000);
+
+}  // namespace shelfmark

@@ -1,0 +1,89 @@
+#include "perf/master_options.h"
+
+#include <optional>
+
+#include "common/flags.h"
+#include "common/object_key.h"
+#include "perf/bench_keys.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr int64_t kMinKeySize = 2 + BenchKeys::kIdBytes;  // with the default prefix "pm"
+
+void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
+  flags->AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  flags->AddString("metrics", &o->metrics,
+                   "HOST:PORT of the master's HTTP /metrics (default: master host, port 9003)");
+  flags->AddString("tenant", &o->tenant, "tenant of the benchmark keys (\"\" = default)");
+  flags->AddInt64("connections", &o->connections, "client threads, one connection each", 1,
+                  1024);
+  flags->AddInt64("batch", &o->batch, "keys per call (1: single RPCs, >1: batch RPCs)", 1,
+                  65536);
+  flags->AddDouble("seconds", &o->seconds, "duration of each timed op", 0.1, 86400);
+  flags->AddInt64("objects", &o->objects,
+                  "N > 0: measure the master's DRAM per object with N objects instead of "
+                  "throughput (use a freshly started master: memory freed by earlier runs is "
+                  "reused and hides part of the cost)",
+                  0, 1'000'000'000);
+  flags->AddInt64("key_size", &o->key_size, "bytes per key", kMinKeySize,
+                  static_cast<int64_t>(kMaxKeyLength));
+  flags->AddString("key_prefix", &o->key_prefix,
+                   "keys are PREFIX<run id><phase>-<12-digit id>, padded with 'x' to --key_size");
+  flags->AddInt64("keep_keys", &o->keep_keys,
+                  "leave this many benchmark keys in place (and the segment mounted; they go "
+                  "when the master expires the client after client_ttl)",
+                  0, 1'000'000'000);
+  flags->AddInt64("value_size", &o->value_size, "object size registered per put", 1, 1LL << 30);
+  flags->AddInt64("segment_size", &o->segment_size,
+                  "bytes of the bookkeeping segment (0 = automatic)", 0, 1LL << 50);
+  flags->AddInt64("timeout_ms", &o->timeout_ms, "per-RPC timeout", 1, 3'600'000);
+  flags->AddBool("json", &o->json, "one JSON object per result line");
+}
+
+// "" when the parsed values are consistent, else what is wrong.
+std::string Check(const FlagSet& flags, MasterBenchOptions* o) {
+  if (!flags.positional().empty()) return "unexpected argument '" + flags.positional()[0] + "'";
+  std::optional<HostPort> master = ParseHostPort(o->master);
+  if (!master) return "flag --master expects HOST:PORT, got '" + o->master + "'";
+  std::optional<HostPort> metrics =
+      o->metrics.empty() ? HostPort{master->host, 9003} : ParseHostPort(o->metrics);
+  if (!metrics) return "flag --metrics expects HOST:PORT, got '" + o->metrics + "'";
+  o->metrics_at = *metrics;
+  if (!o->tenant.empty() && ValidateTenant(o->tenant) != ErrorCode::OK) {
+    return "flag --tenant must be 1.." + std::to_string(kMaxTenantLength) + " bytes";
+  }
+  if (o->key_prefix.size() + BenchKeys::kIdBytes > static_cast<size_t>(o->key_size)) {
+    return "flag --key_prefix leaves no room: --key_size must be at least " +
+           std::to_string(o->key_prefix.size() + BenchKeys::kIdBytes);
+  }
+  if (o->segment_size != 0 && o->segment_size < (1 << 20)) {
+    return "flag --segment_size must be 0 (automatic) or at least 1048576";
+  }
+  return "";
+}
+
+}  // namespace
+
+FlagOutcome ParseMasterBenchOptions(int argc, const char* const* argv, MasterBenchOptions* o,
+                                    std::string* message) {
+  FlagSet flags(argv[0]);
+  AddFlags(&flags, o);
+  std::string error;
+  if (!flags.Parse(argc, argv, &error)) {
+    *message = error + "\n" + flags.Usage();
+    return FlagOutcome::kBadUsage;
+  }
+  if (flags.help_requested()) {
+    *message = flags.Usage();
+    return FlagOutcome::kHelp;
+  }
+  std::string problem = Check(flags, o);
+  if (!problem.empty()) {
+    *message = std::string(argv[0]) + ": " + problem + "\n";
+    return FlagOutcome::kBadUsage;
+  }
+  return FlagOutcome::kOk;
+}
+
+}  // namespace shelfmark

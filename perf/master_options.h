@@ -1,0 +1,40 @@
+// The flags of `shelfmark-perf master` and their validation. Every bad value
+// is a usage error whose message names the flag.
+//
+// Thread safety: plain values and a reentrant function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "perf/bench_util.h"
+
+namespace shelfmark {
+
+struct MasterBenchOptions {
+  std::string master = "127.0.0.1:50051";
+  std::string metrics;  // "" = the master's host, port 9003
+  std::string tenant;   // "" = the default tenant
+  int64_t connections = 1;
+  int64_t batch = 1;
+  double seconds = 5;
+  int64_t objects = 0;  // > 0: the memory run instead of throughput
+  int64_t key_size = 64;
+  std::string key_prefix = "pm";
+  int64_t keep_keys = 0;
+  int64_t value_size = 64;
+  int64_t segment_size = 0;  // 0 = automatic
+  int64_t timeout_ms = 10'000;
+  bool json = false;
+  HostPort metrics_at;  // resolved from `metrics` (or the default)
+};
+
+enum class FlagOutcome { kOk, kHelp, kBadUsage };
+
+// Parses argv[1..argc) (argv[0] names the program in messages). kHelp: the
+// usage text is in *message. kBadUsage: *message names the flag and ends
+// with the usage text.
+FlagOutcome ParseMasterBenchOptions(int argc, const char* const* argv, MasterBenchOptions* o,
+                                    std::string* message);
+
+}  // namespace shelfmark

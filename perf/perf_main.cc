@@ -1,0 +1,61 @@
+// shelfmark-perf: benchmarks of Shelfmark, one subcommand each.
+//   shelfmark-perf master --master=HOST:PORT [...]   master RPC throughput, latency, DRAM/object
+// The subcommand is the first positional argument; its flags follow anywhere.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perf/master_bench.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, const char* const* argv);
+};
+
+// New benchmarks (get, snapshot) add a row here.
+constexpr Subcommand kSubcommands[] = {
+    {"master", "master RPC throughput and latency (put, get_replica_list), DRAM per object",
+     shelfmark::RunMasterBench},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out, "usage: shelfmark-perf SUBCOMMAND [--flag=value ...]\nsubcommands:\n");
+  for (const Subcommand& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
+  std::fprintf(out, "Run `shelfmark-perf SUBCOMMAND --help` for its flags.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The first argument that is not a flag names the subcommand.
+  int at = 1;
+  while (at < argc && std::strncmp(argv[at], "--", 2) == 0 && std::strcmp(argv[at], "--") != 0) {
+    ++at;
+  }
+  if (at < argc && std::strcmp(argv[at], "--") == 0) ++at;
+  if (at >= argc) {
+    bool help = false;
+    for (int i = 1; i < argc; ++i) help |= std::strcmp(argv[i], "--help") == 0;
+    PrintUsage(help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
+  std::string_view name = argv[at];
+  for (const Subcommand& s : kSubcommands) {
+    if (name != s.name) continue;
+    // argv for the subcommand: its name first, then every other argument.
+    std::string program = std::string("shelfmark-perf ") + s.name;
+    std::vector<const char*> args{program.c_str()};
+    for (int i = 1; i < argc; ++i) {
+      if (i != at) args.push_back(argv[i]);
+    }
+    return s.run(static_cast<int>(args.size()), args.data());
+  }
+  std::fprintf(stderr, "shelfmark-perf: unknown subcommand '%s'\n", argv[at]);
+  PrintUsage(stderr);
+  return 2;
+}
