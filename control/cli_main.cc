@@ -16,8 +16,8 @@
 #include "common/flags.h"
 #include "common/object_key.h"
 #include "control/master_client.h"
-#include "perf/bench_util.h"
-#include "perf/json_line.h"
+#include "common/host_port.h"
+#include "common/json_line.h"
 
 namespace shelfmark {
 namespace {

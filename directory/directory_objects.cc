@@ -133,7 +133,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
     int64_t now = Now();
     if (ObjectMetadata* old = Find(shard, tenant, key)) {
       bool stale = !old->HasComplete() &&
-                   old->put_start_ms + options_.put_start_discard_timeout_ms < now;
+                   old->put_start_ms() + options_.put_start_discard_timeout_ms < now;
       if (!stale) return ErrorCode::OBJECT_ALREADY_EXISTS;
       EraseObject(shard, tenant, key, &drops);
     }
@@ -147,13 +147,14 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
     auto [it, inserted] = state.objects.try_emplace(std::string(key));
     ObjectMetadata& meta = it->second;
     meta.writer = client;
-    meta.put_start_ms = now;
+    meta.put_start_s = CeilSeconds(now);
     meta.size = size;
     meta.has_checksum = config.checksum.has_value();
     meta.checksum = config.checksum.value_or(0);
     meta.data_type = config.data_type;
     meta.hard_pin = config.hard_pin;
-    meta.soft_pin_deadline_ms = config.soft_pin_ttl_ms > 0 ? now + config.soft_pin_ttl_ms : 0;
+    meta.soft_pin_deadline_s =
+        config.soft_pin_ttl_ms > 0 ? CeilSeconds(now + config.soft_pin_ttl_ms) : 0;
     if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
     for (const Placement& p : *placed) {
       uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
@@ -255,7 +256,7 @@ Result<ObjectInfo> DirectoryImpl::Stat(std::string_view tenant, std::string_view
   info.data_type = meta->data_type;
   info.writer = meta->writer;
   info.lease_remaining_ms = std::max<int64_t>(0, meta->lease_deadline_ms.load() - now);
-  info.soft_pin_remaining_ms = std::max<int64_t>(0, meta->soft_pin_deadline_ms - now);
+  info.soft_pin_remaining_ms = std::max<int64_t>(0, meta->soft_pin_deadline_ms() - now);
   info.hard_pin = meta->hard_pin;
   if (meta->group) info.group_id = *meta->group;
   for (const Replica& r : meta->replicas) info.replicas.push_back(Describe(*meta, r));
@@ -381,7 +382,7 @@ static std::vector<std::pair<std::string, std::string>> StalePuts(const Metadata
   for (const auto& [name, state] : shard.tenants) {
     for (const std::string& key : state.processing) {
       auto o = state.objects.find(key);
-      if (o != state.objects.end() && o->second.put_start_ms < cutoff) {
+      if (o != state.objects.end() && o->second.put_start_ms() < cutoff) {
         stale.emplace_back(name, key);
       }
     }

@@ -111,7 +111,7 @@ ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view t
     TenantState& state = shard.tenants[std::string(tenant)];
     meta = &state.objects[item.key];
     meta->writer = client;
-    meta->put_start_ms = Now();
+    meta->put_start_s = CeilSeconds(Now());
     meta->size = size;
     key_count_.fetch_add(1, std::memory_order_relaxed);
   } else if (meta->size != size) {

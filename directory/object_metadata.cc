@@ -16,6 +16,8 @@ Replica MakeReplica(uint64_t id, ReplicaStatus status, ReplicaType type, const v
   return r;
 }
 
+int32_t CeilSeconds(int64_t ms) { return static_cast<int32_t>((ms + 999) / 1000); }
+
 ReplicaList::~ReplicaList() {
   if (cap_ > 1) delete[] heap_;
 }

@@ -85,25 +85,32 @@ class ReplicaList {
 
 inline constexpr uint32_t kMaxReplicas = 32;
 
+// Times the object keeps at second granularity are rounded up, so timeouts
+// measured from them never fire early.
+int32_t CeilSeconds(int64_t ms);
+
 struct ObjectMetadata {
   UUID writer;
-  int64_t put_start_ms = 0;
   uint64_t size = 0;
   uint64_t checksum = 0;
   std::atomic<int64_t> lease_deadline_ms{0};
-  int64_t soft_pin_deadline_ms = 0;  // 0: not soft-pinned
   std::unique_ptr<const std::string> group;  // null: no group
+  int32_t put_start_s = 0;
+  int32_t soft_pin_deadline_s = 0;  // 0: not soft-pinned
+  // The flags below live in the replica list's tail padding.
+  [[no_unique_address]] ReplicaList replicas;
   DataType data_type = DataType::UNKNOWN;
   bool has_checksum = false;
   bool hard_pin = false;
-  ReplicaList replicas;
 
   bool HasComplete() const;
   bool HasProcessing() const;
   bool HasCompleteMemory() const;
   size_t ReferenceCount() const;
+  int64_t put_start_ms() const { return int64_t{put_start_s} * 1000; }
+  int64_t soft_pin_deadline_ms() const { return int64_t{soft_pin_deadline_s} * 1000; }
   bool LeaseLive(int64_t now_ms) const { return lease_deadline_ms.load(std::memory_order_relaxed) > now_ms; }
-  bool SoftPinned(int64_t now_ms) const { return soft_pin_deadline_ms > now_ms; }
+  bool SoftPinned(int64_t now_ms) const { return soft_pin_deadline_ms() > now_ms; }
   // lease = max(lease, deadline). Safe under a shared shard lock.
   void ExtendLease(int64_t deadline_ms);
 };

@@ -41,7 +41,7 @@ TEST(ObjectMetadata, LeaseOnlyGrows) {
 
 TEST(ObjectMetadata, StaysCompact) {
   // The memory goal is <= 200 bytes per single-replica object beyond its key.
-  EXPECT_LE(sizeof(ObjectMetadata), 112u);
+  EXPECT_LE(sizeof(ObjectMetadata), 88u);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/host_port.h"
 #include "common/result.h"
 
 namespace shelfmark {
@@ -29,15 +30,6 @@ struct LatencySummary {
 // Summarizes per-call latencies given in nanoseconds (reorders them).
 LatencySummary SummarizeLatencyNs(std::vector<int64_t>* latencies_ns);
 
-struct HostPort {
-  std::string host;
-  uint16_t port = 0;
-  std::string ToString() const;
-};
-
-// "host:port", "[v6addr]:port"; port 1..65535, host non-empty. nullopt
-// otherwise.
-std::optional<HostPort> ParseHostPort(std::string_view text);
 
 // The value of the first sample of metric `name` in Prometheus text format
 // (a line "name value" or "name{labels} value"; comments skipped). nullopt

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "perf/json_line.h"
+#include "common/json_line.h"
 
 namespace shelfmark {
 

@@ -1,5 +1,7 @@
 #include "tests/process_util.h"
 
+#include "perf/bench_util.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -10,7 +12,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <sstream>
 #include <thread>
 
 namespace shelfmark::testing {
@@ -70,27 +71,10 @@ int ChildProcess::Wait(int timeout_ms) {
 }
 
 int HttpGet(uint16_t port, const std::string& path, std::string* body) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string resp;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  size_t sp = resp.find(' ');
-  size_t hdr_end = resp.find("\r\n\r\n");
-  if (sp == std::string::npos || hdr_end == std::string::npos) return -1;
-  *body = resp.substr(hdr_end + 4);
-  return std::atoi(resp.c_str() + sp + 1);
+  auto reply = shelfmark::HttpGet(HostPort{"127.0.0.1", port}, path);
+  if (!reply.ok()) return -1;
+  *body = reply->body;
+  return reply->status;
 }
 
 bool WaitHealthy(uint16_t port, int timeout_ms) {
@@ -104,14 +88,7 @@ bool WaitHealthy(uint16_t port, int timeout_ms) {
 }
 
 double MetricValue(const std::string& text, const std::string& name) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, name.size() + 1, name + " ") == 0) {
-      return std::strtod(line.c_str() + name.size() + 1, nullptr);
-    }
-  }
-  return -1;
+  return PrometheusValue(text, name).value_or(-1);
 }
 
 }  // namespace shelfmark::testing

@@ -1,4 +1,4 @@
-#include "perf/json_line.h"
+#include "common/json_line.h"
 
 #include <gtest/gtest.h>
 
