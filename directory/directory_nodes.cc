@@ -65,11 +65,11 @@ void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
       std::unique_lock lock(shard.mu);
       std::vector<std::pair<std::string, std::string>> hit;  // tenant, key
       for (auto& [name, state] : shard.tenants) {
-        for (auto& [key, meta] : state.objects) {
+        state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (std::any_of(meta.replicas.begin(), meta.replicas.end(), owned)) {
             hit.emplace_back(name, key);
           }
-        }
+        });
       }
       for (const auto& [name, key] : hit) {
         drops_by_tenant.emplace_back(name, GroupDrops{});

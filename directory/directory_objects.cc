@@ -51,8 +51,7 @@ ObjectMetadata* DirectoryImpl::Find(MetadataShard& shard, std::string_view tenan
                                     std::string_view key) {
   auto t = shard.tenants.find(EffectiveTenant(tenant));
   if (t == shard.tenants.end()) return nullptr;
-  auto o = t->second.objects.find(key);
-  return o == t->second.objects.end() ? nullptr : &o->second;
+  return t->second.objects.Find(key);
 }
 
 ReplicaDescriptor DirectoryImpl::Describe(const ObjectMetadata& meta, const Replica& r) const {
@@ -80,11 +79,10 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
   auto t = shard.tenants.find(EffectiveTenant(tenant));
   if (t == shard.tenants.end()) return;
   TenantState& state = t->second;
-  auto o = state.objects.find(key);
-  if (o != state.objects.end()) {
-    for (const Replica& r : o->second.replicas) FreeReplica(o->second, r);
-    if (o->second.group) drops->emplace_back(*o->second.group, std::string(key));
-    state.objects.erase(o);
+  if (ObjectMetadata* meta = state.objects.Find(key)) {
+    for (const Replica& r : meta->replicas) FreeReplica(*meta, r);
+    if (meta->group) drops->emplace_back(*meta->group, std::string(key));
+    state.objects.Erase(key);
     key_count_.fetch_sub(1, std::memory_order_relaxed);
   }
   if (auto p = state.processing.find(key); p != state.processing.end()) {
@@ -144,8 +142,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
       return placed.error();
     }
     TenantState& state = shard.tenants[std::string(tenant)];
-    auto [it, inserted] = state.objects.try_emplace(std::string(key));
-    ObjectMetadata& meta = it->second;
+    ObjectMetadata& meta = *state.objects.TryEmplace(key).first;
     meta.writer = client;
     meta.put_start_s = CeilSeconds(now);
     meta.size = size;
@@ -271,9 +268,9 @@ std::vector<std::string> DirectoryImpl::ListKeys(std::string_view tenant,
     std::shared_lock lock(shard.mu);
     auto t = shard.tenants.find(tenant);
     if (t == shard.tenants.end()) continue;
-    for (const auto& [key, meta] : t->second.objects) {
-      if (key.compare(0, prefix.size(), prefix) == 0) keys.push_back(key);
-    }
+    t->second.objects.ForEach([&](std::string_view key, const ObjectMetadata&) {
+      if (key.substr(0, prefix.size()) == prefix) keys.emplace_back(key);
+    });
   }
   size_t n = std::min(limit, keys.size());
   std::partial_sort(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(n), keys.end());
@@ -324,11 +321,11 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
       std::vector<std::pair<std::string, std::string>> victims;  // tenant, key
       for (auto& [name, state] : shard.tenants) {
         if (!all_tenants && name != tenant) continue;
-        for (auto& [key, meta] : state.objects) {
+        state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           bool removable = force || (!meta.LeaseLive(now) && meta.ReferenceCount() == 0 &&
                                      meta.HasComplete());
           if (removable) victims.emplace_back(name, key);
-        }
+        });
       }
       for (const auto& [name, key] : victims) {
         drops_by_tenant.emplace_back(name, GroupDrops{});
@@ -381,8 +378,8 @@ static std::vector<std::pair<std::string, std::string>> StalePuts(const Metadata
   std::vector<std::pair<std::string, std::string>> stale;
   for (const auto& [name, state] : shard.tenants) {
     for (const std::string& key : state.processing) {
-      auto o = state.objects.find(key);
-      if (o != state.objects.end() && o->second.put_start_ms() < cutoff) {
+      const ObjectMetadata* meta = state.objects.Find(key);
+      if (meta != nullptr && meta->put_start_ms() < cutoff) {
         stale.emplace_back(name, key);
       }
     }

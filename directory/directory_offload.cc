@@ -109,7 +109,7 @@ ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view t
   ObjectMetadata* meta = Find(shard, tenant, item.key);
   if (meta == nullptr) {
     TenantState& state = shard.tenants[std::string(tenant)];
-    meta = &state.objects[item.key];
+    meta = state.objects.TryEmplace(item.key).first;
     meta->writer = client;
     meta->put_start_s = CeilSeconds(Now());
     meta->size = size;

@@ -38,8 +38,8 @@ int64_t DirectoryImpl::EvictionCutoff(int64_t now, uint64_t target, bool soft) {
   for (MetadataShard& shard : shards_) {
     std::shared_lock lock(shard.mu);
     for (const auto& [name, state] : shard.tenants) {
-      for (const auto& [key, meta] : state.objects) {
-        if (!Evictable(meta, now, soft)) continue;
+      state.objects.ForEach([&](std::string_view, const ObjectMetadata& meta) {
+        if (!Evictable(meta, now, soft)) return;
         std::pair<int64_t, uint64_t> item{meta.lease_deadline_ms.load(), MemoryBytes(meta)};
         seen_bytes += item.second;
         if (sample.size() < kMaxSamples) {
@@ -48,7 +48,7 @@ int64_t DirectoryImpl::EvictionCutoff(int64_t now, uint64_t target, bool soft) {
           sample[j] = item;  // reservoir sampling
         }
         ++seen;
-      }
+      });
     }
   }
   if (sample.empty()) return INT64_MIN;
@@ -77,13 +77,13 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
       std::unique_lock lock(shard.mu);
       std::vector<std::pair<std::string, std::string>> victims;
       for (const auto& [name, state] : shard.tenants) {
-        for (const auto& [key, meta] : state.objects) {
+        state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (meta.lease_deadline_ms.load() <= cutoff && Evictable(meta, now, soft)) {
             victims.emplace_back(name, key);
             freed += MemoryBytes(meta);
             evicted_bytes_.fetch_add(MemoryBytes(meta), std::memory_order_relaxed);
           }
-        }
+        });
       }
       for (const auto& [name, key] : victims) {
         drops_by_tenant.emplace_back(name, GroupDrops{});

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "directory/key_map.h"
 #include "directory/object_metadata.h"
 
 namespace shelfmark {
@@ -33,7 +34,7 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 using StringSet = std::unordered_set<std::string, StringHash, std::equal_to<>>;
 
 struct TenantState {
-  StringMap<ObjectMetadata> objects;
+  KeyMap<ObjectMetadata> objects;
   StringSet processing;  // keys with an unfinished put
   StringMap<std::set<std::string>> groups;  // group id -> member keys
 
