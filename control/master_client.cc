@@ -202,6 +202,27 @@ Result<std::vector<ErrorCode>> DecodeCodes(capnp::List<int32_t>::Reader codes, s
   return out;
 }
 
+// One Result<T> per reply item, in request order: the item's own code, or
+// the value `decode(item, &value)` fills in. RPC_FAIL for a reply with the
+// wrong number of items or an item that does not decode.
+template <typename T, typename List, typename Decode>
+Result<std::vector<Result<T>>> DecodeItems(List items, size_t expected, Decode decode) {
+  if (items.size() != expected) return ErrorCode::RPC_FAIL;
+  std::vector<Result<T>> out;
+  out.reserve(items.size());
+  for (auto item : items) {
+    ErrorCode code = CodeFromWire(item.getCode());
+    if (code != ErrorCode::OK) {
+      out.emplace_back(code);
+      continue;
+    }
+    T value{};
+    if (decode(item, &value) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+    out.emplace_back(std::move(value));
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> DecodeKeys(capnp::List<capnp::Text>::Reader keys) {
   std::vector<std::string> out;
   if (rpcconv::DecodeTexts(keys, keys.size(), &out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
@@ -506,23 +527,10 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchP
       [&](auto r) -> Ret {
         ErrorCode code = ReplyCode(r);
         if (code != ErrorCode::OK) return code;
-        auto results = r.getResults();
-        if (results.size() != keys.size()) return ErrorCode::RPC_FAIL;
-        std::vector<Item> out;
-        out.reserve(results.size());
-        for (auto item : results) {
-          ErrorCode item_code = CodeFromWire(item.getCode());
-          if (item_code != ErrorCode::OK) {
-            out.emplace_back(item_code);
-            continue;
-          }
-          std::vector<ReplicaDescriptor> replicas;
-          if (rpcconv::DecodeReplicas(item.getReplicas(), &replicas) != ErrorCode::OK) {
-            return ErrorCode::RPC_FAIL;
-          }
-          out.emplace_back(std::move(replicas));
-        }
-        return out;
+        return DecodeItems<std::vector<ReplicaDescriptor>>(
+            r.getResults(), keys.size(), [](auto item, std::vector<ReplicaDescriptor>* out) {
+              return rpcconv::DecodeReplicas(item.getReplicas(), out);
+            });
       });
 }
 
@@ -581,23 +589,10 @@ Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::BatchGetReplic
       [&](auto r) -> Ret {
         ErrorCode code = ReplyCode(r);
         if (code != ErrorCode::OK) return code;
-        auto results = r.getResults();
-        if (results.size() != keys.size()) return ErrorCode::RPC_FAIL;
-        std::vector<Item> out;
-        out.reserve(results.size());
-        for (auto item : results) {
-          ErrorCode item_code = CodeFromWire(item.getCode());
-          if (item_code != ErrorCode::OK) {
-            out.emplace_back(item_code);
-            continue;
-          }
-          GetReplicaListResponse response;
-          if (rpcconv::Decode(item.getResponse(), &response) != ErrorCode::OK) {
-            return ErrorCode::RPC_FAIL;
-          }
-          out.emplace_back(std::move(response));
-        }
-        return out;
+        return DecodeItems<GetReplicaListResponse>(
+            r.getResults(), keys.size(), [](auto item, GetReplicaListResponse* out) {
+              return rpcconv::Decode(item.getResponse(), out);
+            });
       });
 }
 
@@ -616,19 +611,10 @@ Result<std::vector<Result<bool>>> MasterClient::BatchExistKey(
       [&](auto r) -> Ret {
         ErrorCode code = ReplyCode(r);
         if (code != ErrorCode::OK) return code;
-        auto results = r.getResults();
-        if (results.size() != keys.size()) return ErrorCode::RPC_FAIL;
-        std::vector<Result<bool>> out;
-        out.reserve(results.size());
-        for (auto item : results) {
-          ErrorCode item_code = CodeFromWire(item.getCode());
-          if (item_code != ErrorCode::OK) {
-            out.emplace_back(item_code);
-          } else {
-            out.emplace_back(static_cast<bool>(item.getExists()));
-          }
-        }
-        return out;
+        return DecodeItems<bool>(r.getResults(), keys.size(), [](auto item, bool* out) {
+          *out = item.getExists();
+          return ErrorCode::OK;
+        });
       });
 }
 
