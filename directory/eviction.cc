@@ -13,6 +13,7 @@ namespace shelfmark {
 namespace {
 
 constexpr size_t kMaxSamples = 1 << 16;
+constexpr int64_t kFruitlessBackoffMs = 1000;
 
 bool Evictable(const ObjectMetadata& meta, int64_t now, bool allow_soft_pinned) {
   if (meta.hard_pin || meta.LeaseLive(now) || meta.ReferenceCount() > 0) return false;
@@ -105,6 +106,9 @@ void DirectoryImpl::EvictIfNeeded() {
                                    options_.eviction_high_watermark_ratio *
                                        static_cast<double>(capacity);
   if (!failed && !above) return;
+  // A pass that found nothing to evict (all leased or pinned) scans every
+  // object; do not repeat it more than once per kFruitlessBackoffMs.
+  if (Now() < eviction_backoff_until_ms_.load(std::memory_order_relaxed)) return;
   uint64_t target = std::max<uint64_t>(
       1, static_cast<uint64_t>(options_.eviction_ratio * static_cast<double>(capacity)));
   if (above) {  // at least back under the watermark
@@ -115,7 +119,8 @@ void DirectoryImpl::EvictIfNeeded() {
   eviction_runs_.fetch_add(1, std::memory_order_relaxed);
   int64_t now = Now();
   uint64_t freed = EvictPass(now, target, /*soft=*/false);
-  if (freed < target) EvictPass(now, target - freed, /*soft=*/true);
+  if (freed < target) freed += EvictPass(now, target - freed, /*soft=*/true);
+  if (freed == 0) eviction_backoff_until_ms_ = now + kFruitlessBackoffMs;
 }
 
 }  // namespace shelfmark

@@ -81,6 +81,18 @@ TEST_F(EvictionTest, AllocationFailureTriggersEvictionBelowWatermark) {
   EXPECT_LT(dir_->Stats().evicted_objects, 80u);
 }
 
+TEST_F(EvictionTest, FruitlessPassBacksOffThenRetries) {
+  for (int i = 0; i < 100; ++i) ReadAt(i);  // every lease live: nothing evictable
+  dir_->RunBackgroundOnce();
+  EXPECT_EQ(dir_->Stats().eviction_runs, 1u);
+  dir_->RunBackgroundOnce();
+  EXPECT_EQ(dir_->Stats().eviction_runs, 1u);  // backing off
+  EXPECT_EQ(dir_->Stats().evicted_objects, 0u);
+  EvictNow();  // leases expired, backoff over
+  EXPECT_EQ(dir_->Stats().eviction_runs, 2u);
+  EXPECT_GE(dir_->Stats().evicted_objects, 10u);
+}
+
 TEST_F(EvictionTest, ObjectsWithDiskReplicaKeepIt) {
   ASSERT_EQ(dir_->MountLocalDisk(node_, false, "n:1"), ErrorCode::OK);
   std::vector<OffloadedObject> items;
