@@ -3,20 +3,11 @@
 //
 // `threads` event-loop threads each own a kj::AsyncIoContext and a dup of one
 // listening socket (an idle loop accepts the next connection; a second
-// server on the same port fails to bind); every thread serves capnp two-party connections
-// over a MasterService implementation that calls the thread-safe Directory
-// directly, synchronously, from the event loop.
-//
-// Robustness: a malformed request (bad enum, oversized list, a message the
-// capnp reader rejects while decoding) is answered with INVALID_PARAMS;
-// garbage on the wire drops only that connection; a client disconnecting
-// mid-call affects no other connection.
-//
-// Metrics (when a registry is given), registered once at construction for
-// every method M (label method="M", e.g. "PutStart"):
-//   shelfmark_master_rpc_requests_total, shelfmark_master_rpc_failures_total
-//   (whole-call answer not OK), shelfmark_master_rpc_latency_us (histogram of
-//   the server-side handling time in microseconds).
+// server on the same port fails to bind). Every thread serves capnp
+// two-party connections with its own service object from
+// MasterServiceFactory (control/master_service.h: request handling, bad-input
+// answers and per-method metrics). Garbage on the wire drops only that
+// connection; a client disconnecting mid-call affects no other connection.
 //
 // Thread safety: Start and Stop are called from one owner thread. The
 // Directory and the MetricsRegistry must outlive the server.
