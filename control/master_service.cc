@@ -434,7 +434,7 @@ struct MasterServiceFactory::Shared : SharedState {};
 
 MasterServiceFactory::MasterServiceFactory(Directory& directory, MetricsRegistry* metrics,
                                            size_t max_batch)
-    : shared_(std::make_unique<Shared>(SharedState{directory, max_batch})) {
+    : shared_(new Shared{SharedState{directory, max_batch}}) {
   if (metrics == nullptr) return;
   shared_->has_metrics = true;
   for (int i = 0; i < kMethodCount; ++i) {

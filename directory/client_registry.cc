@@ -5,12 +5,12 @@
 namespace shelfmark {
 
 void ClientRegistry::Touch(const UUID& client, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   clients_[client].last_seen_ms = now_ms;
 }
 
 bool ClientRegistry::Ping(const UUID& client, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = clients_.find(client);
   if (it == clients_.end()) return false;
   it->second.last_seen_ms = now_ms;
@@ -18,13 +18,13 @@ bool ClientRegistry::Ping(const UUID& client, int64_t now_ms) {
 }
 
 bool ClientRegistry::Known(const UUID& client) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return clients_.count(client) != 0;
 }
 
 std::unique_ptr<DiskNode> ClientRegistry::MountDisk(const UUID& client, std::string_view endpoint,
                                                     bool enable_offloading, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ClientState& state = clients_[client];
   state.last_seen_ms = now_ms;
   if (state.disk && state.disk->endpoint == endpoint &&
@@ -37,13 +37,13 @@ std::unique_ptr<DiskNode> ClientRegistry::MountDisk(const UUID& client, std::str
 }
 
 DiskNode* ClientRegistry::Disk(const UUID& client) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = clients_.find(client);
   return it == clients_.end() ? nullptr : it->second.disk.get();
 }
 
 std::vector<ExpiredClient> ClientRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<ExpiredClient> out;
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second.last_seen_ms + ttl_ms < now_ms) {
@@ -57,14 +57,14 @@ std::vector<ExpiredClient> ClientRegistry::TakeExpired(int64_t now_ms, int64_t t
 }
 
 void ClientRegistry::QueueOffload(const UUID& client, OffloadTask task) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = clients_.find(client);
   if (it == clients_.end() || it->second.offload_queue.size() >= kMaxQueuedOffloads) return;
   it->second.offload_queue.push_back(std::move(task));
 }
 
 std::vector<OffloadTask> ClientRegistry::TakeOffload(const UUID& client, size_t max) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<OffloadTask> out;
   auto it = clients_.find(client);
   if (it == clients_.end()) return out;
@@ -77,14 +77,14 @@ std::vector<OffloadTask> ClientRegistry::TakeOffload(const UUID& client, size_t 
 }
 
 void ClientRegistry::AddInflight(const UUID& client, InflightOffload item) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = clients_.find(client);
   if (it != clients_.end()) it->second.inflight.push_back(std::move(item));
 }
 
 bool ClientRegistry::FinishInflight(const UUID& client, std::string_view tenant,
                                     std::string_view key, uint64_t* replica_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = clients_.find(client);
   if (it == clients_.end()) return false;
   auto& list = it->second.inflight;
@@ -98,7 +98,7 @@ bool ClientRegistry::FinishInflight(const UUID& client, std::string_view tenant,
 }
 
 std::vector<InflightOffload> ClientRegistry::TakeTimedOutInflight(int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<InflightOffload> out;
   for (auto& [id, state] : clients_) {
     auto& list = state.inflight;
@@ -111,7 +111,7 @@ std::vector<InflightOffload> ClientRegistry::TakeTimedOutInflight(int64_t now_ms
 }
 
 size_t ClientRegistry::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return clients_.size();
 }
 

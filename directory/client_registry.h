@@ -9,11 +9,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "common/uuid.h"
 #include "directory/types.h"
 
@@ -78,8 +79,8 @@ class ClientRegistry {
     std::deque<OffloadTask> offload_queue;
     std::vector<InflightOffload> inflight;
   };
-  mutable std::mutex mu_;
-  std::unordered_map<UUID, ClientState, UUIDHash> clients_;
+  mutable Mutex mu_;
+  std::unordered_map<UUID, ClientState, UUIDHash> clients_ GUARDED_BY(mu_);
 };
 
 }  // namespace shelfmark

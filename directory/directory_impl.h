@@ -11,12 +11,13 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "directory/client_registry.h"
 #include "directory/directory.h"
 #include "directory/segment_table.h"
@@ -68,7 +69,8 @@ class DirectoryImpl {
   // Adds the disk node's COMPLETE LOCAL_DISK replica (creating the object if
   // unknown). Caller holds the shard exclusively.
   ErrorCode AddDiskReplica(MetadataShard& shard, std::string_view tenant,
-                           const OffloadedObject& item, const UUID& client, const DiskNode* disk);
+                           const OffloadedObject& item, const UUID& client, const DiskNode* disk)
+      REQUIRES(shard.mu);
 
   // eviction (eviction.cc)
   void EvictIfNeeded();
@@ -92,17 +94,19 @@ class DirectoryImpl {
     return shards_[ShardIndex(tenant, key)];
   }
   // The object or null. Caller holds the shard lock (shared or exclusive).
-  ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key);
+  ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key)
+      REQUIRES_SHARED(shard.mu);
   ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
   void FreeReplica(const ObjectMetadata& meta, const Replica& r);
   // Frees every replica, erases the object and, when its tenant becomes
   // empty, the tenant. Caller holds the shard exclusively.
   void EraseObject(MetadataShard& shard, std::string_view tenant, std::string_view key,
-                   GroupDrops* drops);
+                   GroupDrops* drops) REQUIRES(shard.mu);
   // Removes replicas matching `pred` from the object (freeing them); erases
   // the object when none remain. Returns the number removed.
   size_t RemoveReplicas(MetadataShard& shard, std::string_view tenant, std::string_view key,
-                        const std::function<bool(const Replica&)>& pred, GroupDrops* drops);
+                        const std::function<bool(const Replica&)>& pred, GroupDrops* drops)
+      REQUIRES(shard.mu);
   // Scans every shard and removes the replicas whose owner is in `owners`.
   void PurgeOwners(const std::vector<const void*>& owners);
   void AddGroupMember(std::string_view tenant, const std::string& group, std::string_view key);
@@ -125,9 +129,11 @@ class DirectoryImpl {
   std::atomic<uint64_t> eviction_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};
 
-  std::mutex background_mu_;
-  std::condition_variable background_cv_;
-  bool stopping_ = false;  // guarded by background_mu_
+  Mutex background_mu_;
+  // _any: waits on a MutexLock (a plain std::condition_variable needs a
+  // std::unique_lock<std::mutex>, which the analysis cannot see).
+  std::condition_variable_any background_cv_;
+  bool stopping_ GUARDED_BY(background_mu_) = false;
   std::thread background_;
 };
 

@@ -62,9 +62,10 @@ void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
   for (MetadataShard& shard : shards_) {
     std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
     {
-      std::unique_lock lock(shard.mu);
+      WriterLock lock(&shard.mu);
       std::vector<std::pair<std::string, std::string>> hit;  // tenant, key
-      for (auto& [name, state] : shard.tenants) {
+      for (auto& [tenant_name, state] : shard.tenants) {
+        const std::string& name = tenant_name;  // clang < 16: no lambda capture of a binding
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (std::any_of(meta.replicas.begin(), meta.replicas.end(), owned)) {
             hit.emplace_back(name, key);

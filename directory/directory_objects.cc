@@ -40,7 +40,7 @@ DirectoryImpl::DirectoryImpl(DirectoryOptions options)
 
 DirectoryImpl::~DirectoryImpl() {
   {
-    std::lock_guard lock(background_mu_);
+    MutexLock lock(&background_mu_);
     stopping_ = true;
   }
   background_cv_.notify_all();
@@ -127,7 +127,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
   GroupDrops drops;
   std::vector<ReplicaDescriptor> out;
   {
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     int64_t now = Now();
     if (ObjectMetadata* old = Find(shard, tenant, key)) {
       bool stale = !old->HasComplete() &&
@@ -172,7 +172,7 @@ ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   tenant = EffectiveTenant(tenant);
   MetadataShard& shard = ShardOf(tenant, key);
-  std::unique_lock lock(shard.mu);
+  WriterLock lock(&shard.mu);
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
@@ -197,7 +197,7 @@ ErrorCode DirectoryImpl::PutRevoke(const UUID& client, std::string_view tenant,
   GroupDrops drops;
   size_t removed;
   {
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     ObjectMetadata* meta = Find(shard, tenant, key);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
@@ -213,7 +213,7 @@ Result<GetReplicaListResponse> DirectoryImpl::GetReplicaList(std::string_view te
                                                              std::string_view key) {
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
-  std::shared_lock lock(shard.mu);
+  ReaderLock lock(&shard.mu);
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   GetReplicaListResponse resp;
@@ -232,7 +232,7 @@ Result<GetReplicaListResponse> DirectoryImpl::GetReplicaList(std::string_view te
 Result<bool> DirectoryImpl::ExistKey(std::string_view tenant, std::string_view key) {
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
-  std::shared_lock lock(shard.mu);
+  ReaderLock lock(&shard.mu);
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr || !meta->HasComplete()) return false;
   meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
@@ -242,7 +242,7 @@ Result<bool> DirectoryImpl::ExistKey(std::string_view tenant, std::string_view k
 Result<ObjectInfo> DirectoryImpl::Stat(std::string_view tenant, std::string_view key) {
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
-  std::shared_lock lock(shard.mu);
+  ReaderLock lock(&shard.mu);
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   int64_t now = Now();
@@ -265,7 +265,7 @@ std::vector<std::string> DirectoryImpl::ListKeys(std::string_view tenant,
   tenant = EffectiveTenant(tenant);
   std::vector<std::string> keys;
   for (MetadataShard& shard : shards_) {
-    std::shared_lock lock(shard.mu);
+    ReaderLock lock(&shard.mu);
     auto t = shard.tenants.find(tenant);
     if (t == shard.tenants.end()) continue;
     t->second.objects.ForEach([&](std::string_view key, const ObjectMetadata&) {
@@ -283,7 +283,7 @@ uint64_t DirectoryImpl::CountKeys(std::string_view tenant, bool all_tenants) {
   tenant = EffectiveTenant(tenant);
   uint64_t n = 0;
   for (MetadataShard& shard : shards_) {
-    std::shared_lock lock(shard.mu);
+    ReaderLock lock(&shard.mu);
     auto t = shard.tenants.find(tenant);
     if (t != shard.tenants.end()) n += t->second.objects.size();
   }
@@ -296,7 +296,7 @@ ErrorCode DirectoryImpl::Remove(std::string_view tenant, std::string_view key, b
   MetadataShard& shard = ShardOf(tenant, key);
   GroupDrops drops;
   {
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     ObjectMetadata* meta = Find(shard, tenant, key);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     if (!force) {
@@ -316,10 +316,11 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
   for (MetadataShard& shard : shards_) {
     std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
     {
-      std::unique_lock lock(shard.mu);
+      WriterLock lock(&shard.mu);
       int64_t now = Now();
       std::vector<std::pair<std::string, std::string>> victims;  // tenant, key
-      for (auto& [name, state] : shard.tenants) {
+      for (auto& [tenant_name, state] : shard.tenants) {
+        const std::string& name = tenant_name;  // clang < 16: no lambda capture of a binding
         if (!all_tenants && name != tenant) continue;
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           bool removable = force || (!meta.LeaseLive(now) && meta.ReferenceCount() == 0 &&
@@ -341,14 +342,14 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
 void DirectoryImpl::AddGroupMember(std::string_view tenant, const std::string& group,
                                    std::string_view key) {
   MetadataShard& shard = ShardOf(tenant, group);
-  std::unique_lock lock(shard.mu);
+  WriterLock lock(&shard.mu);
   shard.tenants[std::string(tenant)].groups[group].emplace(key);
 }
 
 void DirectoryImpl::DropGroupMembers(std::string_view tenant, const GroupDrops& drops) {
   for (const auto& [group, key] : drops) {
     MetadataShard& shard = ShardOf(tenant, group);
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     auto t = shard.tenants.find(tenant);
     if (t == shard.tenants.end()) continue;
     auto g = t->second.groups.find(group);
@@ -364,7 +365,7 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
   if (ErrorCode rc = ValidateTenantKey(tenant, group_id); rc != ErrorCode::OK) return rc;
   tenant = EffectiveTenant(tenant);
   MetadataShard& shard = ShardOf(tenant, group_id);
-  std::shared_lock lock(shard.mu);
+  ReaderLock lock(&shard.mu);
   auto t = shard.tenants.find(tenant);
   if (t == shard.tenants.end()) return ErrorCode::OBJECT_NOT_FOUND;
   auto g = t->second.groups.find(group_id);
@@ -374,7 +375,8 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
 
 // Unfinished puts of the shard started before `cutoff`. Caller holds the lock.
 static std::vector<std::pair<std::string, std::string>> StalePuts(const MetadataShard& shard,
-                                                                  int64_t cutoff) {
+                                                                  int64_t cutoff)
+    REQUIRES_SHARED(shard.mu) {
   std::vector<std::pair<std::string, std::string>> stale;
   for (const auto& [name, state] : shard.tenants) {
     for (const std::string& key : state.processing) {
@@ -391,12 +393,12 @@ void DirectoryImpl::ReclaimStalePuts() {
   for (MetadataShard& shard : shards_) {
     int64_t cutoff = Now() - options_.put_start_release_timeout_ms;
     {
-      std::shared_lock peek(shard.mu);  // the common case: nothing to do
+      ReaderLock peek(&shard.mu);  // the common case: nothing to do
       if (StalePuts(shard, cutoff).empty()) continue;
     }
     std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
     {
-      std::unique_lock lock(shard.mu);
+      WriterLock lock(&shard.mu);
       auto stale = StalePuts(shard, cutoff);
       for (const auto& [name, key] : stale) {
         drops_by_tenant.emplace_back(name, GroupDrops{});
@@ -417,7 +419,7 @@ void DirectoryImpl::RunBackgroundOnce() {
 }
 
 void DirectoryImpl::BackgroundLoop() {
-  std::unique_lock lock(background_mu_);
+  MutexLock lock(&background_mu_);
   while (!stopping_) {
     background_cv_.wait_for(lock, std::chrono::milliseconds(options_.background_period_ms));
     if (stopping_) break;

@@ -54,7 +54,7 @@ Result<std::vector<OffloadTask>> DirectoryImpl::OffloadHeartbeat(const UUID& cli
   if (!options_.enable_offload || disk == nullptr || !disk->enable_offloading) return out;
   for (OffloadTask& task : clients_.TakeOffload(client, max_tasks)) {
     MetadataShard& shard = ShardOf(task.tenant, task.key);
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     uint64_t replica_id = 0;
     if (!PinForOffload(Find(shard, task.tenant, task.key), client, disk, &replica_id)) continue;
     clients_.AddInflight(client, {task.tenant, task.key, replica_id, Now() + kOffloadTimeoutMs});
@@ -88,7 +88,7 @@ Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
       continue;
     }
     MetadataShard& shard = ShardOf(tenant, item.key);
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     if (clients_.Disk(client) != disk) {  // re-mounted or expired meanwhile
       out.push_back(ErrorCode::ILLEGAL_CLIENT);
       continue;
@@ -137,7 +137,7 @@ ErrorCode DirectoryImpl::EvictDiskReplica(const UUID& client, std::string_view t
   GroupDrops drops;
   size_t removed;
   {
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     removed = RemoveReplicas(shard, tenant, key,
                              [disk](const Replica& r) { return r.owner == disk; }, &drops);
   }
@@ -148,7 +148,7 @@ ErrorCode DirectoryImpl::EvictDiskReplica(const UUID& client, std::string_view t
 void DirectoryImpl::ExpireInflightOffloads() {
   for (const InflightOffload& f : clients_.TakeTimedOutInflight(Now())) {
     MetadataShard& shard = ShardOf(f.tenant, f.key);
-    std::unique_lock lock(shard.mu);
+    WriterLock lock(&shard.mu);
     Unpin(Find(shard, f.tenant, f.key), f.replica_id);
   }
 }

@@ -25,7 +25,7 @@ bool Evictable(const ObjectMetadata& meta, int64_t now, bool allow_soft_pinned) 
 uint64_t MemoryBytes(const ObjectMetadata& meta) {
   uint64_t n = 0;
   for (const Replica& r : meta.replicas) {
-    if (r.is_memory()) n += r.segment()->allocator.AlignedSize(meta.size);
+    if (r.is_memory()) n += r.segment()->AlignedSize(meta.size);
   }
   return n;
 }
@@ -37,7 +37,7 @@ int64_t DirectoryImpl::EvictionCutoff(int64_t now, uint64_t target, bool soft) {
   std::mt19937_64 rng(now);
   uint64_t seen = 0, seen_bytes = 0;
   for (MetadataShard& shard : shards_) {
-    std::shared_lock lock(shard.mu);
+    ReaderLock lock(&shard.mu);
     for (const auto& [name, state] : shard.tenants) {
       state.objects.ForEach([&](std::string_view, const ObjectMetadata& meta) {
         if (!Evictable(meta, now, soft)) return;
@@ -75,9 +75,10 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
     if (freed >= target) break;
     std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
     {
-      std::unique_lock lock(shard.mu);
+      WriterLock lock(&shard.mu);
       std::vector<std::pair<std::string, std::string>> victims;
-      for (const auto& [name, state] : shard.tenants) {
+      for (const auto& [tenant_name, state] : shard.tenants) {
+        const std::string& name = tenant_name;  // clang < 16: no lambda capture of a binding
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (meta.lease_deadline_ms.load() <= cutoff && Evictable(meta, now, soft)) {
             victims.emplace_back(name, key);

@@ -21,7 +21,7 @@ ErrorCode SegmentTable::Mount(const UUID& owner, const Segment& segment) {
       segment.base + segment.size < segment.base) {
     return ErrorCode::INVALID_PARAMS;
   }
-  std::unique_lock lock(mu_);
+  WriterLock lock(&mu_);
   auto it = segments_.find(segment.id);
   if (it != segments_.end()) {
     const SegmentEntry& cur = *it->second;
@@ -32,14 +32,14 @@ ErrorCode SegmentTable::Mount(const UUID& owner, const Segment& segment) {
     if (Overlaps(e->segment, segment)) return ErrorCode::INVALID_PARAMS;
   }
   auto entry = std::make_unique<SegmentEntry>(owner, segment);
-  capacity_.fetch_add(entry->allocator.capacity());
+  capacity_.fetch_add(entry->Capacity());
   order_.push_back(entry.get());
   segments_.emplace(segment.id, std::move(entry));
   return ErrorCode::OK;
 }
 
 Result<SegmentEntry*> SegmentTable::BeginUnmount(const UUID& owner, const UUID& segment_id) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(&mu_);
   auto it = segments_.find(segment_id);
   if (it == segments_.end() || it->second->unmounting) return ErrorCode::SEGMENT_NOT_FOUND;
   if (it->second->owner != owner) return ErrorCode::ILLEGAL_CLIENT;
@@ -50,7 +50,7 @@ Result<SegmentEntry*> SegmentTable::BeginUnmount(const UUID& owner, const UUID& 
 }
 
 std::vector<SegmentEntry*> SegmentTable::BeginUnmountAll(const UUID& owner) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(&mu_);
   std::vector<SegmentEntry*> out;
   for (auto& [id, entry] : segments_) {
     if (entry->owner == owner && !entry->unmounting) {
@@ -63,14 +63,17 @@ std::vector<SegmentEntry*> SegmentTable::BeginUnmountAll(const UUID& owner) {
 }
 
 void SegmentTable::Erase(SegmentEntry* entry) {
-  std::unique_lock lock(mu_);
-  capacity_.fetch_sub(entry->allocator.capacity());
-  allocated_.fetch_sub(entry->allocator.allocated_bytes());
+  WriterLock lock(&mu_);
+  capacity_.fetch_sub(entry->Capacity());
+  {
+    MutexLock seg_lock(&entry->mu);
+    allocated_.fetch_sub(entry->allocator.allocated_bytes());
+  }
   segments_.erase(entry->segment.id);
 }
 
 size_t SegmentTable::segment_count() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(&mu_);
   return order_.size();
 }
 
@@ -94,7 +97,7 @@ std::vector<SegmentEntry*> SegmentTable::OrderCandidates(
 }
 
 bool SegmentTable::TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset) {
-  std::lock_guard lock(seg->mu);
+  MutexLock lock(&seg->mu);
   if (seg->unmounting) return false;
   auto got = seg->allocator.Allocate(size);
   if (!got) return false;
@@ -105,7 +108,7 @@ bool SegmentTable::TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offse
 
 Result<std::vector<Placement>> SegmentTable::Allocate(
     uint32_t count, uint64_t size, const std::vector<std::string>& preferred) {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(&mu_);
   std::vector<Placement> placed;
   for (SegmentEntry* seg : OrderCandidates(preferred)) {
     if (placed.size() == count) break;
@@ -120,7 +123,7 @@ Result<std::vector<Placement>> SegmentTable::Allocate(
 }
 
 void SegmentTable::Free(SegmentEntry* segment, uint64_t offset, uint64_t size) {
-  std::lock_guard lock(segment->mu);
+  MutexLock lock(&segment->mu);
   if (segment->allocator.Free(offset, segment->allocator.AlignedSize(size))) {
     allocated_.fetch_sub(segment->allocator.AlignedSize(size), std::memory_order_relaxed);
   }

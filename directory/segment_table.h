@@ -10,13 +10,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/result.h"
+#include "common/thread_annotations.h"
 #include "common/uuid.h"
 #include "directory/offset_allocator.h"
 #include "directory/types.h"
@@ -30,9 +30,17 @@ struct SegmentEntry {
 
   const UUID owner;
   const Segment segment;  // immutable after mount: read without locks
-  std::mutex mu;          // guards allocator
-  OffsetAllocator allocator;
+  Mutex mu;
+  OffsetAllocator allocator GUARDED_BY(mu);
   std::atomic<bool> unmounting{false};
+
+  // `size` rounded to the allocator's alignment, and its capacity. Both read
+  // only fields the allocator never changes after construction, so no lock
+  // is needed; the analysis cannot tell, hence the exemption.
+  uint64_t AlignedSize(uint64_t size) const NO_THREAD_SAFETY_ANALYSIS {
+    return allocator.AlignedSize(size);
+  }
+  uint64_t Capacity() const NO_THREAD_SAFETY_ANALYSIS { return allocator.capacity(); }
 };
 
 // Where one replica was placed.
@@ -64,12 +72,13 @@ class SegmentTable {
   size_t segment_count() const;
 
  private:
-  std::vector<SegmentEntry*> OrderCandidates(const std::vector<std::string>& preferred);
-  bool TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset);
+  std::vector<SegmentEntry*> OrderCandidates(const std::vector<std::string>& preferred)
+      REQUIRES_SHARED(mu_);
+  bool TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset) EXCLUDES(seg->mu);
 
-  mutable std::shared_mutex mu_;  // guards segments_ and order_
-  std::unordered_map<UUID, std::unique_ptr<SegmentEntry>, UUIDHash> segments_;
-  std::vector<SegmentEntry*> order_;  // mount order, for round-robin
+  mutable SharedMutex mu_;
+  std::unordered_map<UUID, std::unique_ptr<SegmentEntry>, UUIDHash> segments_ GUARDED_BY(mu_);
+  std::vector<SegmentEntry*> order_ GUARDED_BY(mu_);  // mount order, for round-robin
   std::atomic<uint64_t> next_start_{0};
   std::atomic<uint64_t> allocated_{0};
   std::atomic<uint64_t> capacity_{0};

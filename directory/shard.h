@@ -4,18 +4,21 @@
 //
 // Thread safety: every field of a shard's tenants is guarded by the shard's
 // `mu` (ObjectMetadata::lease_deadline_ms excepted, see object_metadata.h).
+// The compiler checks access to `tenants` itself (GUARDED_BY, clang
+// -Wthread-safety); pointers into it (an ObjectMetadata*) are not tracked.
 // Invariant: no TenantState in `tenants` is empty (Empty() is false).
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "directory/key_map.h"
 #include "directory/object_metadata.h"
 
@@ -42,8 +45,8 @@ struct TenantState {
 };
 
 struct MetadataShard {
-  mutable std::shared_mutex mu;
-  StringMap<TenantState> tenants;
+  mutable SharedMutex mu;
+  StringMap<TenantState> tenants GUARDED_BY(mu);
 };
 
 // Shard of a key (or of a group id). The default tenant hashes the name alone.
