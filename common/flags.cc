@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -114,6 +115,18 @@ bool FlagSet::Parse(int argc, const char* const* argv, std::string* error) {
     }
   }
   return true;
+}
+
+void FlagSet::ParseOrExit(int argc, const char* const* argv) {
+  std::string error;
+  if (!Parse(argc, argv, &error)) {
+    std::fprintf(stderr, "%s\n%s", error.c_str(), Usage().c_str());
+    std::exit(2);
+  }
+  if (help_requested_) {
+    std::fputs(Usage().c_str(), stdout);
+    std::exit(0);
+  }
 }
 
 std::string FlagSet::Usage() const {

@@ -33,6 +33,10 @@ class FlagSet {
   // the first bad argument. "--help" sets help_requested() and returns true.
   bool Parse(int argc, const char* const* argv, std::string* error);
 
+  // Parse() for a program's main: on a bad argument prints the error and the
+  // usage to stderr and exits 2; on --help prints the usage and exits 0.
+  void ParseOrExit(int argc, const char* const* argv);
+
   const std::vector<std::string>& positional() const { return positional_; }
   bool help_requested() const { return help_requested_; }
   // One line per flag: name, default, help.

@@ -290,15 +290,7 @@ bool ParseConfig(int argc, char** argv, Config& cfg) {
   flags.AddDouble("fill", &cfg.fill, "live-bytes target / capacity", 0.01, 1.0);
   flags.AddBool("json", &cfg.json, "one JSON object per result line");
   flags.AddBool("baseline", &cfg.baseline, "also run the first-fit baseline");
-  std::string error;
-  if (!flags.Parse(argc, argv, &error)) {
-    std::fprintf(stderr, "%s\n%s", error.c_str(), flags.Usage().c_str());
-    return false;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    std::exit(0);
-  }
+  flags.ParseOrExit(argc, argv);
   if (cfg.min_size > cfg.max_size || (cfg.alignment & (cfg.alignment - 1)) != 0) {
     std::fprintf(stderr, "need min_size <= max_size and a power-of-two alignment\n");
     return false;

@@ -179,15 +179,7 @@ bool ParseConfig(int argc, char** argv, Config& cfg) {
   flags.AddDouble("seconds", &cfg.seconds, "seconds per lookup measurement", 0.01, 3600);
   flags.AddInt64("seed", &cfg.seed, "random seed", 0, std::numeric_limits<int64_t>::max());
   flags.AddBool("json", &cfg.json, "one JSON object per result line");
-  std::string error;
-  if (!flags.Parse(argc, argv, &error)) {
-    std::fprintf(stderr, "%s\n%s", error.c_str(), flags.Usage().c_str());
-    return false;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    std::exit(0);
-  }
+  flags.ParseOrExit(argc, argv);
   return true;
 }
 
