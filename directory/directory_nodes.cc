@@ -64,14 +64,13 @@ void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
     {
       WriterLock lock(&shard.mu);
       std::vector<std::pair<std::string, std::string>> hit;  // tenant, key
-      for (auto& [tenant_name, state] : shard.tenants) {
-        const std::string& name = tenant_name;  // clang < 16: no lambda capture of a binding
+      shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (std::any_of(meta.replicas.begin(), meta.replicas.end(), owned)) {
             hit.emplace_back(name, key);
           }
         });
-      }
+      });
       for (const auto& [name, key] : hit) {
         drops_by_tenant.emplace_back(name, GroupDrops{});
         RemoveReplicas(shard, name, key, owned, &drops_by_tenant.back().second);

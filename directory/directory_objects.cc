@@ -49,9 +49,8 @@ DirectoryImpl::~DirectoryImpl() {
 
 ObjectMetadata* DirectoryImpl::Find(MetadataShard& shard, std::string_view tenant,
                                     std::string_view key) {
-  auto t = shard.tenants.find(EffectiveTenant(tenant));
-  if (t == shard.tenants.end()) return nullptr;
-  return t->second.objects.Find(key);
+  TenantState* t = shard.tenants.Find(EffectiveTenant(tenant));
+  return t == nullptr ? nullptr : t->objects.Find(key);
 }
 
 ReplicaDescriptor DirectoryImpl::Describe(const ObjectMetadata& meta, const Replica& r) const {
@@ -76,9 +75,10 @@ void DirectoryImpl::FreeReplica(const ObjectMetadata& meta, const Replica& r) {
 
 void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
                                 std::string_view key, GroupDrops* drops) {
-  auto t = shard.tenants.find(EffectiveTenant(tenant));
-  if (t == shard.tenants.end()) return;
-  TenantState& state = t->second;
+  tenant = EffectiveTenant(tenant);
+  TenantState* t = shard.tenants.Find(tenant);
+  if (t == nullptr) return;
+  TenantState& state = *t;
   if (ObjectMetadata* meta = state.objects.Find(key)) {
     for (const Replica& r : meta->replicas) FreeReplica(*meta, r);
     if (meta->group) drops->emplace_back(*meta->group, std::string(key));
@@ -88,7 +88,7 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
   if (auto p = state.processing.find(key); p != state.processing.end()) {
     state.processing.erase(p);
   }
-  if (state.Empty()) shard.tenants.erase(t);
+  if (state.Empty()) shard.tenants.Erase(tenant);
 }
 
 size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tenant,
@@ -105,8 +105,7 @@ size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tena
   if (meta->replicas.empty()) {
     EraseObject(shard, tenant, key, drops);
   } else if (!meta->HasProcessing()) {
-    auto t = shard.tenants.find(EffectiveTenant(tenant));
-    t->second.processing.erase(std::string(key));
+    shard.tenants.Find(EffectiveTenant(tenant))->processing.erase(std::string(key));
   }
   return removed;
 }
@@ -141,7 +140,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
       background_cv_.notify_one();
       return placed.error();
     }
-    TenantState& state = shard.tenants[std::string(tenant)];
+    TenantState& state = *shard.tenants.TryEmplace(tenant).first;
     ObjectMetadata& meta = *state.objects.TryEmplace(key).first;
     meta.writer = client;
     meta.put_start_s = CeilSeconds(now);
@@ -184,7 +183,7 @@ ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
     }
   }
   if (finished == 0) return meta->HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
-  if (!meta->HasProcessing()) shard.tenants.find(tenant)->second.processing.erase(std::string(key));
+  if (!meta->HasProcessing()) shard.tenants.Find(tenant)->processing.erase(std::string(key));
   if (type == ReplicaType::MEMORY) QueueOffloadFor(tenant, key, *meta);
   return ErrorCode::OK;
 }
@@ -266,9 +265,9 @@ std::vector<std::string> DirectoryImpl::ListKeys(std::string_view tenant,
   std::vector<std::string> keys;
   for (MetadataShard& shard : shards_) {
     ReaderLock lock(&shard.mu);
-    auto t = shard.tenants.find(tenant);
-    if (t == shard.tenants.end()) continue;
-    t->second.objects.ForEach([&](std::string_view key, const ObjectMetadata&) {
+    const TenantState* t = shard.tenants.Find(tenant);
+    if (t == nullptr) continue;
+    t->objects.ForEach([&](std::string_view key, const ObjectMetadata&) {
       if (key.substr(0, prefix.size()) == prefix) keys.emplace_back(key);
     });
   }
@@ -284,8 +283,7 @@ uint64_t DirectoryImpl::CountKeys(std::string_view tenant, bool all_tenants) {
   uint64_t n = 0;
   for (MetadataShard& shard : shards_) {
     ReaderLock lock(&shard.mu);
-    auto t = shard.tenants.find(tenant);
-    if (t != shard.tenants.end()) n += t->second.objects.size();
+    if (const TenantState* t = shard.tenants.Find(tenant)) n += t->objects.size();
   }
   return n;
 }
@@ -319,15 +317,14 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
       WriterLock lock(&shard.mu);
       int64_t now = Now();
       std::vector<std::pair<std::string, std::string>> victims;  // tenant, key
-      for (auto& [tenant_name, state] : shard.tenants) {
-        const std::string& name = tenant_name;  // clang < 16: no lambda capture of a binding
-        if (!all_tenants && name != tenant) continue;
+      shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
+        if (!all_tenants && name != tenant) return;
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           bool removable = force || (!meta.LeaseLive(now) && meta.ReferenceCount() == 0 &&
                                      meta.HasComplete());
           if (removable) victims.emplace_back(name, key);
         });
-      }
+      });
       for (const auto& [name, key] : victims) {
         drops_by_tenant.emplace_back(name, GroupDrops{});
         EraseObject(shard, name, key, &drops_by_tenant.back().second);
@@ -343,20 +340,20 @@ void DirectoryImpl::AddGroupMember(std::string_view tenant, const std::string& g
                                    std::string_view key) {
   MetadataShard& shard = ShardOf(tenant, group);
   WriterLock lock(&shard.mu);
-  shard.tenants[std::string(tenant)].groups[group].emplace(key);
+  shard.tenants.TryEmplace(tenant).first->groups[group].emplace(key);
 }
 
 void DirectoryImpl::DropGroupMembers(std::string_view tenant, const GroupDrops& drops) {
   for (const auto& [group, key] : drops) {
     MetadataShard& shard = ShardOf(tenant, group);
     WriterLock lock(&shard.mu);
-    auto t = shard.tenants.find(tenant);
-    if (t == shard.tenants.end()) continue;
-    auto g = t->second.groups.find(group);
-    if (g == t->second.groups.end()) continue;
+    TenantState* t = shard.tenants.Find(tenant);
+    if (t == nullptr) continue;
+    auto g = t->groups.find(group);
+    if (g == t->groups.end()) continue;
     g->second.erase(key);
-    if (g->second.empty()) t->second.groups.erase(g);
-    if (t->second.Empty()) shard.tenants.erase(t);
+    if (g->second.empty()) t->groups.erase(g);
+    if (t->Empty()) shard.tenants.Erase(tenant);
   }
 }
 
@@ -366,10 +363,10 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
   tenant = EffectiveTenant(tenant);
   MetadataShard& shard = ShardOf(tenant, group_id);
   ReaderLock lock(&shard.mu);
-  auto t = shard.tenants.find(tenant);
-  if (t == shard.tenants.end()) return ErrorCode::OBJECT_NOT_FOUND;
-  auto g = t->second.groups.find(group_id);
-  if (g == t->second.groups.end()) return ErrorCode::OBJECT_NOT_FOUND;
+  const TenantState* t = shard.tenants.Find(tenant);
+  if (t == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  auto g = t->groups.find(group_id);
+  if (g == t->groups.end()) return ErrorCode::OBJECT_NOT_FOUND;
   return std::vector<std::string>(g->second.begin(), g->second.end());
 }
 
@@ -378,14 +375,12 @@ static std::vector<std::pair<std::string, std::string>> StalePuts(const Metadata
                                                                   int64_t cutoff)
     REQUIRES_SHARED(shard.mu) {
   std::vector<std::pair<std::string, std::string>> stale;
-  for (const auto& [name, state] : shard.tenants) {
+  shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
     for (const std::string& key : state.processing) {
       const ObjectMetadata* meta = state.objects.Find(key);
-      if (meta != nullptr && meta->put_start_ms() < cutoff) {
-        stale.emplace_back(name, key);
-      }
+      if (meta != nullptr && meta->put_start_ms() < cutoff) stale.emplace_back(name, key);
     }
-  }
+  });
   return stale;
 }
 

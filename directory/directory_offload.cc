@@ -108,7 +108,7 @@ ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view t
   uint64_t size = static_cast<uint64_t>(item.location.data_size);
   ObjectMetadata* meta = Find(shard, tenant, item.key);
   if (meta == nullptr) {
-    TenantState& state = shard.tenants[std::string(tenant)];
+    TenantState& state = *shard.tenants.TryEmplace(tenant).first;
     meta = state.objects.TryEmplace(item.key).first;
     meta->writer = client;
     meta->put_start_s = CeilSeconds(Now());

@@ -38,7 +38,7 @@ int64_t DirectoryImpl::EvictionCutoff(int64_t now, uint64_t target, bool soft) {
   uint64_t seen = 0, seen_bytes = 0;
   for (MetadataShard& shard : shards_) {
     ReaderLock lock(&shard.mu);
-    for (const auto& [name, state] : shard.tenants) {
+    shard.tenants.ForEach([&](std::string_view, const TenantState& state) {
       state.objects.ForEach([&](std::string_view, const ObjectMetadata& meta) {
         if (!Evictable(meta, now, soft)) return;
         std::pair<int64_t, uint64_t> item{meta.lease_deadline_ms.load(), MemoryBytes(meta)};
@@ -50,7 +50,7 @@ int64_t DirectoryImpl::EvictionCutoff(int64_t now, uint64_t target, bool soft) {
         }
         ++seen;
       });
-    }
+    });
   }
   if (sample.empty()) return INT64_MIN;
   std::sort(sample.begin(), sample.end());
@@ -77,8 +77,7 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
     {
       WriterLock lock(&shard.mu);
       std::vector<std::pair<std::string, std::string>> victims;
-      for (const auto& [tenant_name, state] : shard.tenants) {
-        const std::string& name = tenant_name;  // clang < 16: no lambda capture of a binding
+      shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (meta.lease_deadline_ms.load() <= cutoff && Evictable(meta, now, soft)) {
             victims.emplace_back(name, key);
@@ -86,7 +85,7 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
             evicted_bytes_.fetch_add(MemoryBytes(meta), std::memory_order_relaxed);
           }
         });
-      }
+      });
       for (const auto& [name, key] : victims) {
         drops_by_tenant.emplace_back(name, GroupDrops{});
         RemoveReplicas(shard, name, key, [](const Replica& r) { return r.is_memory(); },

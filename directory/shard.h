@@ -46,7 +46,7 @@ struct TenantState {
 
 struct MetadataShard {
   mutable SharedMutex mu;
-  StringMap<TenantState> tenants GUARDED_BY(mu);
+  KeyMap<TenantState> tenants GUARDED_BY(mu);
 };
 
 // Shard of a key (or of a group id). The default tenant hashes the name alone.
