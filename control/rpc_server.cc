@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -62,14 +63,29 @@ int MakeListenSocket(const sockaddr* addr, socklen_t len) {
   return fd;
 }
 
+// How often a loop that is ahead of the others looks again whether it may
+// accept.
+constexpr auto kBalanceRecheck = 2 * kj::MILLISECONDS;
+
 }  // namespace
 
 struct RpcServer::Impl {
   Impl(Directory& directory, MetricsRegistry* metrics, RpcServerOptions opts)
       : options(std::move(opts)), services(directory, metrics, options.max_batch) {}
 
-  // Body of one loop thread: serves `fd` until its stop promise resolves.
-  void Loop(int fd) {
+  // True while loop `index` serves more connections than the least loaded
+  // loop: it then leaves the next accept to that one, so connections spread
+  // evenly over the cores (all loops accept from one listening socket).
+  bool AheadOfOthers(size_t index) const {
+    int mine = open_connections[index].load(std::memory_order_relaxed);
+    for (size_t i = 0; i < loop_count; ++i) {
+      if (open_connections[i].load(std::memory_order_relaxed) < mine) return true;
+    }
+    return false;
+  }
+
+  // Body of loop thread `index`: serves `fd` until its stop promise resolves.
+  void Loop(size_t index, int fd) {
     bool published = false;
     try {
       auto io = kj::setupAsyncIo();
@@ -96,6 +112,9 @@ struct RpcServer::Impl {
 
       kj::Function<kj::Promise<void>()> accept_loop;
       accept_loop = [&]() -> kj::Promise<void> {
+        if (AheadOfOthers(index)) {
+          return timer.afterDelay(kBalanceRecheck).then([&]() { return accept_loop(); });
+        }
         return listener->accept()
             .then(
                 [&](kj::Own<kj::AsyncIoStream>&& stream) -> kj::Promise<void> {
@@ -106,7 +125,10 @@ struct RpcServer::Impl {
                   }
                   auto conn = kj::heap<Connection>(kj::mv(stream), bootstrap, reader_options);
                   auto done = conn->network.onDisconnect();
-                  connections.add(done.attach(kj::mv(conn)));
+                  std::atomic<int>& open = open_connections[index];
+                  open.fetch_add(1, std::memory_order_relaxed);
+                  connections.add(done.attach(
+                      kj::mv(conn), kj::defer([&open]() { open.fetch_sub(1); })));
                   return accept_loop();
                 },
                 [&](kj::Exception&&) -> kj::Promise<void> {
@@ -181,7 +203,11 @@ struct RpcServer::Impl {
       ready = 0;
       stoppers.clear();
     }
-    for (int fd : fds) threads.emplace_back([this, fd]() { Loop(fd); });
+    loop_count = fds.size();
+    open_connections = std::make_unique<std::atomic<int>[]>(loop_count);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      threads.emplace_back([this, i, fd = fds[i]]() { Loop(i, fd); });
+    }
     {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&]() { return ready == static_cast<int>(threads.size()); });
@@ -210,6 +236,8 @@ struct RpcServer::Impl {
   MasterServiceFactory services;
   bool running = false;
   std::vector<std::thread> threads;
+  size_t loop_count = 0;  // set before the loop threads start
+  std::unique_ptr<std::atomic<int>[]> open_connections;  // per loop thread
   std::mutex mu;
   std::condition_variable cv;
   int ready = 0;  // loop threads that finished starting (guarded by mu)
