@@ -61,6 +61,11 @@ int Run(const MasterConfig& config) {
                  static_cast<long long>(config.rpc_port), config.rpc_address.c_str());
     return 1;
   }
+  metrics.AddGauge("shelfmark_master_rpc_open_connections", "open RPC connections", [&rpc] {
+    double n = 0;
+    for (int c : rpc.OpenConnections()) n += c;
+    return n;
+  });
   HttpServer http;
   InstallHttpHandlers(http, metrics);
   auto http_port = http.Start(static_cast<uint16_t>(config.metrics_port));

@@ -253,4 +253,13 @@ Result<uint16_t> RpcServer::Start() { return impl_->Start(); }
 
 void RpcServer::Stop() { impl_->Stop(); }
 
+std::vector<int> RpcServer::OpenConnections() const {
+  std::vector<int> out;
+  if (!impl_->running) return out;
+  for (size_t i = 0; i < impl_->loop_count; ++i) {
+    out.push_back(impl_->open_connections[i].load(std::memory_order_relaxed));
+  }
+  return out;
+}
+
 }  // namespace shelfmark

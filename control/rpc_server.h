@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -47,6 +48,8 @@ class RpcServer {
   // Stops accepting, drops every connection and joins the threads.
   // Idempotent; a no-op before Start().
   void Stop();
+  // Open connections per event-loop thread (empty when stopped). Thread-safe.
+  std::vector<int> OpenConnections() const;
 
  private:
   struct Impl;

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -610,6 +611,26 @@ TEST_F(RpcServerTest, ClientReconnectsAfterServerRestart) {
   ASSERT_TRUE(server_->Start().ok());
   EXPECT_TRUE(client.ExistKey("", "survivor").ok());
   EXPECT_EQ(client.Remove("", "survivor", true), ErrorCode::OK);
+}
+
+TEST_F(RpcServerTest, ConnectionsSpreadEvenlyOverLoops) {
+  std::vector<std::unique_ptr<MasterClient>> clients;
+  for (int i = 0; i < 9; ++i) {
+    clients.push_back(std::make_unique<MasterClient>(ClientOptions()));
+    ASSERT_EQ(clients.back()->Connect(), ErrorCode::OK);
+    ASSERT_TRUE(clients.back()->Ping().ok());  // served, so accepted by a loop
+  }
+  std::vector<int> open = server_->OpenConnections();
+  ASSERT_EQ(open.size(), 2u);
+  EXPECT_EQ(open[0] + open[1], 9);
+  EXPECT_LE(std::abs(open[0] - open[1]), 1) << open[0] << " vs " << open[1];
+  clients.clear();
+  for (int i = 0; i < 500 && server_->OpenConnections()[0] + server_->OpenConnections()[1] > 0;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  open = server_->OpenConnections();
+  EXPECT_EQ(open[0] + open[1], 0);
 }
 
 TEST_F(RpcServerTest, StartFailsOnBadAddressOrBusyPort) {
