@@ -28,6 +28,9 @@ namespace shelfmark {
 // Group memberships of erased objects, dropped after the shard lock is
 // released (the group's shard may differ from the key's).
 using GroupDrops = std::vector<std::pair<std::string, std::string>>;  // group, key
+// Objects picked by a sweep of one shard: (tenant, key) pairs.
+using Victims = std::vector<std::pair<std::string, std::string>>;
+using SelectVictims = std::function<Victims(const KeyMap<TenantState>& tenants)>;
 
 class DirectoryImpl {
  public:
@@ -107,6 +110,12 @@ class DirectoryImpl {
   size_t RemoveReplicas(MetadataShard& shard, std::string_view tenant, std::string_view key,
                         const std::function<bool(const Replica&)>& pred, GroupDrops* drops)
       REQUIRES(shard.mu);
+  // Under the shard's write lock, removes the replicas matching `pred` of
+  // every object `select` picks (objects left without replicas are erased);
+  // then drops the erased objects' group memberships. Returns how many
+  // objects were picked.
+  size_t SweepShard(MetadataShard& shard, const SelectVictims& select,
+                    const std::function<bool(const Replica&)>& pred);
   // Scans every shard and removes the replicas whose owner is in `owners`.
   void PurgeOwners(const std::vector<const void*>& owners);
   void AddGroupMember(std::string_view tenant, const std::string& group, std::string_view key);

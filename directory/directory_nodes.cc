@@ -60,23 +60,17 @@ void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
   std::unordered_set<const void*> gone(owners.begin(), owners.end());
   auto owned = [&gone](const Replica& r) { return gone.count(r.owner) != 0; };
   for (MetadataShard& shard : shards_) {
-    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
-    {
-      WriterLock lock(&shard.mu);
-      std::vector<std::pair<std::string, std::string>> hit;  // tenant, key
-      shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
+    SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
+      Victims hit;
+      tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (std::any_of(meta.replicas.begin(), meta.replicas.end(), owned)) {
             hit.emplace_back(name, key);
           }
         });
       });
-      for (const auto& [name, key] : hit) {
-        drops_by_tenant.emplace_back(name, GroupDrops{});
-        RemoveReplicas(shard, name, key, owned, &drops_by_tenant.back().second);
-      }
-    }
-    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+      return hit;
+    }, owned);
   }
 }
 

@@ -312,12 +312,10 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
   tenant = EffectiveTenant(tenant);
   uint64_t removed = 0;
   for (MetadataShard& shard : shards_) {
-    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
-    {
-      WriterLock lock(&shard.mu);
+    removed += SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
       int64_t now = Now();
-      std::vector<std::pair<std::string, std::string>> victims;  // tenant, key
-      shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
+      Victims victims;
+      tenants.ForEach([&](std::string_view name, const TenantState& state) {
         if (!all_tenants && name != tenant) return;
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           bool removable = force || (!meta.LeaseLive(now) && meta.ReferenceCount() == 0 &&
@@ -325,15 +323,27 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
           if (removable) victims.emplace_back(name, key);
         });
       });
-      for (const auto& [name, key] : victims) {
-        drops_by_tenant.emplace_back(name, GroupDrops{});
-        EraseObject(shard, name, key, &drops_by_tenant.back().second);
-      }
-      removed += victims.size();
-    }
-    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+      return victims;
+    }, [](const Replica&) { return true; });
   }
   return removed;
+}
+
+size_t DirectoryImpl::SweepShard(MetadataShard& shard, const SelectVictims& select,
+                                 const std::function<bool(const Replica&)>& pred) {
+  std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
+  size_t picked;
+  {
+    WriterLock lock(&shard.mu);
+    Victims victims = select(shard.tenants);
+    picked = victims.size();
+    for (const auto& [name, key] : victims) {
+      drops_by_tenant.emplace_back(name, GroupDrops{});
+      RemoveReplicas(shard, name, key, pred, &drops_by_tenant.back().second);
+    }
+  }
+  for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+  return picked;
 }
 
 void DirectoryImpl::AddGroupMember(std::string_view tenant, const std::string& group,
@@ -370,12 +380,10 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
   return std::vector<std::string>(g->second.begin(), g->second.end());
 }
 
-// Unfinished puts of the shard started before `cutoff`. Caller holds the lock.
-static std::vector<std::pair<std::string, std::string>> StalePuts(const MetadataShard& shard,
-                                                                  int64_t cutoff)
-    REQUIRES_SHARED(shard.mu) {
-  std::vector<std::pair<std::string, std::string>> stale;
-  shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
+// Unfinished puts of a shard's tenants started before `cutoff`.
+static Victims StalePuts(const KeyMap<TenantState>& tenants, int64_t cutoff) {
+  Victims stale;
+  tenants.ForEach([&](std::string_view name, const TenantState& state) {
     for (const std::string& key : state.processing) {
       const ObjectMetadata* meta = state.objects.Find(key);
       if (meta != nullptr && meta->put_start_ms() < cutoff) stale.emplace_back(name, key);
@@ -385,24 +393,16 @@ static std::vector<std::pair<std::string, std::string>> StalePuts(const Metadata
 }
 
 void DirectoryImpl::ReclaimStalePuts() {
+  auto processing = [](const Replica& r) { return r.status_enum() == ReplicaStatus::PROCESSING; };
   for (MetadataShard& shard : shards_) {
     int64_t cutoff = Now() - options_.put_start_release_timeout_ms;
     {
       ReaderLock peek(&shard.mu);  // the common case: nothing to do
-      if (StalePuts(shard, cutoff).empty()) continue;
+      if (StalePuts(shard.tenants, cutoff).empty()) continue;
     }
-    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
-    {
-      WriterLock lock(&shard.mu);
-      auto stale = StalePuts(shard, cutoff);
-      for (const auto& [name, key] : stale) {
-        drops_by_tenant.emplace_back(name, GroupDrops{});
-        RemoveReplicas(shard, name, key, [](const Replica& r) {
-          return r.status_enum() == ReplicaStatus::PROCESSING;
-        }, &drops_by_tenant.back().second);
-      }
-    }
-    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+    SweepShard(shard, [cutoff](const KeyMap<TenantState>& tenants) {
+      return StalePuts(tenants, cutoff);
+    }, processing);
   }
 }
 

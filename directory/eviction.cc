@@ -73,11 +73,9 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
   uint64_t freed = 0;
   for (MetadataShard& shard : shards_) {
     if (freed >= target) break;
-    std::vector<std::pair<std::string, GroupDrops>> drops_by_tenant;
-    {
-      WriterLock lock(&shard.mu);
-      std::vector<std::pair<std::string, std::string>> victims;
-      shard.tenants.ForEach([&](std::string_view name, const TenantState& state) {
+    size_t evicted = SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
+      Victims victims;
+      tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           if (meta.lease_deadline_ms.load() <= cutoff && Evictable(meta, now, soft)) {
             victims.emplace_back(name, key);
@@ -86,14 +84,9 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
           }
         });
       });
-      for (const auto& [name, key] : victims) {
-        drops_by_tenant.emplace_back(name, GroupDrops{});
-        RemoveReplicas(shard, name, key, [](const Replica& r) { return r.is_memory(); },
-                       &drops_by_tenant.back().second);
-      }
-      evicted_objects_.fetch_add(victims.size(), std::memory_order_relaxed);
-    }
-    for (const auto& [name, drops] : drops_by_tenant) DropGroupMembers(name, drops);
+      return victims;
+    }, [](const Replica& r) { return r.is_memory(); });
+    evicted_objects_.fetch_add(evicted, std::memory_order_relaxed);
   }
   return freed;
 }
