@@ -33,6 +33,9 @@ constexpr std::pair<ErrorCode, std::string_view> kNames[] = {
     {ErrorCode::FILE_OPEN_FAIL, "FILE_OPEN_FAIL"},
     {ErrorCode::FILE_READ_FAIL, "FILE_READ_FAIL"},
     {ErrorCode::FILE_WRITE_FAIL, "FILE_WRITE_FAIL"},
+    {ErrorCode::DATA_CORRUPTED, "DATA_CORRUPTED"},
+    {ErrorCode::VERSION_MISMATCH, "VERSION_MISMATCH"},
+    {ErrorCode::STORE_UNAVAILABLE, "STORE_UNAVAILABLE"},
 };
 
 }  // namespace

@@ -46,6 +46,11 @@ enum class ErrorCode : int32_t {
   FILE_OPEN_FAIL = -1101,
   FILE_READ_FAIL = -1102,
   FILE_WRITE_FAIL = -1103,
+
+  // Snapshots and object stores.
+  DATA_CORRUPTED = -1200,       // a payload failed to decode or verify
+  VERSION_MISMATCH = -1201,     // a format name or version this build does not read
+  STORE_UNAVAILABLE = -1202,    // an object store answered an error or timed out
 };
 
 // Stable upper-case name of the code ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR_CODE"

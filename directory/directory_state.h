@@ -1,0 +1,94 @@
+// DirectoryState: the directory's durable state as plain values, for
+// snapshots (snapshot/ encodes these; directory/ produces and consumes them).
+// Times that are relative to the master's steady clock are stored as
+// "remaining milliseconds at export time"; restore adds them to its own now.
+//
+// Contracts:
+//  - ExportShard/ExportSegments/ExportTasks read a consistent state only while
+//    the caller keeps every mutation out (Directory::RunPaused in the parent,
+//    or the forked child, where no other thread exists);
+//  - Restore* run on a Directory that serves nobody yet (before the RPC port
+//    opens); RestoreShard calls for distinct shard indexes may run in
+//    parallel; segments must be restored before the shards that point at
+//    them; Clear() drops everything restored so far (a bad candidate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/uuid.h"
+#include "directory/types.h"
+
+namespace shelfmark {
+
+struct ReplicaState {
+  uint64_t id = 0;
+  ReplicaStatus status = ReplicaStatus::COMPLETE;
+  ReplicaType type = ReplicaType::MEMORY;
+  UUID owner;           // MEMORY: segment id; LOCAL_DISK: the disk node's client id
+  uint64_t offset = 0;  // MEMORY: offset inside the segment
+};
+
+struct ObjectState {
+  std::string tenant;  // "" is never stored: the default tenant is "default"
+  std::string key;
+  UUID writer;
+  uint64_t size = 0;
+  bool has_checksum = false;
+  uint64_t checksum = 0;
+  DataType data_type = DataType::UNKNOWN;
+  bool hard_pin = false;
+  int64_t lease_remaining_ms = 0;     // 0: expired
+  int64_t soft_pin_remaining_ms = 0;  // 0: not soft-pinned (or expired)
+  int64_t put_age_ms = 0;             // how long ago the put started
+  std::string group;                  // "" : no group
+  std::vector<ReplicaState> replicas;
+};
+
+struct GroupState {
+  std::string tenant;
+  std::string group;
+  std::vector<std::string> members;  // sorted
+};
+
+// One of the 1024 shards.
+struct ShardState {
+  uint32_t index = 0;
+  std::vector<ObjectState> objects;
+  std::vector<GroupState> groups;
+};
+
+struct SegmentState {
+  UUID owner;  // client id of the node
+  Segment segment;
+  uint64_t alignment = 64;
+  std::vector<std::pair<uint64_t, uint64_t>> free_extents;  // OffsetAllocator::FreeExtents
+};
+
+struct DiskNodeState {
+  UUID client;
+  std::string endpoint;
+  bool enable_offloading = false;
+};
+
+// Segments, allocator state and local-disk registrations.
+struct SegmentsState {
+  uint64_t view_version = 0;
+  uint64_t next_replica_id = 1;
+  std::vector<SegmentState> segments;
+  std::vector<DiskNodeState> disks;
+};
+
+struct PendingOffloadState {
+  UUID client;
+  std::vector<OffloadTask> tasks;  // queued, not yet handed out
+};
+
+// Background work that must survive a restart.
+struct TasksState {
+  std::vector<PendingOffloadState> offloads;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,88 @@
+// TransportEngine: one-sided reads and writes of MEMORY replicas. A node
+// registers its DRAM segment for remote access and publishes the region's
+// `rkey` and its engine's `endpoint()` in the Segment it mounts; a client
+// registers its own buffers (local access only) and moves bytes between them
+// and a MemoryDescriptor with Transfer(), with no CPU of the owner involved.
+//
+// Engines: "rdma" (libibverbs + librdmacm, verbs_engine.h), "ucx" (UCX RMA,
+// ucx_engine.h) and "loopback" (in-process memcpy with the same checks, for
+// unit tests of the layers above). TransportSet picks one per descriptor.
+//
+// Contracts:
+//  - Transfer() ops all have one kind; each op's remote range
+//    [remote_offset, remote_offset + length) lies inside the descriptor's
+//    [0, size) and `local` lies inside a region this engine registered,
+//    otherwise INVALID_PARAMS before anything is posted; the owner's side
+//    enforces its registration too (the NIC's rkey bounds; the UCX and
+//    loopback engines check them), so a forged descriptor fails with
+//    TRANSFER_FAIL and never touches memory outside the segment;
+//  - Transfer() returns within `timeout_ms` (plus connection setup, itself
+//    bounded): OK when every op completed, else TRANSFER_FAIL with a message
+//    naming the cause (work-completion status, UCX status, peer gone); after
+//    a failure the next Transfer() to the same peer reconnects;
+//  - connections are made on first use, cached per peer endpoint and carry
+//    the client id and the cluster token; a node rejects a wrong token;
+//  - the hot path (post and poll) is separate from setup (devices, memory
+//    registration, connections).
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/uuid.h"
+#include "directory/types.h"
+
+namespace shelfmark {
+
+struct MemoryRegion {
+  void* addr = nullptr;
+  uint64_t size = 0;
+  std::string rkey;     // what peers need (remote regions only; opaque bytes)
+  uint64_t handle = 0;  // engine-private
+};
+
+enum class TransferKind : uint8_t { READ, WRITE };
+
+struct TransferOp {
+  const MemoryDescriptor* remote = nullptr;
+  uint64_t remote_offset = 0;  // from remote->buffer_address
+  void* local = nullptr;       // inside a region registered with the engine
+  uint64_t length = 0;
+};
+
+struct TransferStatus {
+  ErrorCode code = ErrorCode::OK;
+  std::string message;  // empty when OK
+  bool ok() const { return code == ErrorCode::OK; }
+};
+
+struct TransportOptions {
+  UUID client_id;             // sent with every connection
+  std::string cluster_token;  // sent by clients, checked by nodes ("" accepts "")
+  std::string listen_ip;      // node side: address to listen on ("" : no listener)
+  uint16_t listen_port = 0;   // 0: any free port (endpoint() tells which)
+  std::string device;         // rdma: device name ("" : first device)
+  int64_t connect_timeout_ms = 2000;
+};
+
+class TransportEngine {
+ public:
+  virtual ~TransportEngine() = default;
+  virtual std::string_view protocol() const = 0;
+  // "ip:port" that peers connect to ("" when not listening).
+  virtual std::string endpoint() const = 0;
+  // Registers [addr, addr + size). remote_access: peers may read and write it.
+  virtual Result<MemoryRegion> RegisterMemory(void* addr, uint64_t size, bool remote_access) = 0;
+  virtual void UnregisterMemory(const MemoryRegion& region) = 0;
+  virtual TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
+                                  int64_t timeout_ms) = 0;
+};
+
+}  // namespace shelfmark
