@@ -6,11 +6,13 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   capnproto libcapnp-dev
-  libzstd-dev libmsgpack-cxx-dev
+  libzstd-dev libmsgpack-cxx-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev
   libibverbs-dev librdmacm-dev libucx-dev
   curl iproute2 procps
   redis-server redis-tools
+  # The soft-RoCE VM suite (tests/softroce) boots Debian's kernel under QEMU.
+  qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers ibverbs-utils perftest
 )
 
 missing=()
@@ -19,6 +21,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# The S3 tests run the npm package s3rver on Node.js (scripts/s3rver.sh); a
+# machine that already has Node.js and npm keeps its own.
+if ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
