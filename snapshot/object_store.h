@@ -8,11 +8,16 @@
 //  - Put is atomic: a reader sees the old bytes or all the new ones, never a
 //    part (local: temp file, fsync, rename, directory fsync; S3: one PUT);
 //  - Get of a missing key is FILE_NOT_FOUND; List returns every key that
-//    starts with `prefix`, sorted; Remove of a missing key is OK;
+//    starts with `prefix`, sorted (a prefix that cannot start any valid key,
+//    e.g. "../" or "a//", is INVALID_PARAMS); Remove of a missing key is OK;
 //  - failures are typed: FILE_WRITE_FAIL / FILE_READ_FAIL (local I/O, e.g. a
 //    full disk), STORE_UNAVAILABLE (S3 error status, connection failure or
 //    timeout); nothing throws;
 //  - Describe() names the store for logs and never includes credentials.
+//
+// Implementations: LocalStore (local_store.h), S3Store (s3_store.h; its
+// last_error() tells which HTTP status or connection error a
+// STORE_UNAVAILABLE came from).
 //
 // Thread safety: one store may be used from several threads at once.
 #pragma once
