@@ -13,9 +13,12 @@
 //    [remote_offset, remote_offset + length) lies inside the descriptor's
 //    [0, size) and `local` lies inside a region this engine registered,
 //    otherwise INVALID_PARAMS before anything is posted; the owner's side
-//    enforces its registration too (the NIC's rkey bounds; the UCX and
-//    loopback engines check them), so a forged descriptor fails with
-//    TRANSFER_FAIL and never touches memory outside the segment;
+//    enforces its registration too for "rdma" (the NIC's rkey bounds) and
+//    "loopback" (the registry), so a forged descriptor fails with
+//    TRANSFER_FAIL and never touches memory outside the segment. "ucx"
+//    cannot: UCX 1.13 does not check RMA against the rkey's range (see
+//    ucx_engine.h); there the rkey, handed out only by the master, is the
+//    only protection;
 //  - Transfer() returns within `timeout_ms` (plus connection setup, itself
 //    bounded): OK when every op completed, else TRANSFER_FAIL with a message
 //    naming the cause (work-completion status, UCX status, peer gone); after

@@ -1,0 +1,332 @@
+#include "transport/ucx_am.h"
+
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "common/mutex.h"
+#include "transport/ucx_context.h"
+#include "transport/ucx_wire.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr size_t kFraming = 24;  // our fields before the user header, both directions
+
+// A call waiting for its reply (client side), kept alive by every party that
+// may still write into it (the waiter, a rendezvous receive in flight).
+struct PendingCall {
+  bool done = false;
+  ErrorCode status = ErrorCode::OK;
+  AmReply reply;
+};
+
+// A request whose payload is still arriving by rendezvous (node side).
+struct IncomingRequest;
+
+}  // namespace
+
+// Lets responders outlive the UcxAm safely: Send() takes mu and finds
+// context == nullptr once the UcxAm is gone.
+struct AmLink {
+  Mutex mu;
+  UcxContext* context GUARDED_BY(mu) = nullptr;
+};
+
+struct AmResponder::State {
+  std::shared_ptr<AmLink> link;
+  uint64_t conn_id = 0;
+  uint64_t request_id = 0;
+  bool sent = false;  // guarded by the responder's single owner
+};
+
+// ---- UcxAm internals -----------------------------------------------------------
+
+struct UcxAmState {
+  UcxContext* context = nullptr;
+  std::shared_ptr<AmLink> link;
+  Mutex handlers_mu;
+  std::unordered_map<uint16_t, AmHandler> handlers GUARDED_BY(handlers_mu);
+  // Under context->mu():
+  uint64_t next_request = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<PendingCall>> pending;
+};
+
+namespace {
+
+struct IncomingRequest {
+  UcxAmState* state = nullptr;
+  AmRequest request;
+  std::shared_ptr<AmResponder::State> responder;
+};
+
+}  // namespace
+
+class UcxAmAccess {
+ public:
+  static AmResponder MakeResponder(std::shared_ptr<AmResponder::State> state) {
+    return AmResponder(std::move(state));
+  }
+
+  // Runs the handler on the progress thread (outside the worker lock).
+  static void Dispatch(UcxAmState* state, AmRequest request,
+                       std::shared_ptr<AmResponder::State> responder) {
+    state->context->RunOnProgressThreadLocked(
+        [state, request = std::move(request), responder = std::move(responder)]() mutable {
+          AmHandler handler;
+          {
+            MutexLock lock(&state->handlers_mu);
+            auto it = state->handlers.find(request.id);
+            if (it != state->handlers.end()) handler = it->second;
+          }
+          AmResponder reply = MakeResponder(std::move(responder));
+          if (!handler) {
+            reply.Fail(ErrorCode::INVALID_PARAMS);
+            return;
+          }
+          handler(std::move(request), std::move(reply));
+        });
+  }
+
+  static void OnRequestPayload(void* request, ucs_status_t status, size_t /*length*/,
+                               void* user_data) NO_THREAD_SAFETY_ANALYSIS {
+    auto* incoming = static_cast<IncomingRequest*>(user_data);
+    if (status == UCS_OK) {
+      Dispatch(incoming->state, std::move(incoming->request), std::move(incoming->responder));
+    } else {
+      incoming->state->context->CountDropped();
+    }
+    delete incoming;
+    if (request != nullptr) ucp_request_free(request);
+  }
+
+  static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param)
+      NO_THREAD_SAFETY_ANALYSIS {
+    auto* state = static_cast<UcxAmState*>(arg);
+    UcxContext* context = state->context;
+    ucx_wire::Reader in(header, header_length);
+    const auto magic = in.Get<uint32_t>();
+    const auto version = in.Get<uint8_t>();
+    const auto id = in.Get<uint16_t>();
+    const auto request_id = in.Get<uint64_t>();
+    std::string user_header = in.Bytes();
+    UUID client;
+    uint64_t conn_id = 0;
+    if (!in.done() || magic != ucx_wire::kMagicAm || version != ucx_wire::kVersion ||
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        !context->AuthorizedLocked(param->reply_ep, &client, &conn_id)) {
+      context->CountDropped();
+      return UCS_OK;  // a rendezvous descriptor not taken is dropped by UCX
+    }
+    auto* incoming = new IncomingRequest;
+    incoming->state = state;
+    incoming->request = AmRequest{client, id, std::move(user_header), {}};
+    incoming->responder = std::make_shared<AmResponder::State>();
+    incoming->responder->link = state->link;
+    incoming->responder->conn_id = conn_id;
+    incoming->responder->request_id = request_id;
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+      incoming->request.payload.assign(static_cast<const char*>(data), length);
+      Dispatch(state, std::move(incoming->request), std::move(incoming->responder));
+      delete incoming;
+      return UCS_OK;
+    }
+    incoming->request.payload.resize(length);
+    context->AfterProgressLocked([context, data, incoming]() {
+      ucp_request_param_t recv{};
+      recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      recv.cb.recv_am = &UcxAmAccess::OnRequestPayload;
+      recv.user_data = incoming;
+      ucs_status_ptr_t ptr = ucp_am_recv_data_nbx(context->worker(), data,
+                                                  incoming->request.payload.data(),
+                                                  incoming->request.payload.size(), &recv);
+      if (ptr == nullptr) OnRequestPayload(nullptr, UCS_OK, 0, incoming);
+      if (UCS_PTR_IS_ERR(ptr)) OnRequestPayload(nullptr, UCS_PTR_STATUS(ptr), 0, incoming);
+    });
+    return UCS_INPROGRESS;
+  }
+
+  static void OnReplyData(void* request, ucs_status_t status, size_t /*length*/,
+                          void* user_data) {
+    auto* call = static_cast<std::shared_ptr<PendingCall>*>(user_data);
+    (*call)->status = status == UCS_OK ? ErrorCode::OK : ErrorCode::TRANSFER_FAIL;
+    (*call)->done = true;
+    delete call;
+    if (request != nullptr) ucp_request_free(request);
+  }
+
+  static ucs_status_t OnResponse(void* arg, const void* header, size_t header_length, void* data,
+                                 size_t length, const ucp_am_recv_param_t* param)
+      NO_THREAD_SAFETY_ANALYSIS {
+    auto* state = static_cast<UcxAmState*>(arg);
+    UcxContext* context = state->context;
+    ucx_wire::Reader in(header, header_length);
+    const auto magic = in.Get<uint32_t>();
+    const auto version = in.Get<uint8_t>();
+    const auto status = in.Get<int32_t>();
+    const auto request_id = in.Get<uint64_t>();
+    std::string user_header = in.Bytes();
+    auto it = state->pending.find(request_id);
+    if (!in.done() || magic != ucx_wire::kMagicAm || version != ucx_wire::kVersion ||
+        it == state->pending.end()) {
+      context->CountDropped();
+      return UCS_OK;
+    }
+    std::shared_ptr<PendingCall> call = it->second;
+    state->pending.erase(it);
+    call->reply.header = std::move(user_header);
+    if (status != 0) {
+      call->status = ErrorCodeFromInt(status);
+      if (call->status == ErrorCode::OK) call->status = ErrorCode::INTERNAL_ERROR;
+      call->done = true;
+      return UCS_OK;
+    }
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+      call->reply.data.assign(static_cast<const char*>(data), length);
+      call->done = true;
+      return UCS_OK;
+    }
+    call->reply.data.resize(length);
+    context->AfterProgressLocked([context, data, call]() {
+      ucp_request_param_t recv{};
+      recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      recv.cb.recv_am = &UcxAmAccess::OnReplyData;
+      auto* keep = new std::shared_ptr<PendingCall>(call);
+      recv.user_data = keep;
+      ucs_status_ptr_t ptr = ucp_am_recv_data_nbx(context->worker(), data, call->reply.data.data(),
+                                                  call->reply.data.size(), &recv);
+      if (ptr == nullptr) OnReplyData(nullptr, UCS_OK, 0, keep);
+      if (UCS_PTR_IS_ERR(ptr)) OnReplyData(nullptr, UCS_PTR_STATUS(ptr), 0, keep);
+    });
+    return UCS_INPROGRESS;
+  }
+};
+
+// ---- AmResponder -------------------------------------------------------------
+
+AmResponder::AmResponder(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+AmResponder::~AmResponder() {
+  if (state_ != nullptr && !state_->sent) Send(ErrorCode::INTERNAL_ERROR, {}, {});
+}
+
+AmResponder::AmResponder(AmResponder&& other) noexcept = default;
+
+AmResponder& AmResponder::operator=(AmResponder&& other) noexcept {
+  if (this != &other) {
+    if (state_ != nullptr && !state_->sent) Send(ErrorCode::INTERNAL_ERROR, {}, {});
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+bool AmResponder::Reply(std::string header, std::string data) {
+  return Send(ErrorCode::OK, std::move(header), std::move(data));
+}
+
+bool AmResponder::Fail(ErrorCode code) {
+  return Send(code == ErrorCode::OK ? ErrorCode::INTERNAL_ERROR : code, {}, {});
+}
+
+bool AmResponder::Send(ErrorCode status, std::string header, std::string data) {
+  if (state_ == nullptr || state_->sent) return false;
+  state_->sent = true;
+  auto wire = std::make_shared<std::string>(ucx_wire::Writer()
+                                                .Put(ucx_wire::kMagicAm)
+                                                .Put(ucx_wire::kVersion)
+                                                .Put(static_cast<int32_t>(status))
+                                                .Put(state_->request_id)
+                                                .Bytes(header)
+                                                .Take());
+  auto payload = std::make_shared<std::string>(std::move(data));
+  MutexLock link_lock(&state_->link->mu);
+  UcxContext* context = state_->link->context;
+  if (context == nullptr) return false;
+  if (wire->size() > context->max_am_header()) {
+    return Send(ErrorCode::INVALID_PARAMS, {}, {}) && false;
+  }
+  bool ok = false;
+  {
+    MutexLock lock(&context->mu());
+    ucp_ep_h ep = context->NodeEpLocked(state_->conn_id);
+    ok = ep != nullptr && context->SendOwnedLocked(ep, kUcxAmResponse, wire, payload);
+  }
+  context->Signal();
+  return ok;
+}
+
+// ---- UcxAm -----------------------------------------------------------------------
+
+UcxAm::UcxAm(UcxContext* context) : state_(std::make_unique<UcxAmState>()) {
+  state_->context = context;
+  state_->link = std::make_shared<AmLink>();
+  {
+    MutexLock lock(&state_->link->mu);
+    state_->link->context = context;
+  }
+  context->SetAmHandler(kUcxAmRequest, &UcxAmAccess::OnRequest, state_.get());
+  context->SetAmHandler(kUcxAmResponse, &UcxAmAccess::OnResponse, state_.get());
+}
+
+UcxAm::~UcxAm() {
+  {
+    MutexLock lock(&state_->link->mu);
+    state_->link->context = nullptr;
+  }
+  state_->context->SetAmHandler(kUcxAmRequest, nullptr, nullptr);
+  state_->context->SetAmHandler(kUcxAmResponse, nullptr, nullptr);
+}
+
+void UcxAm::SetHandler(uint16_t id, AmHandler handler) {
+  MutexLock lock(&state_->handlers_mu);
+  state_->handlers[id] = std::move(handler);
+}
+
+size_t UcxAm::max_header_size() const {
+  const size_t max = state_->context->max_am_header();
+  return max > kFraming ? max - kFraming : 0;
+}
+
+uint64_t UcxAm::dropped_messages() const { return state_->context->dropped(); }
+
+Result<AmReply> UcxAm::Call(std::string_view endpoint, uint16_t id, std::string_view header,
+                            std::string_view payload, int64_t timeout_ms) {
+  if (header.size() > max_header_size()) return ErrorCode::INVALID_PARAMS;
+  UcxContext* context = state_->context;
+  const int64_t deadline = UcxNowMs() + timeout_ms;
+  MutexLock lock(&context->mu());
+  ErrorCode code = ErrorCode::OK;
+  std::string error;
+  auto conn = context->ConnectLocked(lock, endpoint,
+                                     UcxNowMs() + context->options().connect_timeout_ms, &code,
+                                     &error);
+  if (conn == nullptr) return code;
+  const uint64_t request_id = state_->next_request++;
+  auto call = std::make_shared<PendingCall>();
+  state_->pending[request_id] = call;
+  auto wire = std::make_shared<std::string>(ucx_wire::Writer()
+                                                .Put(ucx_wire::kMagicAm)
+                                                .Put(ucx_wire::kVersion)
+                                                .Put(id)
+                                                .Put(request_id)
+                                                .Bytes(header)
+                                                .Take());
+  auto data = std::make_shared<std::string>(payload);
+  if (!context->SendOwnedLocked(conn->ep, kUcxAmRequest, wire, data)) {
+    state_->pending.erase(request_id);
+    context->CloseLocked(conn);
+    return ErrorCode::TRANSFER_FAIL;
+  }
+  context->WaitLocked(
+      lock, [&] { return call->done || conn->state != ClientConn::State::READY; }, deadline);
+  if (call->done) {
+    if (call->status != ErrorCode::OK) return call->status;
+    return std::move(call->reply);
+  }
+  state_->pending.erase(request_id);  // a late reply is dropped as unmatched
+  if (conn->state == ClientConn::State::FAILED) context->CloseLocked(conn);
+  return ErrorCode::TRANSFER_FAIL;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,194 @@
+// UcxContext: the setup half of the UCX engine. One ucp context (features
+// RMA + AM + WAKEUP), one worker (UCS_THREAD_MODE_SERIALIZED, every call made
+// under mu()), the worker's progress thread, the node-side listener and both
+// kinds of connections:
+//  - client connections (ClientConn), made on first use per endpoint
+//    "ip:port": sockaddr ucp_ep_create, then a hello {client id, cluster
+//    token, connection id} answered by the node's verdict; cached until UCX
+//    reports the peer failed (the next user reconnects) or a user closes it;
+//  - node connections, accepted from the listener; a connection's active
+//    messages are served only after its hello carried the node's token; a
+//    wrong token gets a rejection, the client closes the connection on it
+//    and the node forgets it when UCX reports the peer gone. (A client that
+//    ignores the verdict keeps an idle, never-served connection.)
+//
+// Progress: the progress thread sleeps on the worker's event fd (with a
+// short poll timeout as a safety net), progresses the worker, then runs
+// the work queued for it: deferred AM handler invocations (outside the
+// lock). Threads waiting for their own operations progress the worker
+// themselves (WaitLocked). Callbacks from UCX run inside progress, under
+// mu(); they never call back into the worker directly but queue worker calls
+// with AfterProgressLocked(), run right after the progress call returns.
+//
+// Thread safety: every public method may be called from any thread; the
+// *Locked methods require mu().
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/result.h"
+#include "transport/transport.h"
+
+namespace shelfmark {
+
+// UCX active message ids used on the wire.
+enum UcxAmId : unsigned {
+  kUcxAmHello = 1,
+  kUcxAmHelloReply = 2,
+  kUcxAmRequest = 3,
+  kUcxAmResponse = 4,
+};
+
+int64_t UcxNowMs();
+
+class UcxContext;
+
+// The argument UCX passes to an endpoint's error callback.
+struct UcxEpArg {
+  UcxContext* context = nullptr;
+  uint64_t conn_id = 0;
+};
+
+// A connection from this engine to a node.
+struct ClientConn {
+  enum class State { CONNECTING, READY, REJECTED, FAILED, CLOSED };
+  std::string endpoint;
+  uint64_t id = 0;  // echoed by the node's hello reply
+  ucp_ep_h ep = nullptr;
+  State state = State::CONNECTING;
+  std::string error;  // why FAILED
+  std::unique_ptr<UcxEpArg> arg;
+  std::map<std::string, ucp_rkey_h, std::less<>> rkeys;  // unpacked, by packed bytes
+};
+
+
+class UcxContext {
+ public:
+  static Result<std::unique_ptr<UcxContext>> Create(const TransportOptions& options);
+  ~UcxContext();
+  UcxContext(const UcxContext&) = delete;
+  UcxContext& operator=(const UcxContext&) = delete;
+
+  const TransportOptions& options() const { return options_; }
+  std::string endpoint() const { return endpoint_; }
+  ucp_context_h ucp() const { return context_; }
+  ucp_worker_h worker() const { return worker_; }
+  Mutex& mu() SHELFMARK_THREAD_ANNOTATION(lock_returned(mu_)) { return mu_; }
+  size_t max_am_header() const { return max_am_header_; }
+
+  // The READY connection to `endpoint`, connecting (and waiting for the
+  // node's hello verdict) until `deadline_ms` if needed. On failure *code is
+  // TRANSFER_FAIL (unreachable, timeout, connection lost) or ILLEGAL_CLIENT
+  // (token rejected) and *error says why.
+  std::shared_ptr<ClientConn> ConnectLocked(MutexLock& lock, std::string_view endpoint, int64_t deadline_ms,
+                                            ErrorCode* code, std::string* error) REQUIRES(mu_);
+  // Closes `conn` (force: its outstanding operations complete with an error)
+  // and forgets it; the next ConnectLocked() makes a new one.
+  void CloseLocked(std::shared_ptr<ClientConn> conn) REQUIRES(mu_);
+  // The unpacked rkey for `packed` on `conn` (cached), nullptr when the
+  // bytes are not a valid packed rkey; *status tells UCX's verdict.
+  ucp_rkey_h RkeyLocked(ClientConn& conn, std::string_view packed, ucs_status_t* status)
+      REQUIRES(mu_);
+
+  // Progresses the worker until done() or the deadline; returns done().
+  // Lets other threads use the worker while waiting.
+  bool WaitLocked(MutexLock& lock, const std::function<bool()>& done, int64_t deadline_ms)
+      REQUIRES(mu_);
+  // Runs `fn` under mu() right after the current progress call (from a UCX
+  // callback: calls into the worker are not allowed there).
+  void AfterProgressLocked(std::function<void()> fn) REQUIRES(mu_);
+  // Runs `fn` on the progress thread, outside mu().
+  void RunOnProgressThreadLocked(std::function<void()> fn) REQUIRES(mu_);
+  // Wakes the progress thread (after posting work from another thread).
+  void Signal();
+
+  // Node side: the node connection behind `reply_ep`, when its hello passed.
+  bool AuthorizedLocked(ucp_ep_h reply_ep, UUID* client_id, uint64_t* conn_id) REQUIRES(mu_);
+  // Node side: the endpoint of a live node connection, nullptr when gone.
+  ucp_ep_h NodeEpLocked(uint64_t conn_id) REQUIRES(mu_);
+  // Registers an AM handler for a UcxAm id (kUcxAmRequest / kUcxAmResponse).
+  void SetAmHandler(unsigned id, ucp_am_recv_callback_t cb, void* arg);
+
+  // Sends an AM whose header and data `owned` keeps alive until completion;
+  // returns false when the send failed at once.
+  bool SendOwnedLocked(ucp_ep_h ep, unsigned id, std::shared_ptr<std::string> header,
+                       std::shared_ptr<std::string> data) REQUIRES(mu_);
+
+  void CountDropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  struct NodeConn {
+    ucp_ep_h ep = nullptr;
+    std::unique_ptr<UcxEpArg> arg;
+    bool authorized = false;
+    UUID client_id;
+  };
+
+  explicit UcxContext(const TransportOptions& options);
+  Result<bool> Init();
+  Result<bool> StartListener();
+  void ProgressThread();
+  unsigned ProgressLocked() REQUIRES(mu_);
+  // Closes `ep`; `arg` (its error callback's argument) lives until the close
+  // completes.
+  void CloseEpLocked(ucp_ep_h ep, std::unique_ptr<UcxEpArg> arg, bool flush = false)
+      REQUIRES(mu_);
+  void ReapClosedLocked() REQUIRES(mu_);
+  void CloseNodeConnLocked(uint64_t conn_id, bool flush) REQUIRES(mu_);
+
+  // UCX callbacks: they run inside ucp_worker_progress(), always under mu_
+  // (which the analysis cannot see through UCX).
+  static void OnConnRequest(ucp_conn_request_h request, void* arg) NO_THREAD_SAFETY_ANALYSIS;
+  static void OnClientEpError(void* arg, ucp_ep_h ep, ucs_status_t status)
+      NO_THREAD_SAFETY_ANALYSIS;
+  static void OnNodeEpError(void* arg, ucp_ep_h ep, ucs_status_t status)
+      NO_THREAD_SAFETY_ANALYSIS;
+  static ucs_status_t OnHello(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param)
+      NO_THREAD_SAFETY_ANALYSIS;
+  static ucs_status_t OnHelloReply(void* arg, const void* header, size_t header_length,
+                                   void* data, size_t length, const ucp_am_recv_param_t* param)
+      NO_THREAD_SAFETY_ANALYSIS;
+
+  const TransportOptions options_;
+  std::string endpoint_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_listener_h listener_ = nullptr;
+  int efd_ = -1;
+  size_t max_am_header_ = 0;
+
+  Mutex mu_;
+  std::condition_variable_any progressed_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::vector<std::function<void()>> after_progress_ GUARDED_BY(mu_);
+  std::vector<std::function<void()>> on_thread_ GUARDED_BY(mu_);
+  struct Closing {
+    void* request = nullptr;
+    std::unique_ptr<UcxEpArg> arg;
+  };
+  std::vector<Closing> closing_ GUARDED_BY(mu_);  // ep closes in flight
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::map<std::string, std::shared_ptr<ClientConn>, std::less<>> clients_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::shared_ptr<ClientConn>> clients_by_id_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, NodeConn> nodes_ GUARDED_BY(mu_);
+  std::unordered_map<ucp_ep_h, uint64_t> node_ids_ GUARDED_BY(mu_);
+  std::atomic<uint64_t> dropped_{0};
+  std::thread thread_;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,119 @@
+// UcxEngine: the "ucx" protocol. One-sided reads and writes of MEMORY
+// replicas with UCX RMA (ucp_get_nbx / ucp_put_nbx against the owner's packed
+// rkey), for hosts without an RDMA device, and the carrier of the UCX active
+// messages (ucx_am.h) that serve LOCAL_DISK reads.
+//
+// Setup (context, worker, progress thread, listener, connections) lives in
+// UcxContext (ucx_context.h); this file is the TransportEngine and its hot
+// path. One engine = one ucp context (RMA + AM + WAKEUP) and one worker.
+//
+// Node side (listen_ip set): a ucp_listener on listen_ip:listen_port (port 0
+// picks a free one; endpoint() reports "ip:port" with the actual port).
+// RegisterMemory(remote_access=true) maps the range (ucp_mem_map) and packs
+// its rkey (ucp_rkey_pack): MemoryRegion.rkey is the packed rkey's bytes.
+//
+// Client side: the first Transfer() to an endpoint connects (sockaddr
+// ucp_ep_create), sends a hello {client id, cluster token} and waits up to
+// connect_timeout_ms for the node's verdict; the connection is cached per
+// endpoint. Unpacked rkeys are cached per (connection, rkey bytes).
+//
+// Transfer(): descriptor bounds and the local buffer (inside a region this
+// engine registered) are checked before anything is posted (INVALID_PARAMS);
+// then one ucp_get_nbx / ucp_put_nbx per op (writes are followed by an
+// endpoint flush, so OK means the bytes are at the owner) and a wait for all
+// of them until the deadline. On timeout or error the connection is closed
+// (force), every posted op is completed or cancelled before Transfer()
+// returns (the local buffers are not touched afterwards), and the result is
+// TRANSFER_FAIL with the UCX status string. A connection whose peer failed
+// (node restarted, killed) is marked broken by UCX's error callback; the next
+// Transfer() reconnects.
+//
+// Owner-side checks and their limits (measured on UCX 1.13.1, Debian 12,
+// default transports and UCX_TLS=tcp):
+//  - UCX does NOT check an access against the rkey's registered range: a
+//    descriptor forged with a valid rkey and any other address of the
+//    owner reads (or writes) that address, and an unmapped address would
+//    fault the owner's process (software-emulated RMA runs in the owner).
+//    So, unlike verbs and loopback, there is no owner-side bounds check
+//    for "ucx": the rkey is the secret. Nodes publish rkeys only through
+//    the master, which hands descriptors only to clients that passed its
+//    checks. Bytes that are not a packed rkey (too short, truncated, no
+//    memory domain) are refused before ucp_ep_rkey_unpack() (which takes
+//    no length) and yield TRANSFER_FAIL; well-formed garbage may be
+//    accepted by UCX.
+//  - The cluster token is checked in the hello: a node answers a wrong
+//    token with a rejection (Transfer: TRANSFER_FAIL "... rejected the
+//    cluster token"; UcxAm::Call: ILLEGAL_CLIENT), closes the connection and
+//    never serves its active messages. RMA cannot be refused per
+//    connection once a client holds a valid rkey (see above).
+//
+// Progress: a dedicated thread per engine sleeps on the worker's event fd and
+// progresses the worker whenever it has work, so RMA emulated over tcp, which
+// needs the owner's CPU, completes while the owner's own threads do other
+// things. Callers of Transfer()/Call() also progress the worker while they
+// wait (lower latency). Every worker call is made under one mutex
+// (UCS_THREAD_MODE_SERIALIZED).
+//
+// Transports: UCX's defaults (UCX_TLS unset: shared memory + cma on one host,
+// tcp across hosts). The only configuration set is CM_REUSEADDR=y (unless
+// UCX_CM_REUSEADDR is in the environment), so a node restarted on its port
+// binds despite the old connections' TIME_WAIT.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "transport/transport.h"
+
+namespace shelfmark {
+
+class UcxContext;
+class UcxAm;
+struct UcxRegions;
+
+class UcxEngine final : public TransportEngine {
+ public:
+  static constexpr std::string_view kProtocol = "ucx";
+
+  // Creates the context, the worker, its progress thread and (listen_ip set)
+  // the listener. A bad listen address or a port in use -> INVALID_PARAMS;
+  // UCX failing to start -> TRANSFER_FAIL.
+  static Result<std::unique_ptr<UcxEngine>> Create(const TransportOptions& options);
+  ~UcxEngine() override;
+  UcxEngine(const UcxEngine&) = delete;
+  UcxEngine& operator=(const UcxEngine&) = delete;
+
+  std::string_view protocol() const override { return kProtocol; }
+  std::string endpoint() const override;
+  Result<MemoryRegion> RegisterMemory(void* addr, uint64_t size, bool remote_access) override;
+  void UnregisterMemory(const MemoryRegion& region) override;
+  TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
+                          int64_t timeout_ms) override;
+
+  // Active messages on this engine's worker and connections.
+  UcxAm& am();
+  UcxContext& context();
+
+ private:
+  explicit UcxEngine(std::unique_ptr<UcxContext> context);
+
+  std::unique_ptr<UcxContext> context_;
+  std::unique_ptr<UcxAm> am_;
+  std::unique_ptr<UcxRegions> regions_;
+};
+
+// The raw-UCX baseline for perf: one ucp_get_nbx of `length` bytes from
+// descriptor offset `remote_offset` into `local` (inside a region registered
+// with `engine`), on the engine's own connection, worker and rkey cache, with
+// none of Transfer()'s checks or batching. Same results as Transfer().
+TransferStatus RawUcxGet(UcxEngine& engine, const MemoryDescriptor& remote,
+                         uint64_t remote_offset, void* local, uint64_t length,
+                         int64_t timeout_ms);
+
+}  // namespace shelfmark
