@@ -110,6 +110,40 @@ std::vector<InflightOffload> ClientRegistry::TakeTimedOutInflight(int64_t now_ms
   return out;
 }
 
+std::vector<DiskNodeState> ClientRegistry::ExportDisks() const {
+  MutexLock lock(&mu_);
+  std::vector<DiskNodeState> out;
+  for (const auto& [id, state] : clients_) {
+    if (state.disk) out.push_back({id, state.disk->endpoint, state.disk->enable_offloading});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DiskNodeState& a, const DiskNodeState& b) { return a.client < b.client; });
+  return out;
+}
+
+std::vector<PendingOffloadState> ClientRegistry::ExportOffloads() const {
+  MutexLock lock(&mu_);
+  std::vector<PendingOffloadState> out;
+  for (const auto& [id, state] : clients_) {
+    if (state.offload_queue.empty()) continue;
+    out.push_back({id, {state.offload_queue.begin(), state.offload_queue.end()}});
+  }
+  std::sort(out.begin(), out.end(), [](const PendingOffloadState& a, const PendingOffloadState& b) {
+    return a.client < b.client;
+  });
+  return out;
+}
+
+void ClientRegistry::TouchAll(int64_t now_ms) {
+  MutexLock lock(&mu_);
+  for (auto& [id, state] : clients_) state.last_seen_ms = now_ms;
+}
+
+void ClientRegistry::Clear() {
+  MutexLock lock(&mu_);
+  clients_.clear();
+}
+
 size_t ClientRegistry::size() const {
   MutexLock lock(&mu_);
   return clients_.size();

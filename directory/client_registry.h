@@ -16,6 +16,7 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "common/uuid.h"
+#include "directory/directory_state.h"
 #include "directory/types.h"
 
 namespace shelfmark {
@@ -68,6 +69,17 @@ class ClientRegistry {
                       uint64_t* replica_id);
   // Removes in-flight entries past their deadline (all clients).
   std::vector<InflightOffload> TakeTimedOutInflight(int64_t now_ms);
+
+  // --- snapshots ---
+  // Every client's SSD store registration, sorted by client id.
+  std::vector<DiskNodeState> ExportDisks() const;
+  // Every non-empty offload queue, sorted by client id (in-flight entries are
+  // not exported).
+  std::vector<PendingOffloadState> ExportOffloads() const;
+  // Marks every known client alive at `now_ms`.
+  void TouchAll(int64_t now_ms);
+  // Forgets every client. Precondition: no replica points at their disks.
+  void Clear();
 
   size_t size() const;
   static constexpr size_t kMaxQueuedOffloads = 100'000;

@@ -9,14 +9,20 @@ Directory::Directory(DirectoryOptions options)
 Directory::~Directory() = default;
 
 ErrorCode Directory::MountSegment(const UUID& client, const Segment& segment) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->MountSegment(client, segment);
 }
 ErrorCode Directory::UnmountSegment(const UUID& client, const UUID& segment_id) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->UnmountSegment(client, segment_id);
 }
-PingResponse Directory::Ping(const UUID& client) { return impl_->Ping(client); }
+PingResponse Directory::Ping(const UUID& client) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->Ping(client);
+}
 ErrorCode Directory::MountLocalDisk(const UUID& client, bool enable_offloading,
                                     std::string_view endpoint) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->MountLocalDisk(client, enable_offloading, endpoint);
 }
 
@@ -24,48 +30,61 @@ Result<std::vector<ReplicaDescriptor>> Directory::PutStart(const UUID& client,
                                                            std::string_view tenant,
                                                            std::string_view key, uint64_t size,
                                                            const PutConfig& config) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->PutStart(client, tenant, key, size, config);
 }
 ErrorCode Directory::PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
                             ReplicaType type) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->PutEnd(client, tenant, key, type);
 }
 ErrorCode Directory::PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                                ReplicaType type) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->PutRevoke(client, tenant, key, type);
 }
 Result<GetReplicaListResponse> Directory::GetReplicaList(std::string_view tenant,
                                                          std::string_view key) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->GetReplicaList(tenant, key);
 }
 Result<bool> Directory::ExistKey(std::string_view tenant, std::string_view key) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->ExistKey(tenant, key);
 }
 Result<ObjectInfo> Directory::Stat(std::string_view tenant, std::string_view key) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->Stat(tenant, key);
 }
 std::vector<std::string> Directory::ListKeys(std::string_view tenant, std::string_view prefix,
                                              size_t limit) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->ListKeys(tenant, prefix, limit);
 }
 uint64_t Directory::CountKeys(std::string_view tenant, bool all_tenants) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->CountKeys(tenant, all_tenants);
 }
 Result<std::vector<std::string>> Directory::GroupMembers(std::string_view tenant,
                                                          std::string_view group_id) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->GroupMembers(tenant, group_id);
 }
 ErrorCode Directory::Remove(std::string_view tenant, std::string_view key, bool force) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->Remove(tenant, key, force);
 }
 uint64_t Directory::RemoveAll(std::string_view tenant, bool all_tenants, bool force) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->RemoveAll(tenant, all_tenants, force);
 }
 
-// Batches answer per item, in order; each item is an independent call.
+// Batches answer per item, in order; each item is an independent call (the
+// snapshot lock is taken once for the whole batch).
 std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
     const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
     const std::vector<uint64_t>& sizes, const PutConfig& config) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<Result<std::vector<ReplicaDescriptor>>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -80,6 +99,7 @@ std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
 
 std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_view tenant,
                                               const std::vector<std::string>& keys) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<ErrorCode> out;
   out.reserve(keys.size());
   for (const auto& key : keys) out.push_back(impl_->PutEnd(client, tenant, key, ReplicaType::MEMORY));
@@ -88,6 +108,7 @@ std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_vi
 
 std::vector<ErrorCode> Directory::BatchPutRevoke(const UUID& client, std::string_view tenant,
                                                  const std::vector<std::string>& keys) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<ErrorCode> out;
   out.reserve(keys.size());
   for (const auto& key : keys) {
@@ -98,6 +119,7 @@ std::vector<ErrorCode> Directory::BatchPutRevoke(const UUID& client, std::string
 
 std::vector<Result<GetReplicaListResponse>> Directory::BatchGetReplicaList(
     std::string_view tenant, const std::vector<std::string>& keys) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<Result<GetReplicaListResponse>> out;
   out.reserve(keys.size());
   for (const auto& key : keys) out.push_back(impl_->GetReplicaList(tenant, key));
@@ -106,6 +128,7 @@ std::vector<Result<GetReplicaListResponse>> Directory::BatchGetReplicaList(
 
 std::vector<Result<bool>> Directory::BatchExistKey(std::string_view tenant,
                                                    const std::vector<std::string>& keys) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<Result<bool>> out;
   out.reserve(keys.size());
   for (const auto& key : keys) out.push_back(impl_->ExistKey(tenant, key));
@@ -114,6 +137,7 @@ std::vector<Result<bool>> Directory::BatchExistKey(std::string_view tenant,
 
 std::vector<ErrorCode> Directory::BatchRemove(std::string_view tenant,
                                               const std::vector<std::string>& keys, bool force) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<ErrorCode> out;
   out.reserve(keys.size());
   for (const auto& key : keys) out.push_back(impl_->Remove(tenant, key, force));
@@ -122,19 +146,55 @@ std::vector<ErrorCode> Directory::BatchRemove(std::string_view tenant,
 
 Result<std::vector<OffloadTask>> Directory::OffloadHeartbeat(const UUID& client,
                                                              size_t max_tasks) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->OffloadHeartbeat(client, max_tasks);
 }
 Result<std::vector<ErrorCode>> Directory::NotifyOffloadSuccess(
     const UUID& client, const std::vector<OffloadedObject>& items) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->NotifyOffloadSuccess(client, items);
 }
 ErrorCode Directory::EvictDiskReplica(const UUID& client, std::string_view tenant,
                                       std::string_view key) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->EvictDiskReplica(client, tenant, key);
 }
 
-void Directory::RunBackgroundOnce() { impl_->RunBackgroundOnce(); }
+void Directory::StartBackgroundThread() { impl_->StartBackgroundThread(); }
+
+void Directory::RunBackgroundOnce() {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  impl_->RunBackgroundOnce();
+}
 DirectoryStats Directory::Stats() const { return impl_->Stats(); }
 const DirectoryOptions& Directory::options() const { return impl_->options(); }
+
+void Directory::RunPaused(const std::function<void()>& f) {
+  SnapshotPause pause(&impl_->snapshot_lock_);
+  f();
+}
+
+// Export* run while the caller keeps every operation out (see directory.h):
+// no snapshot lock here.
+ShardState Directory::ExportShard(uint32_t index) const { return impl_->ExportShard(index); }
+SegmentsState Directory::ExportSegments() const { return impl_->ExportSegments(); }
+TasksState Directory::ExportTasks() const { return impl_->ExportTasks(); }
+
+ErrorCode Directory::RestoreSegments(const SegmentsState& segments) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->RestoreSegments(segments);
+}
+ErrorCode Directory::RestoreShard(const ShardState& shard) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->RestoreShard(shard);
+}
+ErrorCode Directory::RestoreTasks(const TasksState& tasks) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->RestoreTasks(tasks);
+}
+void Directory::Clear() {
+  SnapshotPause pause(&impl_->snapshot_lock_);
+  impl_->Clear();
+}
 
 }  // namespace shelfmark

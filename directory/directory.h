@@ -16,12 +16,18 @@
 //  - an object without replicas does not exist (it is erased);
 //  - an empty tenant state is erased.
 //
+// Snapshot lock: every public method except Stats() and options() holds the
+// directory's snapshot lock shared for its whole duration (a batch once for
+// all its items), and so does each pass of the background thread;
+// RunPaused() holds it exclusively. See "snapshots" below.
+//
 // Every call takes a tenant; "" means the default tenant.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +36,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "directory/directory_state.h"
 #include "directory/types.h"
 
 namespace shelfmark {
@@ -151,8 +158,86 @@ class Directory {
   // One pass of: client expiry, stale put reclamation, eviction when above
   // the watermark or after an allocation failure. Thread-safe.
   void RunBackgroundOnce();
+  // Starts the background thread when the options did not (e.g. after a
+  // restore). No-op when it runs already. Not thread-safe against itself.
+  void StartBackgroundThread();
+  // Does not take the snapshot lock (counters only).
   DirectoryStats Stats() const;
   const DirectoryOptions& options() const;
+
+  // --- snapshots (directory/directory_state.h holds the value types) ----------
+  // Takes the snapshot lock exclusively: waits for every directory operation
+  // in progress (background passes included) to end, keeps new ones waiting,
+  // runs `f`, then lets them go. While `f` runs no directory operation is in
+  // progress, so every shard, segment and client lock is free: `f` may fork()
+  // and the child may call Export*. `f` may call Export* and Stats() itself,
+  // but no other Directory method (that would deadlock). One RunPaused at a
+  // time (a second waits). A writer never starves: operations arriving while
+  // RunPaused waits queue behind it.
+  void RunPaused(const std::function<void()>& f);
+
+  // Export*: the state as plain values. They do not take the snapshot lock:
+  // the caller guarantees quiescence (inside RunPaused, or in a forked child
+  // of it, where no other thread exists); they take the shard, segment and
+  // client locks, which are then free. Times become relative to the
+  // directory's clock: remaining lease and soft pin (0 when expired), age of
+  // the put start. Objects are exported as they are, PROCESSING replicas
+  // included (RestoreShard decides), and groups with sorted members.
+  // Offload reference counts (copies in flight) are not exported.
+  // An index >= 1024 gives an empty ShardState.
+  ShardState ExportShard(uint32_t index) const;
+  // Mounted segments in mount order with their allocators' free extents,
+  // local-disk registrations, the next replica id and the view version.
+  SegmentsState ExportSegments() const;
+  // Offload tasks queued per client and not yet handed out. Tasks already
+  // handed out (in flight) are not exported: their node reports them with
+  // NotifyOffloadSuccess, or the MEMORY replica stays and is offloaded again
+  // only on a new PutEnd.
+  TasksState ExportTasks() const;
+
+  // Restore*: for a Directory that serves nobody yet (before the RPC port
+  // opens), in this order: RestoreSegments, RestoreShard for every shard
+  // (distinct indexes may run in parallel), RestoreTasks. DATA_CORRUPTED for
+  // any state an export could not have produced; the directory may then be
+  // partly restored: call Clear() and try an older snapshot.
+  //
+  // Mounts every segment with its exact allocator state, registers the
+  // local disks, and registers every segment owner and disk node as alive
+  // now, so a node gets one client TTL to ping before the normal expiry
+  // releases its segments. DATA_CORRUPTED for bad free extents, a nil id, a
+  // segment already mounted or overlapping another, a bad disk registration.
+  // next_replica_id becomes at least the stored one. The view version becomes
+  // the stored one: the segments are restored, so nodes need not remount,
+  // and Ping tells them nothing changed (a node that did lose its place gets
+  // NEED_REMOUNT as usual). A stored 0 keeps the directory's own version.
+  ErrorCode RestoreSegments(const SegmentsState& segments);
+  // Restores the objects of one shard. An object whose replicas are all
+  // COMPLETE is kept with lease deadline = now + lease_remaining_ms, soft pin
+  // = now + soft_pin_remaining_ms (seconds granularity, rounded up) and put
+  // start = now - put_age_ms; any other object (an unfinished put) is dropped
+  // and its MEMORY ranges are freed back to their segments. Group
+  // memberships are rebuilt from the kept objects' group (so only members
+  // that exist are listed); the shard's GroupState entries are checked for
+  // well-formedness only. next_replica_id is raised above every replica id.
+  // DATA_CORRUPTED, changing nothing, for: an index >= 1024, an object or
+  // group that does not hash to `index`, an invalid tenant, key, size, data
+  // type, negative time, replica status or type, a replica id of 0 or over 48
+  // bits, no replica or more than 32, a replica on an unknown segment or disk
+  // node, a MEMORY range outside its segment or not allocated in it, a key
+  // given twice or already present. (Two objects claiming overlapping MEMORY
+  // ranges in different shards are not detected.)
+  ErrorCode RestoreShard(const ShardState& shard);
+  // Re-queues offload tasks for known clients (tasks of unknown clients are
+  // skipped). DATA_CORRUPTED for a task with an invalid tenant or key or a
+  // zero size. As the last restore step it also marks every known client
+  // alive now, so nodes get a full client TTL once the port opens however
+  // long the shards took.
+  ErrorCode RestoreTasks(const TasksState& tasks);
+  // Returns the directory to its freshly constructed state: no objects,
+  // segments, clients or tasks; replica ids from 1, counters 0, the view
+  // version it was constructed with. Takes the snapshot lock exclusively
+  // (so it must not be called inside RunPaused).
+  void Clear();
 
  private:
   std::unique_ptr<DirectoryImpl> impl_;

@@ -2,8 +2,10 @@
 // contracts). Split across directory.cc (objects), directory_nodes.cc
 // (segments and clients), directory_offload.cc and eviction.cc.
 //
-// Thread safety: see directory.h. Lock order: at most one shard lock at a
-// time; segment and client locks are leaves taken inside or outside it.
+// Thread safety: see directory.h. Lock order: the snapshot lock (taken by
+// Directory's methods and the background loop, never by DirectoryImpl's),
+// then at most one shard lock at a time; segment and client locks are leaves
+// taken inside or outside it.
 #pragma once
 
 #include <array>
@@ -22,6 +24,7 @@
 #include "directory/directory.h"
 #include "directory/segment_table.h"
 #include "directory/shard.h"
+#include "directory/snapshot_lock.h"
 
 namespace shelfmark {
 
@@ -83,8 +86,18 @@ class DirectoryImpl {
   // Evicts candidates up to the cutoff; returns the bytes freed.
   uint64_t EvictPass(int64_t now, uint64_t target, bool soft);
 
+  // snapshots (directory_snapshot.cc); see directory.h
+  ShardState ExportShard(uint32_t index) const;
+  SegmentsState ExportSegments() const;
+  TasksState ExportTasks() const;
+  ErrorCode RestoreSegments(const SegmentsState& state);
+  ErrorCode RestoreShard(const ShardState& state);
+  ErrorCode RestoreTasks(const TasksState& state);
+  void Clear();
+
   void ReclaimStalePuts();
   void RunBackgroundOnce();
+  void StartBackgroundThread();
   DirectoryStats Stats() const;
   const DirectoryOptions& options() const { return options_; }
 
@@ -122,14 +135,18 @@ class DirectoryImpl {
   void DropGroupMembers(std::string_view tenant, const GroupDrops& drops);
   void QueueOffloadFor(std::string_view tenant, std::string_view key, const ObjectMetadata& meta);
   void BackgroundLoop();
+  // Raises next_replica_id_ to at least `id`.
+  void RaiseNextReplicaId(uint64_t id);
 
   DirectoryOptions options_;
+  SnapshotLock snapshot_lock_;
   std::unique_ptr<Clock> owned_clock_;
   const Clock* clock_;
   std::array<MetadataShard, kShardCount> shards_;
   SegmentTable segments_;
   ClientRegistry clients_;
-  const uint64_t view_version_;
+  const uint64_t initial_view_version_;
+  std::atomic<uint64_t> view_version_;
   std::atomic<uint64_t> next_replica_id_{1};
   std::atomic<uint64_t> key_count_{0};
   std::atomic<bool> allocation_failed_{false};

@@ -23,7 +23,7 @@ ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_
 
 PingResponse DirectoryImpl::Ping(const UUID& client) {
   PingResponse resp;
-  resp.view_version = view_version_;
+  resp.view_version = view_version_.load(std::memory_order_relaxed);
   resp.status = clients_.Ping(client, Now()) ? ClientStatus::OK : ClientStatus::NEED_REMOUNT;
   return resp;
 }

@@ -32,10 +32,13 @@ DirectoryImpl::DirectoryImpl(DirectoryOptions options)
     : options_(options),
       owned_clock_(options.clock ? nullptr : std::make_unique<SteadyClock>()),
       clock_(options.clock ? options.clock : owned_clock_.get()),
-      view_version_(RandomViewVersion()) {
-  if (options_.start_background_thread) {
-    background_ = std::thread([this] { BackgroundLoop(); });
-  }
+      initial_view_version_(RandomViewVersion()),
+      view_version_(initial_view_version_) {
+  if (options_.start_background_thread) StartBackgroundThread();
+}
+
+void DirectoryImpl::StartBackgroundThread() {
+  if (!background_.joinable()) background_ = std::thread([this] { BackgroundLoop(); });
 }
 
 DirectoryImpl::~DirectoryImpl() {
@@ -419,7 +422,10 @@ void DirectoryImpl::BackgroundLoop() {
     background_cv_.wait_for(lock, std::chrono::milliseconds(options_.background_period_ms));
     if (stopping_) break;
     lock.unlock();
-    RunBackgroundOnce();
+    {
+      SnapshotReader hold(&snapshot_lock_);
+      RunBackgroundOnce();
+    }
     lock.lock();
   }
 }
@@ -434,6 +440,7 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.evicted_objects = evicted_objects_.load();
   s.evicted_bytes = evicted_bytes_.load();
   s.eviction_runs = eviction_runs_.load();
+  s.snapshot_waiters = snapshot_lock_.waiting();
   return s;
 }
 

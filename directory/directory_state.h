@@ -83,7 +83,7 @@ struct SegmentsState {
 
 struct PendingOffloadState {
   UUID client;
-  std::vector<OffloadTask> tasks;  // queued, not yet handed out
+  std::vector<OffloadTask> tasks;  // queued, not yet handed out (in-flight ones are not kept)
 };
 
 // Background work that must survive a restart.

@@ -69,6 +69,13 @@ bool OffsetAllocator::Free(uint64_t offset, uint64_t size) {
   return true;
 }
 
+bool OffsetAllocator::IsAllocated(uint64_t offset, uint64_t size) const {
+  if (size == 0 || size > capacity_) return false;
+  const uint64_t need = AlignedSize(size);
+  if (!IsValidExtent(offset, need)) return false;
+  return !OverlapsFree(offset, offset + need, by_offset_.lower_bound(offset));
+}
+
 uint64_t OffsetAllocator::largest_free_extent() const {
   return by_size_.empty() ? 0 : by_size_.rbegin()->first;
 }

@@ -57,6 +57,11 @@ class OffsetAllocator {
   // 1 - largest_free_extent / free_bytes (0 when nothing is free).
   double Fragmentation() const;
 
+  // True when what Allocate(size) would take at `offset` (`size` rounded up)
+  // is a valid extent inside [0, capacity) that overlaps no free extent, i.e.
+  // lies in allocated space. False for a zero size.
+  bool IsAllocated(uint64_t offset, uint64_t size) const;
+
   // Free extents (offset, size) in offset order: the allocator's full state,
   // for snapshots.
   std::vector<std::pair<uint64_t, uint64_t>> FreeExtents() const;

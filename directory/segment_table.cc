@@ -14,13 +14,15 @@ bool Overlaps(const Segment& a, const Segment& b) {
   return a.endpoint == b.endpoint && a.base < b.base + b.size && b.base < a.base + a.size;
 }
 
+bool ValidSegment(const UUID& owner, const Segment& segment) {
+  return !segment.id.is_nil() && !owner.is_nil() && segment.size != 0 && !segment.name.empty() &&
+         segment.base + segment.size >= segment.base;
+}
+
 }  // namespace
 
 ErrorCode SegmentTable::Mount(const UUID& owner, const Segment& segment) {
-  if (segment.id.is_nil() || owner.is_nil() || segment.size == 0 || segment.name.empty() ||
-      segment.base + segment.size < segment.base) {
-    return ErrorCode::INVALID_PARAMS;
-  }
+  if (!ValidSegment(owner, segment)) return ErrorCode::INVALID_PARAMS;
   WriterLock lock(&mu_);
   auto it = segments_.find(segment.id);
   if (it != segments_.end()) {
@@ -70,6 +72,55 @@ void SegmentTable::Erase(SegmentEntry* entry) {
     allocated_.fetch_sub(entry->allocator.allocated_bytes());
   }
   segments_.erase(entry->segment.id);
+}
+
+std::vector<SegmentState> SegmentTable::Export() const {
+  ReaderLock lock(&mu_);
+  std::vector<SegmentState> out;
+  out.reserve(order_.size());
+  for (SegmentEntry* e : order_) {
+    MutexLock seg_lock(&e->mu);
+    out.push_back({e->owner, e->segment, e->allocator.alignment(), e->allocator.FreeExtents()});
+  }
+  return out;
+}
+
+ErrorCode SegmentTable::Restore(const UUID& owner, const Segment& segment,
+                                OffsetAllocator allocator) {
+  if (!ValidSegment(owner, segment)) return ErrorCode::INVALID_PARAMS;
+  WriterLock lock(&mu_);
+  if (segments_.count(segment.id) != 0) return ErrorCode::SEGMENT_ALREADY_EXISTS;
+  for (const SegmentEntry* e : order_) {
+    if (Overlaps(e->segment, segment)) return ErrorCode::INVALID_PARAMS;
+  }
+  uint64_t allocated = allocator.allocated_bytes();
+  auto entry = std::make_unique<SegmentEntry>(owner, segment, std::move(allocator));
+  capacity_.fetch_add(entry->Capacity());
+  allocated_.fetch_add(allocated);
+  order_.push_back(entry.get());
+  segments_.emplace(segment.id, std::move(entry));
+  return ErrorCode::OK;
+}
+
+SegmentEntry* SegmentTable::Find(const UUID& segment_id) const {
+  ReaderLock lock(&mu_);
+  auto it = segments_.find(segment_id);
+  if (it == segments_.end() || it->second->unmounting) return nullptr;
+  return it->second.get();
+}
+
+bool SegmentTable::Holds(SegmentEntry* segment, uint64_t offset, uint64_t size) const {
+  MutexLock lock(&segment->mu);
+  return segment->allocator.IsAllocated(offset, size);
+}
+
+void SegmentTable::Clear() {
+  WriterLock lock(&mu_);
+  order_.clear();
+  segments_.clear();
+  next_start_ = 0;
+  allocated_ = 0;
+  capacity_ = 0;
 }
 
 size_t SegmentTable::segment_count() const {

@@ -12,12 +12,14 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/thread_annotations.h"
 #include "common/uuid.h"
+#include "directory/directory_state.h"
 #include "directory/offset_allocator.h"
 #include "directory/types.h"
 
@@ -26,6 +28,9 @@ namespace shelfmark {
 struct SegmentEntry {
   SegmentEntry(const UUID& owner_id, const Segment& seg)
       : owner(owner_id), segment(seg), allocator(seg.size, kAlignment) {}
+  // A restored segment with its allocator's exact state.
+  SegmentEntry(const UUID& owner_id, const Segment& seg, OffsetAllocator restored)
+      : owner(owner_id), segment(seg), allocator(std::move(restored)) {}
   static constexpr uint64_t kAlignment = 64;
 
   const UUID owner;
@@ -66,6 +71,19 @@ class SegmentTable {
   Result<std::vector<Placement>> Allocate(uint32_t count, uint64_t size,
                                           const std::vector<std::string>& preferred);
   void Free(SegmentEntry* segment, uint64_t offset, uint64_t size);
+
+  // --- snapshots ---
+  // Mounted segments in mount order, with their allocators' free extents.
+  std::vector<SegmentState> Export() const;
+  // Mounts a segment with a given allocator (from a snapshot). The codes of
+  // Mount, except that any mounted id is SEGMENT_ALREADY_EXISTS.
+  ErrorCode Restore(const UUID& owner, const Segment& segment, OffsetAllocator allocator);
+  // The mounted (not unmounting) segment with this id, or null.
+  SegmentEntry* Find(const UUID& segment_id) const;
+  // True when [offset, offset + size) of the segment is allocated space.
+  bool Holds(SegmentEntry* segment, uint64_t offset, uint64_t size) const EXCLUDES(segment->mu);
+  // Forgets every segment. Precondition: no replica points at any.
+  void Clear();
 
   uint64_t allocated_bytes() const { return allocated_.load(std::memory_order_relaxed); }
   uint64_t capacity_bytes() const { return capacity_.load(std::memory_order_relaxed); }

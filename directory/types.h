@@ -137,6 +137,8 @@ struct DirectoryStats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t eviction_runs = 0;
+  // Operations waiting for a RunPaused (snapshot) to end, right now.
+  uint64_t snapshot_waiters = 0;
 };
 
 }  // namespace shelfmark

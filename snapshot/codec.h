@@ -2,18 +2,43 @@
 // level 3, and the small text files of a snapshot.
 //
 // Payloads of one snapshot (object names under <snapshot_id>/):
-//  - "metadata": a MessagePack array of [shard index, bin] pairs, one per
-//    non-empty shard, where bin = zstd(msgpack(ShardState)); the outer array
-//    is not compressed, so shards can be decompressed and decoded in parallel;
+//  - "metadata": [version, [[shard index, bin], ...]], one pair per non-empty
+//    shard, where bin = EncodeShard(...); this outer MessagePack is not
+//    compressed, so shards can be decompressed and decoded in parallel;
 //  - "segments": zstd(msgpack(SegmentsState));
 //  - "task_manager": zstd(msgpack(TasksState)).
-// Every zstd frame carries its content checksum.
+// Every zstd frame is a single frame that records its content size and
+// carries its content checksum.
 //
-// Contracts: Encode* never fail. Decode* never crash, never read out of
-// bounds and never allocate more than the input can justify: any input that
-// is not exactly what Encode* produce (truncated, bit-flipped, wrong types,
-// trailing bytes) is DATA_CORRUPTED; a format version this build does not
-// read is VERSION_MISMATCH.
+// MessagePack layout: explicit arrays (no maps), fields in this order; UUIDs
+// are bin of 16 bytes (hi then lo, big-endian), Segment::rkey is bin, other
+// strings are str, enums are their unsigned values:
+//   shard    [version, index, [object...], [group...]]
+//   object   [tenant, key, writer, size, has_checksum, checksum, data_type,
+//             hard_pin, lease_remaining_ms, soft_pin_remaining_ms,
+//             put_age_ms, group, [replica...]]
+//   replica  [id, status, type, owner, offset]
+//   group    [tenant, group, [member...]]
+//   segments [version, view_version, next_replica_id, [segment state...],
+//             [disk...]]
+//   segment state [owner, [id, name, base, size, endpoint, protocol, rkey],
+//                  alignment, [[offset, length]...]]
+//   disk     [client, endpoint, enable_offloading]
+//   tasks    [version, [[client, [[tenant, key, size]...]]...]]
+// `version` is kSnapshotVersion; a new field means a new version.
+//
+// Contracts: Encode* never fail (strings are < 4 GiB: keys and names are far
+// shorter). Decode* never crash, never read out of bounds and never allocate
+// more than the input can justify: any input that is not exactly what
+// Encode* produce (truncated, bit-flipped, wrong types, trailing bytes, enum
+// values out of range, UUIDs not 16 bytes) is DATA_CORRUPTED; a format
+// version this build does not read is VERSION_MISMATCH. A compressed payload
+// is decompressed only when its declared size is at most 4 GiB and within
+// zstd's largest possible ratio of its compressed size; decoding then needs
+// memory proportional to that decompressed size.
+//
+// Thread safety: every function may be called from many threads at once
+// (each thread keeps its own zstd contexts).
 #pragma once
 
 #include <cstdint>
@@ -30,10 +55,12 @@ namespace shelfmark {
 inline constexpr std::string_view kSnapshotFormat = "shelfmark-master-snapshot";
 inline constexpr uint32_t kSnapshotVersion = 1;
 
+// Precondition: shard.index < 1024 (DecodeShard rejects other indexes).
 std::string EncodeShard(const ShardState& shard);
 Result<ShardState> DecodeShard(std::string_view bytes);
 
-// The "metadata" payload from already-encoded shards (index, EncodeShard bytes).
+// The "metadata" payload from already-encoded shards (index, EncodeShard
+// bytes). Precondition: indexes < 1024 and strictly increasing.
 std::string EncodeMetadata(const std::vector<std::pair<uint32_t, std::string>>& shards);
 // Splits "metadata" into (index, encoded shard) views into `bytes`; indexes
 // must be < 1024 and strictly increasing.
@@ -44,8 +71,16 @@ Result<SegmentsState> DecodeSegments(std::string_view bytes);
 std::string EncodeTasks(const TasksState& tasks);
 Result<TasksState> DecodeTasks(std::string_view bytes);
 
+// The zstd framing of every compressed payload (level 3, content checksum),
+// exposed for tests and the fuzzer: CompressPayload(msgpack bytes) is what
+// DecodeShard/DecodeSegments/DecodeTasks read.
+std::string CompressPayload(std::string_view plain);
+
 // manifest.txt: "format=...\nversion=1\nsnapshot_id=...\n" then
 // "<payload>_bytes=N\n" for metadata, segments and task_manager.
+// Text files are "key=value\n" lines with exactly the documented keys, in
+// any order; numbers are plain decimal (no sign on unsigned values, no
+// leading zeros, no spaces).
 struct Manifest {
   std::string format{kSnapshotFormat};
   uint32_t version = kSnapshotVersion;
@@ -55,8 +90,9 @@ struct Manifest {
   uint64_t task_manager_bytes = 0;
 };
 std::string EncodeManifest(const Manifest& m);
-// DATA_CORRUPTED for a malformed file, VERSION_MISMATCH for another format
-// name or version.
+// DATA_CORRUPTED for a malformed file (or a snapshot_id that is not
+// ValidSnapshotId), VERSION_MISMATCH for another format name or version
+// (checked before the key set, so a later version's new keys do not matter).
 Result<Manifest> DecodeManifest(std::string_view text);
 
 // descriptor.txt: "sequence_boundary=N\nview_version=N\ncreated_unix_ms=N\n".
@@ -68,8 +104,10 @@ struct SnapshotDescriptor {
 std::string EncodeDescriptor(const SnapshotDescriptor& d);
 Result<SnapshotDescriptor> DecodeDescriptor(std::string_view text);
 
-// Snapshot ids sort by creation time: "YYYYMMDD_HHMMSS_mmm" (UTC).
+// Snapshot ids sort by creation time: "YYYYMMDD_HHMMSS_mmm" (UTC). unix_ms
+// is clamped to [0, the last millisecond of year 9999] so ids keep their shape.
 std::string SnapshotIdAt(int64_t unix_ms);
+// True for exactly the ids SnapshotIdAt produces (a real UTC date and time).
 bool ValidSnapshotId(std::string_view id);
 
 }  // namespace shelfmark

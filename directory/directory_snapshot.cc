@@ -1,0 +1,295 @@
+// Snapshots: the directory's durable state as plain values
+// (directory_state.h) and back. Contracts in directory.h ("snapshots").
+//
+// Restore checks a whole shard before changing anything, so a corrupt shard
+// leaves the directory as it was; RestoreSegments stops at the first bad
+// entry (the caller clears the directory then).
+#include <algorithm>
+#include <limits>
+#include <string_view>
+#include <tuple>
+
+#include "common/object_key.h"
+#include "directory/directory_impl.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr uint64_t kMaxReplicaId = (uint64_t{1} << 48) - 1;  // Replica::id is 48 bits
+
+// now + delta, saturating.
+int64_t AddMs(int64_t now, int64_t delta) {
+  if (delta > 0 && now > std::numeric_limits<int64_t>::max() - delta) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  if (delta < 0 && now < std::numeric_limits<int64_t>::min() - delta) {
+    return std::numeric_limits<int64_t>::min();
+  }
+  return now + delta;
+}
+
+// CeilSeconds clamped to the int32 range the object keeps.
+int32_t ClampedSeconds(int64_t ms) {
+  constexpr int64_t kMax = int64_t{std::numeric_limits<int32_t>::max()} * 1000;
+  constexpr int64_t kMin = int64_t{std::numeric_limits<int32_t>::min()} * 1000;
+  return CeilSeconds(std::clamp(ms, kMin, kMax));
+}
+
+ReplicaState ExportReplica(const Replica& r) {
+  ReplicaState out;
+  out.id = r.id;
+  out.status = r.status_enum();
+  out.type = r.type_enum();
+  out.owner = r.is_memory() ? r.segment()->segment.id : r.disk()->client_id;
+  out.offset = r.is_memory() ? r.offset : 0;
+  return out;
+}
+
+ObjectState ExportObject(std::string_view tenant, std::string_view key,
+                         const ObjectMetadata& meta, int64_t now) {
+  ObjectState out;
+  out.tenant = std::string(tenant);
+  out.key = std::string(key);
+  out.writer = meta.writer;
+  out.size = meta.size;
+  out.has_checksum = meta.has_checksum;
+  out.checksum = meta.checksum;
+  out.data_type = meta.data_type;
+  out.hard_pin = meta.hard_pin;
+  out.lease_remaining_ms = std::max<int64_t>(0, meta.lease_deadline_ms.load() - now);
+  out.soft_pin_remaining_ms =
+      meta.soft_pin_deadline_s == 0 ? 0 : std::max<int64_t>(0, meta.soft_pin_deadline_ms() - now);
+  out.put_age_ms = std::max<int64_t>(0, now - meta.put_start_ms());
+  if (meta.group) out.group = *meta.group;
+  out.replicas.reserve(meta.replicas.size());
+  for (const Replica& r : meta.replicas) out.replicas.push_back(ExportReplica(r));
+  return out;
+}
+
+bool ValidTenantKey(std::string_view tenant, std::string_view key) {
+  // The stored tenant is never "" (the default tenant is stored by name).
+  return ValidateTenant(tenant) == ErrorCode::OK && ValidateKey(key) == ErrorCode::OK;
+}
+
+// An object of a shard state, checked, its replicas resolved to owners.
+struct PreparedObject {
+  const ObjectState* state;
+  std::vector<Replica> replicas;
+  bool keep;  // every replica COMPLETE
+};
+
+}  // namespace
+
+ShardState DirectoryImpl::ExportShard(uint32_t index) const {
+  ShardState out;
+  out.index = index;
+  if (index >= kShardCount) return out;
+  const MetadataShard& shard = shards_[index];
+  int64_t now = Now();
+  ReaderLock lock(&shard.mu);
+  shard.tenants.ForEach([&](std::string_view tenant, const TenantState& state) {
+    state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
+      out.objects.push_back(ExportObject(tenant, key, meta, now));
+    });
+    for (const auto& [group, members] : state.groups) {  // std::set: sorted
+      out.groups.push_back({std::string(tenant), group, {members.begin(), members.end()}});
+    }
+  });
+  return out;
+}
+
+SegmentsState DirectoryImpl::ExportSegments() const {
+  SegmentsState out;
+  out.view_version = view_version_.load();
+  out.next_replica_id = next_replica_id_.load();
+  out.segments = segments_.Export();
+  out.disks = clients_.ExportDisks();
+  return out;
+}
+
+TasksState DirectoryImpl::ExportTasks() const {
+  TasksState out;
+  out.offloads = clients_.ExportOffloads();
+  return out;
+}
+
+void DirectoryImpl::RaiseNextReplicaId(uint64_t id) {
+  uint64_t cur = next_replica_id_.load();
+  while (cur < id && !next_replica_id_.compare_exchange_weak(cur, id)) {
+  }
+}
+
+ErrorCode DirectoryImpl::RestoreSegments(const SegmentsState& state) {
+  int64_t now = Now();
+  for (const SegmentState& s : state.segments) {
+    auto allocator =
+        OffsetAllocator::FromFreeExtents(s.segment.size, s.alignment, s.free_extents);
+    if (!allocator) return ErrorCode::DATA_CORRUPTED;
+    if (segments_.Restore(s.owner, s.segment, std::move(*allocator)) != ErrorCode::OK) {
+      return ErrorCode::DATA_CORRUPTED;
+    }
+    clients_.Touch(s.owner, now);
+  }
+  for (const DiskNodeState& d : state.disks) {
+    if (d.client.is_nil() || d.endpoint.empty() || d.endpoint.size() > 1024 ||
+        clients_.Disk(d.client) != nullptr) {
+      return ErrorCode::DATA_CORRUPTED;
+    }
+    clients_.MountDisk(d.client, d.endpoint, d.enable_offloading, now);
+  }
+  if (state.next_replica_id > kMaxReplicaId + 1) return ErrorCode::DATA_CORRUPTED;
+  RaiseNextReplicaId(state.next_replica_id);
+  if (state.view_version != 0) view_version_ = state.view_version;
+  return ErrorCode::OK;
+}
+
+// Checks one object of shard `index` and resolves its replicas' owners.
+// Takes segment and client locks (leaves) only.
+static ErrorCode PrepareObject(const ObjectState& o, uint32_t index, const SegmentTable& segments,
+                               const ClientRegistry& clients, PreparedObject* out) {
+  if (!ValidTenantKey(o.tenant, o.key) || ShardIndex(o.tenant, o.key) != index || o.size == 0 ||
+      static_cast<uint8_t>(o.data_type) > static_cast<uint8_t>(DataType::WEIGHT) ||
+      o.lease_remaining_ms < 0 || o.soft_pin_remaining_ms < 0 || o.put_age_ms < 0 ||
+      o.replicas.empty() || o.replicas.size() > kMaxReplicas ||
+      (!o.group.empty() && ValidateKey(o.group) != ErrorCode::OK)) {
+    return ErrorCode::DATA_CORRUPTED;
+  }
+  out->state = &o;
+  out->keep = true;
+  for (const ReplicaState& r : o.replicas) {
+    if (r.id == 0 || r.id > kMaxReplicaId ||
+        static_cast<uint8_t>(r.status) > static_cast<uint8_t>(ReplicaStatus::FAILED)) {
+      return ErrorCode::DATA_CORRUPTED;
+    }
+    const void* owner = nullptr;
+    if (r.type == ReplicaType::MEMORY) {
+      SegmentEntry* seg = segments.Find(r.owner);
+      if (seg == nullptr || !segments.Holds(seg, r.offset, o.size)) {
+        return ErrorCode::DATA_CORRUPTED;
+      }
+      owner = seg;
+    } else if (r.type == ReplicaType::LOCAL_DISK) {
+      owner = clients.Disk(r.owner);
+      if (owner == nullptr) return ErrorCode::DATA_CORRUPTED;
+    } else {
+      return ErrorCode::DATA_CORRUPTED;
+    }
+    out->replicas.push_back(MakeReplica(r.id, r.status, r.type, owner,
+                                        r.type == ReplicaType::MEMORY ? r.offset : 0));
+    if (r.status != ReplicaStatus::COMPLETE) out->keep = false;
+  }
+  return ErrorCode::OK;
+}
+
+// Groups are rebuilt from the objects; their entries are only checked.
+static bool ValidGroups(const ShardState& state) {
+  for (const GroupState& g : state.groups) {
+    if (!ValidTenantKey(g.tenant, g.group) || ShardIndex(g.tenant, g.group) != state.index) {
+      return false;
+    }
+    for (const std::string& member : g.members) {
+      if (ValidateKey(member) != ErrorCode::OK) return false;
+    }
+  }
+  return true;
+}
+
+// True when some (tenant, key) appears twice.
+static bool HasDuplicateKeys(const std::vector<ObjectState>& objects) {
+  std::vector<std::pair<std::string_view, std::string_view>> names;
+  names.reserve(objects.size());
+  for (const ObjectState& o : objects) names.emplace_back(o.tenant, o.key);
+  std::sort(names.begin(), names.end());
+  return std::adjacent_find(names.begin(), names.end()) != names.end();
+}
+
+ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
+  if (state.index >= kShardCount || !ValidGroups(state) || HasDuplicateKeys(state.objects)) {
+    return ErrorCode::DATA_CORRUPTED;
+  }
+  std::vector<PreparedObject> prepared(state.objects.size());
+  for (size_t i = 0; i < state.objects.size(); ++i) {
+    ErrorCode rc = PrepareObject(state.objects[i], state.index, segments_, clients_, &prepared[i]);
+    if (rc != ErrorCode::OK) return rc;
+  }
+  MetadataShard& shard = shards_[state.index];
+  std::vector<std::tuple<std::string_view, const std::string*, std::string_view>> joins;
+  uint64_t max_id = 0;
+  {
+    WriterLock lock(&shard.mu);
+    for (const PreparedObject& p : prepared) {
+      if (Find(shard, p.state->tenant, p.state->key) != nullptr) return ErrorCode::DATA_CORRUPTED;
+    }
+    int64_t now = Now();
+    for (const PreparedObject& p : prepared) {
+      const ObjectState& o = *p.state;
+      if (!p.keep) {  // an unfinished put: give its space back
+        for (const Replica& r : p.replicas) {
+          if (r.is_memory()) {
+            segments_.Free(const_cast<SegmentEntry*>(r.segment()), r.offset, o.size);
+          }
+        }
+        continue;
+      }
+      TenantState& tenant = *shard.tenants.TryEmplace(o.tenant).first;
+      ObjectMetadata& meta = *tenant.objects.TryEmplace(o.key).first;
+      meta.writer = o.writer;
+      meta.size = o.size;
+      meta.has_checksum = o.has_checksum;
+      meta.checksum = o.has_checksum ? o.checksum : 0;
+      meta.data_type = o.data_type;
+      meta.hard_pin = o.hard_pin;
+      meta.lease_deadline_ms = o.lease_remaining_ms > 0 ? AddMs(now, o.lease_remaining_ms) : 0;
+      meta.soft_pin_deadline_s =
+          o.soft_pin_remaining_ms > 0 ? ClampedSeconds(AddMs(now, o.soft_pin_remaining_ms)) : 0;
+      meta.put_start_s = ClampedSeconds(AddMs(now, -o.put_age_ms));
+      if (!o.group.empty()) {
+        meta.group = std::make_unique<const std::string>(o.group);
+        joins.emplace_back(o.tenant, &o.group, o.key);
+      }
+      for (const Replica& r : p.replicas) {
+        meta.replicas.push_back(r);
+        max_id = std::max<uint64_t>(max_id, r.id);
+      }
+      key_count_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  // Group lists live in the group's shard: one shard lock at a time.
+  for (const auto& [tenant, group, key] : joins) AddGroupMember(tenant, *group, key);
+  RaiseNextReplicaId(max_id + 1);
+  return ErrorCode::OK;
+}
+
+ErrorCode DirectoryImpl::RestoreTasks(const TasksState& state) {
+  for (const PendingOffloadState& p : state.offloads) {
+    for (const OffloadTask& t : p.tasks) {
+      if (!ValidTenantKey(t.tenant, t.key) || t.size == 0) return ErrorCode::DATA_CORRUPTED;
+    }
+  }
+  for (const PendingOffloadState& p : state.offloads) {
+    if (!clients_.Known(p.client)) continue;
+    for (const OffloadTask& t : p.tasks) clients_.QueueOffload(p.client, t);
+  }
+  clients_.TouchAll(Now());
+  return ErrorCode::OK;
+}
+
+void DirectoryImpl::Clear() {
+  for (MetadataShard& shard : shards_) {
+    KeyMap<TenantState> gone;  // destroyed after the lock is released
+    WriterLock lock(&shard.mu);
+    gone = std::move(shard.tenants);
+  }
+  key_count_ = 0;
+  segments_.Clear();
+  clients_.Clear();
+  next_replica_id_ = 1;
+  view_version_ = initial_view_version_;
+  allocation_failed_ = false;
+  evicted_objects_ = 0;
+  evicted_bytes_ = 0;
+  eviction_runs_ = 0;
+  eviction_backoff_until_ms_ = 0;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,779 @@
+// Snapshot codecs. Encoding packs straight into a msgpack::sbuffer with
+// msgpack::packer (no intermediate msgpack::object). Decoding runs
+// msgpack-c's parser with a visitor that records a flat token list (a
+// "tape": at most one token per input byte, nesting depth capped), then a
+// cursor reads the expected layout from the tape, checking every count, type
+// and range. No msgpack::object zone is built, so an array header that
+// claims billions of elements allocates nothing for them.
+#include "snapshot/codec.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <msgpack.hpp>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "directory/shard.h"
+
+namespace shelfmark {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+constexpr int kZstdLevel = 3;
+constexpr uint64_t kMaxPlainBytes = 4ULL << 30;
+// zstd's best case is an RLE block: 4 bytes (3-byte header + 1 byte) for a
+// 128 KiB block, so no valid frame expands by more than this.
+constexpr uint64_t kMaxZstdRatio = 32768;
+constexpr uint32_t kZstdMagic = 0xFD2FB528;
+constexpr uint8_t kZstdChecksumFlag = 0x04;  // Frame_Header_Descriptor bit 2
+constexpr uint32_t kMaxDepth = 8;            // deepest valid payload: 5
+
+constexpr uint32_t kShardFields = 4;
+constexpr uint32_t kObjectFields = 13;
+constexpr uint32_t kReplicaFields = 5;
+constexpr uint32_t kGroupFields = 3;
+constexpr uint32_t kSegmentsFields = 5;
+constexpr uint32_t kSegmentStateFields = 4;
+constexpr uint32_t kSegmentFields = 7;
+constexpr uint32_t kDiskFields = 3;
+constexpr uint32_t kTasksFields = 2;
+constexpr uint32_t kOffloadFields = 2;
+constexpr uint32_t kTaskFields = 3;
+constexpr uint32_t kMetadataFields = 2;
+
+// ---------------------------------------------------------------- zstd
+
+struct CCtxDeleter {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+struct DCtxDeleter {
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+
+ZSTD_CCtx* ThreadCCtx() {
+  thread_local std::unique_ptr<ZSTD_CCtx, CCtxDeleter> ctx = [] {
+    std::unique_ptr<ZSTD_CCtx, CCtxDeleter> c(ZSTD_createCCtx());
+    if (!c ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(c.get(), ZSTD_c_compressionLevel, kZstdLevel)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(c.get(), ZSTD_c_checksumFlag, 1)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(c.get(), ZSTD_c_contentSizeFlag, 1))) {
+      std::abort();  // out of memory: Encode* has no error to return
+    }
+    return c;
+  }();
+  return ctx.get();
+}
+
+ZSTD_DCtx* ThreadDCtx() {
+  thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> ctx(ZSTD_createDCtx());
+  return ctx.get();
+}
+
+struct PlainBuffer {
+  std::unique_ptr<char[]> data;  // uninitialised until zstd writes it
+  size_t size = 0;
+};
+
+// One whole zstd frame with content size and checksum, nothing after it.
+Result<PlainBuffer> Decompress(std::string_view frame) {
+  if (frame.size() < 6) return ErrorCode::DATA_CORRUPTED;
+  uint32_t magic = 0;  // little-endian on disk
+  for (int i = 3; i >= 0; --i) magic = (magic << 8) | static_cast<uint8_t>(frame[i]);
+  if (magic != kZstdMagic) return ErrorCode::DATA_CORRUPTED;
+  if ((static_cast<uint8_t>(frame[4]) & kZstdChecksumFlag) == 0) return ErrorCode::DATA_CORRUPTED;
+  size_t frame_size = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
+  if (ZSTD_isError(frame_size) || frame_size != frame.size()) return ErrorCode::DATA_CORRUPTED;
+  unsigned long long plain_size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (plain_size == ZSTD_CONTENTSIZE_UNKNOWN || plain_size == ZSTD_CONTENTSIZE_ERROR ||
+      plain_size == 0 || plain_size > kMaxPlainBytes ||
+      plain_size / kMaxZstdRatio > frame.size()) {
+    return ErrorCode::DATA_CORRUPTED;
+  }
+  ZSTD_DCtx* dctx = ThreadDCtx();
+  if (dctx == nullptr) return ErrorCode::INTERNAL_ERROR;
+  PlainBuffer out{std::unique_ptr<char[]>(new char[plain_size]), static_cast<size_t>(plain_size)};
+  size_t n = ZSTD_decompressDCtx(dctx, out.data.get(), out.size, frame.data(), frame.size());
+  if (ZSTD_isError(n) || n != out.size) return ErrorCode::DATA_CORRUPTED;
+  return out;
+}
+
+// ---------------------------------------------------------------- encode
+
+void PackStr(Packer& p, std::string_view s) {
+  p.pack_str(static_cast<uint32_t>(s.size()));
+  p.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+void PackBin(Packer& p, std::string_view s) {
+  p.pack_bin(static_cast<uint32_t>(s.size()));
+  p.pack_bin_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+void PackUuid(Packer& p, const UUID& id) {
+  char bytes[16];
+  for (int i = 0; i < 8; ++i) {
+    bytes[i] = static_cast<char>(id.hi >> (56 - 8 * i));
+    bytes[8 + i] = static_cast<char>(id.lo >> (56 - 8 * i));
+  }
+  p.pack_bin(16);
+  p.pack_bin_body(bytes, 16);
+}
+
+void PackArray(Packer& p, size_t n) { p.pack_array(static_cast<uint32_t>(n)); }
+
+void PackObject(Packer& p, const ObjectState& o) {
+  PackArray(p, kObjectFields);
+  PackStr(p, o.tenant);
+  PackStr(p, o.key);
+  PackUuid(p, o.writer);
+  p.pack_uint64(o.size);
+  p.pack(o.has_checksum);
+  p.pack_uint64(o.checksum);
+  p.pack_uint8(static_cast<uint8_t>(o.data_type));
+  p.pack(o.hard_pin);
+  p.pack_int64(o.lease_remaining_ms);
+  p.pack_int64(o.soft_pin_remaining_ms);
+  p.pack_int64(o.put_age_ms);
+  PackStr(p, o.group);
+  PackArray(p, o.replicas.size());
+  for (const ReplicaState& r : o.replicas) {
+    PackArray(p, kReplicaFields);
+    p.pack_uint64(r.id);
+    p.pack_uint8(static_cast<uint8_t>(r.status));
+    p.pack_uint8(static_cast<uint8_t>(r.type));
+    PackUuid(p, r.owner);
+    p.pack_uint64(r.offset);
+  }
+}
+
+void PackGroup(Packer& p, const GroupState& g) {
+  PackArray(p, kGroupFields);
+  PackStr(p, g.tenant);
+  PackStr(p, g.group);
+  PackArray(p, g.members.size());
+  for (const std::string& m : g.members) PackStr(p, m);
+}
+
+void PackSegment(Packer& p, const SegmentState& s) {
+  PackArray(p, kSegmentStateFields);
+  PackUuid(p, s.owner);
+  PackArray(p, kSegmentFields);
+  PackUuid(p, s.segment.id);
+  PackStr(p, s.segment.name);
+  p.pack_uint64(s.segment.base);
+  p.pack_uint64(s.segment.size);
+  PackStr(p, s.segment.endpoint);
+  PackStr(p, s.segment.protocol);
+  PackBin(p, s.segment.rkey);
+  p.pack_uint64(s.alignment);
+  PackArray(p, s.free_extents.size());
+  for (const auto& [offset, length] : s.free_extents) {
+    PackArray(p, 2);
+    p.pack_uint64(offset);
+    p.pack_uint64(length);
+  }
+}
+
+// Packs with `fill` into this thread's reusable buffer and compresses.
+template <typename Fill>
+std::string PackAndCompress(Fill fill) {
+  thread_local msgpack::sbuffer buffer;
+  buffer.clear();
+  Packer packer(buffer);
+  fill(packer);
+  return CompressPayload(std::string_view(buffer.data(), buffer.size()));
+}
+
+// ---------------------------------------------------------------- decode
+
+// One MessagePack item. `size`: array/map count, str/bin/ext length.
+struct Token {
+  enum Kind : uint8_t { kNil, kBool, kUint, kNint, kFloat, kStr, kBin, kExt, kArray, kMap };
+  Kind kind;
+  uint32_t size;
+  union {
+    uint64_t u;     // bool, uint, nint (two's complement)
+    const char* p;  // str, bin, ext: into the parsed buffer
+  };
+};
+
+// A msgpack-c parse visitor that appends every item to a tape. Strings and
+// bins point into the parsed buffer.
+class TapeVisitor : public msgpack::null_visitor {
+ public:
+  explicit TapeVisitor(std::vector<Token>* tape) : tape_(tape) {}
+
+  bool visit_nil() { return Add(Token::kNil, 0, 0); }
+  bool visit_boolean(bool v) { return Add(Token::kBool, 0, v ? 1 : 0); }
+  bool visit_positive_integer(uint64_t v) { return Add(Token::kUint, 0, v); }
+  bool visit_negative_integer(int64_t v) { return Add(Token::kNint, 0, static_cast<uint64_t>(v)); }
+  bool visit_float32(float) { return Add(Token::kFloat, 0, 0); }
+  bool visit_float64(double) { return Add(Token::kFloat, 0, 0); }
+  bool visit_str(const char* v, uint32_t size) { return AddPtr(Token::kStr, v, size); }
+  bool visit_bin(const char* v, uint32_t size) { return AddPtr(Token::kBin, v, size); }
+  bool visit_ext(const char* v, uint32_t size) { return AddPtr(Token::kExt, v, size); }
+  bool start_array(uint32_t n) { return Open(Token::kArray, n); }
+  bool end_array() { return Close(); }
+  bool start_map(uint32_t n) { return Open(Token::kMap, n); }
+  bool end_map() { return Close(); }
+
+ private:
+  bool Add(Token::Kind kind, uint32_t size, uint64_t u) {
+    Token& t = tape_->emplace_back();
+    t.kind = kind;
+    t.size = size;
+    t.u = u;
+    return true;
+  }
+  bool AddPtr(Token::Kind kind, const char* p, uint32_t size) {
+    Token& t = tape_->emplace_back();
+    t.kind = kind;
+    t.size = size;
+    t.p = p;
+    return true;
+  }
+  bool Open(Token::Kind kind, uint32_t n) {
+    if (++depth_ > kMaxDepth) return false;
+    return Add(kind, n, 0);
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+
+  std::vector<Token>* tape_;
+  uint32_t depth_ = 0;
+};
+
+// Tokens of exactly one MessagePack item spanning all of `bytes`. May throw
+// (msgpack-c's size-overflow exceptions, std::bad_alloc); callers catch.
+bool Tokenize(std::string_view bytes, std::vector<Token>* tape) {
+  tape->clear();
+  tape->reserve(bytes.size() / 4 + 1);
+  TapeVisitor visitor(tape);
+  size_t offset = 0;
+  if (!msgpack::parse(bytes.data(), bytes.size(), offset, visitor)) return false;
+  return offset == bytes.size();
+}
+
+// Reads the tape in order. Errors are sticky: after the first mismatch every
+// read returns a default value and ok() is false, so decoders check once.
+class Reader {
+ public:
+  explicit Reader(const std::vector<Token>& tape) : tape_(tape) {}
+
+  bool ok() const { return ok_; }
+  bool AtEnd() const { return pos_ == tape_.size(); }
+  void Fail() { ok_ = false; }
+
+  uint32_t Array() {
+    const Token* t = Next(Token::kArray);
+    return t ? t->size : 0;
+  }
+  void Array(uint32_t expected) {
+    if (Array() != expected) Fail();
+  }
+  uint64_t Uint() {
+    const Token* t = Next(Token::kUint);
+    return t ? t->u : 0;
+  }
+  uint32_t Uint32() {
+    uint64_t v = Uint();
+    if (v > std::numeric_limits<uint32_t>::max()) Fail();
+    return ok_ ? static_cast<uint32_t>(v) : 0;
+  }
+  int64_t Int() {
+    if (ok_ && pos_ < tape_.size() && tape_[pos_].kind == Token::kNint) {
+      return static_cast<int64_t>(tape_[pos_++].u);
+    }
+    uint64_t v = Uint();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) Fail();
+    return ok_ ? static_cast<int64_t>(v) : 0;
+  }
+  bool Bool() {
+    const Token* t = Next(Token::kBool);
+    return t && t->u != 0;
+  }
+  template <typename E>
+  E Enum(E last) {
+    uint64_t v = Uint();
+    if (v > static_cast<uint64_t>(last)) Fail();
+    return ok_ ? static_cast<E>(v) : E{};
+  }
+  std::string Str() { return std::string(View(Token::kStr)); }
+  std::string Bin() { return std::string(View(Token::kBin)); }
+  std::string_view BinView() { return View(Token::kBin); }
+  UUID Uuid() {
+    std::string_view b = View(Token::kBin);
+    UUID id;
+    if (b.size() != 16) {
+      Fail();
+      return id;
+    }
+    for (int i = 0; i < 8; ++i) {
+      id.hi = (id.hi << 8) | static_cast<uint8_t>(b[i]);
+      id.lo = (id.lo << 8) | static_cast<uint8_t>(b[8 + i]);
+    }
+    return id;
+  }
+  // Reserves room for n elements that each take at least `min_tokens`
+  // tokens, never more than the rest of the tape can hold.
+  template <typename V>
+  void Reserve(V* v, uint32_t n, size_t min_tokens) {
+    v->reserve(std::min<size_t>(n, (tape_.size() - pos_) / min_tokens));
+  }
+
+ private:
+  const Token* Next(Token::Kind kind) {
+    if (!ok_ || pos_ >= tape_.size() || tape_[pos_].kind != kind) {
+      ok_ = false;
+      return nullptr;
+    }
+    return &tape_[pos_++];
+  }
+  std::string_view View(Token::Kind kind) {
+    const Token* t = Next(kind);
+    return t ? std::string_view(t->p, t->size) : std::string_view();
+  }
+
+  const std::vector<Token>& tape_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// Reads "[version, ...]" with `fields` elements in all.
+ErrorCode ReadHeader(Reader& r, uint32_t fields) {
+  uint32_t n = r.Array();
+  uint64_t version = n >= 1 ? r.Uint() : 0;
+  if (!r.ok() || n < 1) return ErrorCode::DATA_CORRUPTED;
+  if (version != kSnapshotVersion) return ErrorCode::VERSION_MISMATCH;
+  return n == fields ? ErrorCode::OK : ErrorCode::DATA_CORRUPTED;
+}
+
+void ReadReplica(Reader& r, ReplicaState* s) {
+  r.Array(kReplicaFields);
+  s->id = r.Uint();
+  s->status = r.Enum(ReplicaStatus::FAILED);
+  s->type = r.Enum(ReplicaType::LOCAL_DISK);
+  s->owner = r.Uuid();
+  s->offset = r.Uint();
+}
+
+void ReadObject(Reader& r, ObjectState* o) {
+  r.Array(kObjectFields);
+  o->tenant = r.Str();
+  o->key = r.Str();
+  o->writer = r.Uuid();
+  o->size = r.Uint();
+  o->has_checksum = r.Bool();
+  o->checksum = r.Uint();
+  o->data_type = r.Enum(DataType::WEIGHT);
+  o->hard_pin = r.Bool();
+  o->lease_remaining_ms = r.Int();
+  o->soft_pin_remaining_ms = r.Int();
+  o->put_age_ms = r.Int();
+  o->group = r.Str();
+  uint32_t n = r.Array();
+  r.Reserve(&o->replicas, n, kReplicaFields + 1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadReplica(r, &o->replicas.emplace_back());
+}
+
+void ReadGroup(Reader& r, GroupState* g) {
+  r.Array(kGroupFields);
+  g->tenant = r.Str();
+  g->group = r.Str();
+  uint32_t n = r.Array();
+  r.Reserve(&g->members, n, 1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) g->members.push_back(r.Str());
+}
+
+void ReadShardBody(Reader& r, ShardState* s) {
+  s->index = r.Uint32();
+  if (s->index >= kShardCount) r.Fail();
+  uint32_t n = r.Array();
+  r.Reserve(&s->objects, n, kObjectFields + 1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadObject(r, &s->objects.emplace_back());
+  n = r.Array();
+  r.Reserve(&s->groups, n, kGroupFields + 1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadGroup(r, &s->groups.emplace_back());
+}
+
+void ReadSegment(Reader& r, SegmentState* s) {
+  r.Array(kSegmentStateFields);
+  s->owner = r.Uuid();
+  r.Array(kSegmentFields);
+  s->segment.id = r.Uuid();
+  s->segment.name = r.Str();
+  s->segment.base = r.Uint();
+  s->segment.size = r.Uint();
+  s->segment.endpoint = r.Str();
+  s->segment.protocol = r.Str();
+  s->segment.rkey = r.Bin();
+  s->alignment = r.Uint();
+  uint32_t n = r.Array();
+  r.Reserve(&s->free_extents, n, 3);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    r.Array(2);
+    uint64_t offset = r.Uint();
+    uint64_t length = r.Uint();
+    s->free_extents.emplace_back(offset, length);
+  }
+}
+
+void ReadDisk(Reader& r, DiskNodeState* d) {
+  r.Array(kDiskFields);
+  d->client = r.Uuid();
+  d->endpoint = r.Str();
+  d->enable_offloading = r.Bool();
+}
+
+void ReadSegmentsBody(Reader& r, SegmentsState* s) {
+  s->view_version = r.Uint();
+  s->next_replica_id = r.Uint();
+  uint32_t n = r.Array();
+  r.Reserve(&s->segments, n, kSegmentStateFields + kSegmentFields + 2);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadSegment(r, &s->segments.emplace_back());
+  n = r.Array();
+  r.Reserve(&s->disks, n, kDiskFields + 1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadDisk(r, &s->disks.emplace_back());
+}
+
+void ReadOffload(Reader& r, PendingOffloadState* o) {
+  r.Array(kOffloadFields);
+  o->client = r.Uuid();
+  uint32_t n = r.Array();
+  r.Reserve(&o->tasks, n, kTaskFields + 1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    r.Array(kTaskFields);
+    OffloadTask& t = o->tasks.emplace_back();
+    t.tenant = r.Str();
+    t.key = r.Str();
+    t.size = r.Uint();
+  }
+}
+
+void ReadTasksBody(Reader& r, TasksState* t) {
+  uint32_t n = r.Array();
+  r.Reserve(&t->offloads, n, kOffloadFields + 2);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadOffload(r, &t->offloads.emplace_back());
+}
+
+// Tokenizes `plain`, checks the header and reads the body with `read`.
+// Exceptions from msgpack-c or allocation end here as DATA_CORRUPTED.
+// This thread's tape, reused across decodes; a tape grown past kKeptTokens
+// (16 MiB) is released after use.
+class ThreadTape {
+ public:
+  ThreadTape() : tape_(Get()) {}
+  ~ThreadTape() {
+    if (tape_.capacity() > kKeptTokens) std::vector<Token>().swap(tape_);
+  }
+  std::vector<Token>& get() { return tape_; }
+
+ private:
+  static constexpr size_t kKeptTokens = size_t{1} << 20;
+  static std::vector<Token>& Get() {
+    thread_local std::vector<Token> tape;
+    return tape;
+  }
+  std::vector<Token>& tape_;
+};
+
+template <typename T, typename ReadBody>
+Result<T> DecodePlain(std::string_view plain, uint32_t fields, ReadBody read) {
+  try {
+    ThreadTape thread_tape;
+    std::vector<Token>& tape = thread_tape.get();
+    if (!Tokenize(plain, &tape)) return ErrorCode::DATA_CORRUPTED;
+    Reader r(tape);
+    ErrorCode header = ReadHeader(r, fields);
+    if (header != ErrorCode::OK) return header;
+    T value;
+    read(r, &value);
+    if (!r.ok() || !r.AtEnd()) return ErrorCode::DATA_CORRUPTED;
+    return value;
+  } catch (const std::exception&) {
+    return ErrorCode::DATA_CORRUPTED;
+  }
+}
+
+template <typename T, typename ReadBody>
+Result<T> DecodeCompressed(std::string_view bytes, uint32_t fields, ReadBody read) {
+  Result<PlainBuffer> plain = [&]() -> Result<PlainBuffer> {
+    try {
+      return Decompress(bytes);
+    } catch (const std::bad_alloc&) {
+      return ErrorCode::DATA_CORRUPTED;
+    }
+  }();
+  if (!plain.ok()) return plain.error();
+  return DecodePlain<T>(std::string_view(plain->data.get(), plain->size), fields, read);
+}
+
+// ---------------------------------------------------------------- text files
+
+// "key=value\n" lines; a malformed line or a repeated key is DATA_CORRUPTED.
+Result<std::vector<std::pair<std::string_view, std::string_view>>> ParseLines(
+    std::string_view text) {
+  std::vector<std::pair<std::string_view, std::string_view>> lines;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return ErrorCode::DATA_CORRUPTED;
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    size_t eq = line.find('=');
+    if (eq == 0 || eq == std::string_view::npos) return ErrorCode::DATA_CORRUPTED;
+    std::string_view key = line.substr(0, eq);
+    for (const auto& [k, v] : lines) {
+      if (k == key) return ErrorCode::DATA_CORRUPTED;
+    }
+    lines.emplace_back(key, line.substr(eq + 1));
+  }
+  return lines;
+}
+
+const std::string_view* Find(const std::vector<std::pair<std::string_view, std::string_view>>& lines,
+                             std::string_view key) {
+  for (const auto& [k, v] : lines) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+// Plain decimal as EncodeManifest/EncodeDescriptor write it: optional '-'
+// for signed types, no leading zeros, nothing else.
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  std::string_view digits = s.substr(!s.empty() && s[0] == '-' ? 1 : 0);
+  if (digits.empty() || (digits[0] == '0' && s.size() > 1)) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// Every key of `keys` present and no other.
+template <size_t N>
+bool ExactKeys(const std::vector<std::pair<std::string_view, std::string_view>>& lines,
+               const std::string_view (&keys)[N]) {
+  if (lines.size() != N) return false;
+  for (std::string_view k : keys) {
+    if (Find(lines, k) == nullptr) return false;
+  }
+  return true;
+}
+
+std::string Line(std::string_view key, std::string_view value) {
+  std::string s;
+  s.reserve(key.size() + value.size() + 2);
+  s.append(key).append("=").append(value).append("\n");
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public
+
+std::string CompressPayload(std::string_view plain) {
+  std::string out(ZSTD_compressBound(plain.size()), '\0');
+  size_t n = ZSTD_compress2(ThreadCCtx(), out.data(), out.size(), plain.data(), plain.size());
+  if (ZSTD_isError(n)) std::abort();  // cannot happen with a compressBound buffer
+  out.resize(n);
+  return out;
+}
+
+std::string EncodeShard(const ShardState& shard) {
+  return PackAndCompress([&](Packer& p) {
+    PackArray(p, kShardFields);
+    p.pack_uint32(kSnapshotVersion);
+    p.pack_uint32(shard.index);
+    PackArray(p, shard.objects.size());
+    for (const ObjectState& o : shard.objects) PackObject(p, o);
+    PackArray(p, shard.groups.size());
+    for (const GroupState& g : shard.groups) PackGroup(p, g);
+  });
+}
+
+Result<ShardState> DecodeShard(std::string_view bytes) {
+  return DecodeCompressed<ShardState>(bytes, kShardFields, ReadShardBody);
+}
+
+std::string EncodeMetadata(const std::vector<std::pair<uint32_t, std::string>>& shards) {
+  msgpack::sbuffer buffer;
+  Packer p(buffer);
+  PackArray(p, kMetadataFields);
+  p.pack_uint32(kSnapshotVersion);
+  PackArray(p, shards.size());
+  for (const auto& [index, bin] : shards) {
+    PackArray(p, 2);
+    p.pack_uint32(index);
+    PackBin(p, bin);
+  }
+  return std::string(buffer.data(), buffer.size());
+}
+
+Result<std::vector<std::pair<uint32_t, std::string_view>>> SplitMetadata(std::string_view bytes) {
+  using Shards = std::vector<std::pair<uint32_t, std::string_view>>;
+  return DecodePlain<Shards>(bytes, kMetadataFields, [](Reader& r, Shards* shards) {
+    uint32_t n = r.Array();
+    if (n > kShardCount) r.Fail();
+    for (uint32_t i = 0; i < n && r.ok(); ++i) {
+      r.Array(2);
+      uint32_t index = r.Uint32();
+      std::string_view bin = r.BinView();
+      if (index >= kShardCount || (!shards->empty() && index <= shards->back().first)) r.Fail();
+      shards->emplace_back(index, bin);
+    }
+  });
+}
+
+std::string EncodeSegments(const SegmentsState& segments) {
+  return PackAndCompress([&](Packer& p) {
+    PackArray(p, kSegmentsFields);
+    p.pack_uint32(kSnapshotVersion);
+    p.pack_uint64(segments.view_version);
+    p.pack_uint64(segments.next_replica_id);
+    PackArray(p, segments.segments.size());
+    for (const SegmentState& s : segments.segments) PackSegment(p, s);
+    PackArray(p, segments.disks.size());
+    for (const DiskNodeState& d : segments.disks) {
+      PackArray(p, kDiskFields);
+      PackUuid(p, d.client);
+      PackStr(p, d.endpoint);
+      p.pack(d.enable_offloading);
+    }
+  });
+}
+
+Result<SegmentsState> DecodeSegments(std::string_view bytes) {
+  return DecodeCompressed<SegmentsState>(bytes, kSegmentsFields, ReadSegmentsBody);
+}
+
+std::string EncodeTasks(const TasksState& tasks) {
+  return PackAndCompress([&](Packer& p) {
+    PackArray(p, kTasksFields);
+    p.pack_uint32(kSnapshotVersion);
+    PackArray(p, tasks.offloads.size());
+    for (const PendingOffloadState& o : tasks.offloads) {
+      PackArray(p, kOffloadFields);
+      PackUuid(p, o.client);
+      PackArray(p, o.tasks.size());
+      for (const OffloadTask& t : o.tasks) {
+        PackArray(p, kTaskFields);
+        PackStr(p, t.tenant);
+        PackStr(p, t.key);
+        p.pack_uint64(t.size);
+      }
+    }
+  });
+}
+
+Result<TasksState> DecodeTasks(std::string_view bytes) {
+  return DecodeCompressed<TasksState>(bytes, kTasksFields, ReadTasksBody);
+}
+
+// ---------------------------------------------------------------- text
+
+namespace {
+constexpr std::string_view kManifestKeys[] = {"format",         "version",
+                                              "snapshot_id",    "metadata_bytes",
+                                              "segments_bytes", "task_manager_bytes"};
+constexpr std::string_view kDescriptorKeys[] = {"sequence_boundary", "view_version",
+                                                "created_unix_ms"};
+}  // namespace
+
+std::string EncodeManifest(const Manifest& m) {
+  return Line("format", m.format) + Line("version", std::to_string(m.version)) +
+         Line("snapshot_id", m.snapshot_id) +
+         Line("metadata_bytes", std::to_string(m.metadata_bytes)) +
+         Line("segments_bytes", std::to_string(m.segments_bytes)) +
+         Line("task_manager_bytes", std::to_string(m.task_manager_bytes));
+}
+
+Result<Manifest> DecodeManifest(std::string_view text) {
+  auto lines = ParseLines(text);
+  if (!lines.ok()) return lines.error();
+  Manifest m;
+  const std::string_view* format = Find(*lines, "format");
+  const std::string_view* version = Find(*lines, "version");
+  if (format == nullptr || version == nullptr) return ErrorCode::DATA_CORRUPTED;
+  if (*format != kSnapshotFormat) return ErrorCode::VERSION_MISMATCH;
+  if (!ParseNumber(*version, &m.version)) return ErrorCode::DATA_CORRUPTED;
+  if (m.version != kSnapshotVersion) return ErrorCode::VERSION_MISMATCH;
+  if (!ExactKeys(*lines, kManifestKeys)) return ErrorCode::DATA_CORRUPTED;
+  m.snapshot_id = std::string(*Find(*lines, "snapshot_id"));
+  if (!ValidSnapshotId(m.snapshot_id) ||
+      !ParseNumber(*Find(*lines, "metadata_bytes"), &m.metadata_bytes) ||
+      !ParseNumber(*Find(*lines, "segments_bytes"), &m.segments_bytes) ||
+      !ParseNumber(*Find(*lines, "task_manager_bytes"), &m.task_manager_bytes)) {
+    return ErrorCode::DATA_CORRUPTED;
+  }
+  return m;
+}
+
+std::string EncodeDescriptor(const SnapshotDescriptor& d) {
+  return Line("sequence_boundary", std::to_string(d.sequence_boundary)) +
+         Line("view_version", std::to_string(d.view_version)) +
+         Line("created_unix_ms", std::to_string(d.created_unix_ms));
+}
+
+Result<SnapshotDescriptor> DecodeDescriptor(std::string_view text) {
+  auto lines = ParseLines(text);
+  if (!lines.ok()) return lines.error();
+  SnapshotDescriptor d;
+  if (!ExactKeys(*lines, kDescriptorKeys) ||
+      !ParseNumber(*Find(*lines, "sequence_boundary"), &d.sequence_boundary) ||
+      !ParseNumber(*Find(*lines, "view_version"), &d.view_version) ||
+      !ParseNumber(*Find(*lines, "created_unix_ms"), &d.created_unix_ms)) {
+    return ErrorCode::DATA_CORRUPTED;
+  }
+  return d;
+}
+
+std::string SnapshotIdAt(int64_t unix_ms) {
+  constexpr int64_t kLastMs = 253402300799999;  // 9999-12-31 23:59:59.999 UTC
+  unix_ms = std::clamp<int64_t>(unix_ms, 0, kLastMs);
+  time_t seconds = static_cast<time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[80];  // room for any int fields, to keep -Wformat-truncation quiet
+  std::snprintf(buf, sizeof(buf), "%04d%02d%02d_%02d%02d%02d_%03d", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(unix_ms % 1000));
+  return buf;
+}
+
+bool ValidSnapshotId(std::string_view id) {
+  constexpr std::string_view kShape = "dddddddd_dddddd_ddd";
+  if (id.size() != kShape.size()) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    bool digit = id[i] >= '0' && id[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : id[i] != '_') return false;
+  }
+  auto num = [&](size_t pos, size_t len) {
+    int v = 0;
+    for (size_t i = pos; i < pos + len; ++i) v = v * 10 + (id[i] - '0');
+    return v;
+  };
+  std::tm tm{};
+  tm.tm_year = num(0, 4) - 1900;
+  tm.tm_mon = num(4, 2) - 1;
+  tm.tm_mday = num(6, 2);
+  tm.tm_hour = num(9, 2);
+  tm.tm_min = num(11, 2);
+  tm.tm_sec = num(13, 2);
+  // A real date and time: formatting it back gives the same id (timegm
+  // normalises out-of-range fields, such as February 30, into another date).
+  int64_t seconds = static_cast<int64_t>(timegm(&tm));
+  return SnapshotIdAt(seconds * 1000 + num(16, 3)) == id;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,125 @@
+#include "snapshot/snapshot_catalog.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "snapshot/codec.h"
+
+namespace shelfmark {
+namespace {
+
+// Keys under the cluster prefix, grouped by snapshot id: id -> object names.
+using ObjectsById = std::map<std::string, std::vector<std::string>, std::greater<>>;
+
+ObjectsById GroupById(const std::vector<std::string>& keys, std::string_view prefix) {
+  ObjectsById by_id;
+  for (const std::string& key : keys) {
+    if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string_view rest = std::string_view(key).substr(prefix.size());
+    size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) continue;  // latest.txt and other loose files
+    std::string_view id = rest.substr(0, slash);
+    if (!ValidSnapshotId(id)) continue;
+    by_id[std::string(id)].emplace_back(rest.substr(slash + 1));
+  }
+  return by_id;
+}
+
+bool Complete(const std::vector<std::string>& names) {
+  return std::all_of(std::begin(kSnapshotObjects), std::end(kSnapshotObjects),
+                     [&](std::string_view want) {
+                       return std::find(names.begin(), names.end(), want) != names.end();
+                     });
+}
+
+std::string_view TrimLine(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+}  // namespace
+
+SnapshotCatalog::SnapshotCatalog(ObjectStore* store, std::string cluster_id)
+    : store_(store), cluster_id_(std::move(cluster_id)) {}
+
+std::string SnapshotCatalog::ClusterPrefix() const {
+  return std::string(kSnapshotRoot) + "/" + cluster_id_ + "/";
+}
+
+std::string SnapshotCatalog::ObjectKey(std::string_view snapshot_id,
+                                       std::string_view name) const {
+  return ClusterPrefix() + std::string(snapshot_id) + "/" + std::string(name);
+}
+
+std::string SnapshotCatalog::LatestKey() const {
+  return ClusterPrefix() + std::string(kLatestObject);
+}
+
+Result<std::string> SnapshotCatalog::Latest() const {
+  Result<std::string> text = store_->Get(LatestKey());
+  if (!text.ok()) {
+    if (text.error() == ErrorCode::FILE_NOT_FOUND) return std::string();
+    return text.error();
+  }
+  std::string_view id = TrimLine(*text);
+  return ValidSnapshotId(id) ? std::string(id) : std::string();
+}
+
+ErrorCode SnapshotCatalog::SetLatest(std::string_view snapshot_id) const {
+  if (!ValidSnapshotId(snapshot_id)) return ErrorCode::INVALID_PARAMS;
+  return store_->Put(LatestKey(), std::string(snapshot_id) + "\n");
+}
+
+Result<std::vector<SnapshotCatalog::Listed>> SnapshotCatalog::List() const {
+  std::string prefix = ClusterPrefix();
+  Result<std::vector<std::string>> keys = store_->List(prefix);
+  if (!keys.ok()) return keys.error();
+  std::vector<Listed> listed;
+  for (const auto& [id, names] : GroupById(*keys, prefix)) {
+    listed.push_back(Listed{id, Complete(names)});
+  }
+  return listed;
+}
+
+Result<std::vector<std::string>> SnapshotCatalog::Candidates() const {
+  Result<std::string> latest = Latest();
+  if (!latest.ok()) return latest.error();
+  Result<std::vector<Listed>> listed = List();
+  if (!listed.ok()) return listed.error();
+  std::vector<std::string> ids;
+  if (!latest->empty()) ids.push_back(*latest);
+  for (const Listed& l : *listed) {
+    if (l.id != *latest) ids.push_back(l.id);
+  }
+  return ids;
+}
+
+Result<std::vector<std::string>> SnapshotCatalog::ApplyRetention(size_t keep) const {
+  if (keep == 0) return ErrorCode::INVALID_PARAMS;
+  Result<std::string> latest = Latest();
+  if (!latest.ok()) return latest.error();
+  std::string prefix = ClusterPrefix();
+  Result<std::vector<std::string>> keys = store_->List(prefix);
+  if (!keys.ok()) return keys.error();
+  std::vector<std::string> deleted;
+  size_t complete_kept = 0;
+  for (const auto& [id, names] : GroupById(*keys, prefix)) {  // newest first
+    bool complete = Complete(names);
+    if (id == *latest || (complete && complete_kept < keep)) {
+      complete_kept += complete ? 1 : 0;
+      continue;
+    }
+    for (const std::string& name : names) {
+      ErrorCode rc = store_->Remove(ObjectKey(id, name));
+      if (rc != ErrorCode::OK) return rc;
+    }
+    deleted.push_back(id);
+  }
+  return deleted;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,77 @@
+// SnapshotCatalog: where a cluster's snapshots lie in an ObjectStore, which
+// of them restore should try, and which retention deletes.
+//
+// Key layout:
+//   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/metadata
+//   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/segments
+//   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/task_manager
+//   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/manifest.txt
+//   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/descriptor.txt
+//   mooncake_master_snapshot/<cluster_id>/latest.txt   (the id, one line)
+// A snapshot is complete when all five of its objects exist; they are
+// written in the order above, then latest.txt.
+//
+// Contracts: the catalog never interprets payloads; ids that are not
+// ValidSnapshotId are ignored (never listed, never deleted). Store errors
+// come back as they are.
+//
+// Thread safety: a catalog holds no state of its own beyond its arguments;
+// it is as thread-safe as its store.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "snapshot/object_store.h"
+
+namespace shelfmark {
+
+inline constexpr std::string_view kSnapshotRoot = "mooncake_master_snapshot";
+inline constexpr std::string_view kLatestObject = "latest.txt";
+// The objects of one snapshot, in publish order.
+inline constexpr std::string_view kSnapshotObjects[] = {
+    "metadata", "segments", "task_manager", "manifest.txt", "descriptor.txt"};
+
+class SnapshotCatalog {
+ public:
+  // `store` must outlive the catalog.
+  SnapshotCatalog(ObjectStore* store, std::string cluster_id);
+
+  // "mooncake_master_snapshot/<cluster>/".
+  std::string ClusterPrefix() const;
+  // "mooncake_master_snapshot/<cluster>/<id>/<name>".
+  std::string ObjectKey(std::string_view snapshot_id, std::string_view name) const;
+  std::string LatestKey() const;
+
+  // The id latest.txt names; "" when there is no latest.txt or it does not
+  // hold a valid id (a torn or foreign file is a reason to fall back, not to fail).
+  Result<std::string> Latest() const;
+  ErrorCode SetLatest(std::string_view snapshot_id) const;
+
+  struct Listed {
+    std::string id;
+    bool complete = false;  // all five objects present
+  };
+  // Every snapshot id under the cluster prefix, newest first.
+  Result<std::vector<Listed>> List() const;
+
+  // Ids restore should try, best first: the one latest.txt names (when it
+  // is valid), then every other listed id, newest first. A missing latest
+  // or a latest naming a vanished snapshot only changes the order; listing
+  // errors fail.
+  Result<std::vector<std::string>> Candidates() const;
+
+  // Keeps the `keep` newest complete snapshots and the one latest.txt names;
+  // deletes every object of the others (incomplete ones included). Returns
+  // the ids deleted. Precondition: keep >= 1.
+  Result<std::vector<std::string>> ApplyRetention(size_t keep) const;
+
+ private:
+  ObjectStore* store_;
+  std::string cluster_id_;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,216 @@
+#!/bin/bash
+# run_vm_suite.sh BUILD_DIR: runs the soft-RoCE test suite inside a QEMU
+# virtual machine booted on Debian's own kernel (the host kernel may lack
+# InfiniBand; the VM's has it as modules).
+#
+# Steps (host side):
+#  1. installs what it needs with apt-get (only when something is missing);
+#  2. downloads the kernel image package that linux-image-amd64 depends on
+#     and unpacks it (dpkg-deb -x, never installed) into
+#     BUILD_DIR/softroce/kernel/<package>/ (kept and reused by later runs);
+#  3. builds an initramfs: busybox, the RDMA and veth modules, iproute2's `ip`
+#     (as `iproute2-ip`, so busybox's own applet does not shadow it) and
+#     `rdma`, the project's test binaries and every library they load,
+#     libibverbs' rxe provider, UCX's modules, and tests/softroce/vm_init.sh
+#     as /init;
+#  4. boots it with TCG (KVM guests hang on these machines), 1 GiB, 2 vCPUs,
+#     no network card, with a time-out; the console goes to
+#     BUILD_DIR/softroce/console.log.
+# Inside, /init sets up veth0 (192.168.77.1) <-> veth1 (192.168.77.2) with
+# rxe0 and rxe1 on them, runs each test, prints "SHELFMARK-TEST <name>
+# PASS|FAIL" per test and "SHELFMARK-VM-END" last, then powers off.
+#
+# (No pipe in here ends its reader early: with pipefail a SIGPIPE would abort.)
+# Exit status: 0 when every test passed and the end marker was seen; 1 on any
+# FAIL, a missing marker or a time-out; 2 on bad usage or a setup failure.
+# Environment: SHELFMARK_VM_TIMEOUT (seconds, default 600),
+# SHELFMARK_VM_GTEST_FILTER (passed to the verbs test as --gtest_filter).
+set -euo pipefail
+
+if [[ $# -ne 1 || ! -d "$1" ]]; then
+  echo "usage: $0 BUILD_DIR   (a configured and built Shelfmark build folder)" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work="$build/softroce"
+timeout_s="${SHELFMARK_VM_TIMEOUT:-600}"
+start_s=$(date +%s)
+
+# Kernel modules the VM loads (paths under lib/modules/<version>/kernel/).
+module_paths=(drivers/infiniband/core drivers/infiniband/sw/rxe net/ipv4/udp_tunnel.ko
+              net/ipv6/ip6_udp_tunnel.ko fs/configfs crypto/crc32_generic.ko drivers/net/veth.ko)
+
+log() { echo "[softroce] $*" >&2; }
+die() { echo "[softroce] error: $*" >&2; exit 2; }
+
+# --- 1. packages -------------------------------------------------------------
+ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers \
+             ibverbs-utils perftest iproute2; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+      missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+      { apt-get update -q >&2 &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } ||
+      die "apt-get install ${missing[*]} failed"
+  fi
+}
+
+# --- 2. kernel ---------------------------------------------------------------
+kernel_dir=""
+kernel_version=""
+fetch_kernel() {
+  local pkg
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+        awk '/Depends: linux-image-[0-9]/ && !seen {print $2; seen = 1}')
+  [[ -n "$pkg" ]] || die "apt-cache depends linux-image-amd64 names no kernel image"
+  kernel_dir="$work/kernel/$pkg"
+  if ! compgen -G "$kernel_dir/boot/vmlinuz-*" >/dev/null; then
+    log "downloading $pkg (cached under $kernel_dir)"
+    local tmp="$work/kernel/download"
+    rm -rf "$tmp" "$kernel_dir"
+    mkdir -p "$tmp"
+    chmod 777 "$tmp"  # apt-get download drops privileges to _apt when it can
+    (cd "$tmp" && apt-get download "$pkg" >&2) ||
+      { apt-get update -q >&2 && (cd "$tmp" && apt-get download "$pkg" >&2); } ||
+      die "apt-get download $pkg failed"
+    local part="$kernel_dir.partial"
+    mkdir -p "$part"
+    dpkg-deb -x "$tmp"/*.deb "$part"
+    # Keep the image and the modules the VM needs (a few MiB, not 400).
+    local mods rel
+    mods=$(echo "$part"/lib/modules/*)
+    mkdir -p "$part/keep"
+    for rel in "${module_paths[@]}"; do
+      [[ -e "$mods/kernel/$rel" ]] || die "module path $rel missing in $pkg"
+      mkdir -p "$part/keep/$(dirname "$rel")"
+      mv "$mods/kernel/$rel" "$part/keep/$(dirname "$rel")/"
+    done
+    rm -rf "$mods/kernel" "$part/usr" "$part/etc"
+    mv "$part/keep" "$mods/kernel"
+    mv "$part" "$kernel_dir"
+    rm -rf "$tmp"
+  fi
+  local module_dirs=("$kernel_dir"/lib/modules/*/)
+  kernel_version=$(basename "${module_dirs[0]}")
+}
+
+# --- 3. initramfs --------------------------------------------------------------
+root=""
+copy_with_libs() {  # copy_with_libs SRC DEST_IN_ROOT [strip]
+  local src="$1" dest="$root$2"
+  mkdir -p "$(dirname "$dest")"
+  cp -L "$src" "$dest"
+  if [[ "${3:-}" == strip ]]; then strip --strip-debug "$dest" 2>/dev/null || true; fi
+  local lib
+  for lib in $(ldd "$src" 2>/dev/null | awk '/=> \// {print $3} /^\t\/lib/ {print $1}'); do
+    if [[ ! -e "$root$lib" ]]; then
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    fi
+  done
+}
+
+build_initramfs() {
+  root="$work/root"
+  rm -rf "$root"
+  mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib,lib64,usr/bin,tests,mnt}
+  cp /bin/busybox "$root/bin/busybox"
+  local applet
+  for applet in $("$root/bin/busybox" --list); do
+    [[ -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
+  done
+
+  # Modules (the whole infiniband core, rxe and what they load).
+  local mods="$kernel_dir/lib/modules/$kernel_version"
+  local mroot="$root/lib/modules/$kernel_version"
+  local rel
+  for rel in "${module_paths[@]}"; do
+    [[ -e "$mods/kernel/$rel" ]] || die "module path $rel missing in $kernel_version"
+    mkdir -p "$mroot/kernel/$(dirname "$rel")"
+    cp -r "$mods/kernel/$rel" "$mroot/kernel/$(dirname "$rel")/"
+  done
+  cp "$mods"/modules.{order,builtin} "$mroot/" 2>/dev/null || true
+
+  # iproute2 (busybox ip cannot make a veth pair) and the RDMA tools.
+  copy_with_libs "$(command -v ip)" /bin/iproute2-ip
+  copy_with_libs "$(command -v rdma)" /bin/rdma
+  local tool
+  for tool in ib_read_lat ib_write_lat ib_read_bw ibv_devinfo; do
+    copy_with_libs "$(command -v $tool)" "/usr/bin/$tool"
+  done
+  local multiarch=/usr/lib/x86_64-linux-gnu
+  mkdir -p "$root/etc/libibverbs.d" "$root$multiarch/libibverbs"
+  cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+  copy_with_libs "$multiarch/libibverbs/librxe-rdmav34.so" "$multiarch/libibverbs/librxe-rdmav34.so"
+  local gcc_s
+  gcc_s=$(ldconfig -p | awk '/libgcc_s.so.1 .*x86-64/ && !seen {print $NF; seen = 1}')
+  [[ -n "$gcc_s" ]] && cp -L "$gcc_s" "$root$gcc_s"
+  if [[ -d "$multiarch/ucx" ]]; then
+    mkdir -p "$root$multiarch/ucx"
+    local m
+    for m in "$multiarch"/ucx/*.so.0; do copy_with_libs "$m" "${m}"; done
+  fi
+
+  # The project's test binaries (stripped of debug info: a smaller initrd boots faster).
+  local bin
+  for bin in transport/verbs_engine_test control/shelfmark-master control/shelfmark-node \
+             control/shelfmark-cli perf/shelfmark-perf; do
+    [[ -x "$build/$bin" ]] && copy_with_libs "$build/$bin" "/tests/$(basename "$bin")" strip
+  done
+  [[ -x "$root/tests/verbs_engine_test" ]] ||
+    die "$build/transport/verbs_engine_test is missing: build it first"
+
+  cp "$here/vm_init.sh" "$root/init"
+  chmod +x "$root/init"
+  echo "${SHELFMARK_VM_GTEST_FILTER:-*}" >"$root/tests/gtest_filter"
+
+  (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$work/initrd.gz"
+}
+
+# --- 4. boot ----------------------------------------------------------------------
+run_vm() {
+  local console="$work/console.log"
+  rm -f "$console"
+  local images=("$kernel_dir"/boot/vmlinuz-*)
+  local vmlinuz="${images[0]}"
+  log "booting $kernel_version under TCG (time-out ${timeout_s}s)"
+  local boot_s rc=0
+  boot_s=$(date +%s)
+  timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
+    -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
+    -append "console=ttyS0 quiet panic=-1" \
+    -display none -monitor none -serial "file:$console" -nic none -no-reboot \
+    </dev/null >&2 || rc=$?
+  local vm_s=$(( $(date +%s) - boot_s ))
+  [[ -f "$console" ]] || die "qemu wrote no console log (exit status $rc)"
+  tr -d '\r' <"$console"
+  echo "----- softroce summary -----"
+  grep -a '^SHELFMARK-TEST ' "$console" | tr -d '\r' || true
+  local failed=0
+  if ((rc == 124 || rc == 137)); then
+    echo "VM timed out after ${timeout_s}s"; failed=1
+  fi
+  if ! grep -aq '^SHELFMARK-VM-END' "$console"; then
+    echo "end marker SHELFMARK-VM-END missing"; failed=1
+  fi
+  if grep -aq '^SHELFMARK-TEST .* FAIL' "$console"; then failed=1; fi
+  if ! grep -aq '^SHELFMARK-TEST .* PASS' "$console"; then
+    echo "no test passed"; failed=1
+  fi
+  echo "VM wall time ${vm_s}s, total $(( $(date +%s) - start_s ))s"
+  return $failed
+}
+
+mkdir -p "$work"
+ensure_packages
+fetch_kernel
+build_initramfs
+log "initramfs $(du -h "$work/initrd.gz" | cut -f1), kernel $kernel_version"
+if run_vm; then echo "softroce suite: PASS"; else echo "softroce suite: FAIL"; exit 1; fi
