@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   capnproto libcapnp-dev
-  libzstd-dev libmsgpack-cxx-dev libcurl4-openssl-dev libssl-dev
+  libzstd-dev libmsgpack-cxx-dev libcurl4-openssl-dev libssl-dev libxxhash-dev
   libgtest-dev
   libibverbs-dev librdmacm-dev libucx-dev
   curl iproute2 procps
