@@ -4,20 +4,27 @@
 //     ls [--prefix=P] [--limit=N]    keys of the tenant, one per line
 //     count [--all_tenants]          number of objects
 //     rm KEY [--force]               remove one object
+//     put KEY FILE [--replicas=N]    store FILE's bytes under KEY (with a checksum)
+//     get KEY [FILE]                 the object's bytes, into FILE or to stdout
+//   put and get move the bytes themselves (--protocol=auto|rdma|ucx,
+//   --cluster_token=T); the other subcommands only talk to the master.
 // Exit codes: 0 success, 1 the master answered an error (its ErrorCode name
 // on stderr), 2 bad usage.
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/flags.h"
-#include "common/object_key.h"
-#include "control/master_client.h"
 #include "common/host_port.h"
 #include "common/json_line.h"
+#include "common/object_key.h"
+#include "control/client.h"
+#include "control/master_client.h"
+#include "control/rdma_plugin.h"
 
 namespace shelfmark {
 namespace {
@@ -32,6 +39,9 @@ struct CliOptions {
   int64_t limit = 0;
   bool all_tenants = false;
   bool force = false;
+  int64_t replicas = 1;
+  std::string protocol = "auto";
+  std::string cluster_token;
 };
 
 struct Context {
@@ -213,14 +223,89 @@ int RunRm(const Context& c) {
   return 0;
 }
 
+void AddDataFlags(FlagSet* f, CliOptions* o) {
+  f->AddString("protocol", &o->protocol, "data-plane protocol", {"auto", "rdma", "ucx"});
+  f->AddString("cluster_token", &o->cluster_token, "token the nodes expect");
+}
+
+void AddPutFlags(FlagSet* f, CliOptions* o) {
+  AddDataFlags(f, o);
+  f->AddInt64("replicas", &o->replicas, "MEMORY replicas on distinct segments", 1, 32);
+}
+
+// A data-plane client for put/get; nullptr (after a message) on failure.
+std::unique_ptr<Client> MakeDataClient(const CliOptions& o) {
+  ClientOptions options;
+  options.master = o.master;
+  options.protocol = o.protocol;
+  options.transport.cluster_token = o.cluster_token;
+  options.rpc_timeout_ms = o.timeout_ms;
+  RdmaPlugin rdma = LinkedRdmaPlugin();
+  options.rdma_factory = rdma.factory;
+  options.rdma_device_present = rdma.device_present;
+  if (o.protocol == "rdma" && !rdma.factory) {
+    std::fprintf(stderr, "shelfmark-cli: flag --protocol=rdma: this build has no verbs engine\n");
+    return nullptr;
+  }
+  auto client = Client::Create(options);
+  if (!client.ok()) {
+    Fail("--protocol=" + o.protocol, client.error());
+    return nullptr;
+  }
+  return std::move(client).value();
+}
+
+int RunPut(const Context& c) {
+  std::FILE* in = std::fopen(c.args[1].c_str(), "rb");
+  if (in == nullptr) return Fail("put: cannot open " + c.args[1], ErrorCode::FILE_OPEN_FAIL);
+  std::string value;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), in)) > 0) value.append(buf, n);
+  const bool read_error = std::ferror(in) != 0;
+  std::fclose(in);
+  if (read_error) return Fail("put: cannot read " + c.args[1], ErrorCode::FILE_READ_FAIL);
+  auto client = MakeDataClient(c.o);
+  if (client == nullptr) return 1;
+  PutOptions options;
+  options.config.replica_num = static_cast<uint32_t>(c.o.replicas);
+  options.compute_checksum = true;
+  ErrorCode rc = client->Put(c.o.tenant, c.args[0], value, options);
+  if (rc != ErrorCode::OK) return Fail("put " + c.args[0], rc);
+  if (c.o.json) {
+    std::printf("%s\n",
+                JsonObject().Str("key", c.args[0]).Uint("size", value.size()).str().c_str());
+  } else {
+    std::fprintf(stderr, "put %s: %zu bytes\n", JsonQuote(c.args[0]).c_str(), value.size());
+  }
+  return 0;
+}
+
+int RunGet(const Context& c) {
+  auto client = MakeDataClient(c.o);
+  if (client == nullptr) return 1;
+  auto value = client->Get(c.o.tenant, c.args[0]);
+  if (!value.ok()) return Fail("get " + c.args[0], value.error());
+  const bool to_file = c.args.size() > 1;
+  std::FILE* out = to_file ? std::fopen(c.args[1].c_str(), "wb") : stdout;
+  if (out == nullptr) return Fail("get: cannot create " + c.args[1], ErrorCode::FILE_OPEN_FAIL);
+  bool ok = std::fwrite(value->data(), 1, value->size(), out) == value->size();
+  ok &= to_file ? std::fclose(out) == 0 : std::fflush(out) == 0;
+  if (!ok) return Fail("get: cannot write the bytes", ErrorCode::FILE_WRITE_FAIL);
+  return 0;
+}
+
 void NoFlags(FlagSet*, CliOptions*) {}
 
-// Later subcommands (put KEY FILE, get KEY [FILE]) add a row here.
 constexpr Subcommand kSubcommands[] = {
     {"stat", "stat KEY", 1, 1, true, NoFlags, RunStat},
     {"ls", "ls [--prefix=P] [--limit=N]", 0, 0, false, AddLsFlags, RunLs},
     {"count", "count [--all_tenants]", 0, 0, false, AddCountFlags, RunCount},
     {"rm", "rm KEY [--force]", 1, 1, true, AddRmFlags, RunRm},
+    {"put", "put KEY FILE [--replicas=N] [--protocol=P] [--cluster_token=T]", 2, 2, true,
+     AddPutFlags, RunPut},
+    {"get", "get KEY [FILE] [--protocol=P] [--cluster_token=T]", 1, 2, true, AddDataFlags,
+     RunGet},
 };
 
 void AddGlobalFlags(FlagSet* f, CliOptions* o) {

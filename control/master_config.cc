@@ -1,5 +1,7 @@
 #include "control/master_config.h"
 
+#include <cstdlib>
+
 #include "common/flags.h"
 
 namespace shelfmark {
@@ -47,6 +49,22 @@ void AddSnapshotFlags(FlagSet& f, MasterConfig* c) {
              "snapshots kept (>= 1)", 1, 1000);
 }
 
+// The local store's directory comes from the environment (design study:
+// MOONCAKE_SNAPSHOT_LOCAL_PATH); S3 settings are read where the store opens.
+bool ReadSnapshotEnvironment(MasterConfig* c, std::string* message) {
+  bool uses_store = c->enable_snapshot || c->enable_snapshot_restore;
+  if (!uses_store || c->snapshot_object_store_type != "local") return true;
+  const char* path = std::getenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");
+  if (path == nullptr || *path == '\0') {
+    *message = "shelfmark-master: --snapshot_object_store_type=local with --enable_snapshot or "
+               "--enable_snapshot_restore needs MOONCAKE_SNAPSHOT_LOCAL_PATH (the directory "
+               "that holds the snapshots); it is not set";
+    return false;
+  }
+  c->snapshot_local_path = path;
+  return true;
+}
+
 }  // namespace
 
 DirectoryOptions MasterConfig::ToDirectoryOptions() const {
@@ -81,7 +99,7 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
     *message = "shelfmark-master: flag --cluster_id must be a non-empty name without '/' or '..'";
     return ParseOutcome::kError;
   }
-  return ParseOutcome::kRun;
+  return ReadSnapshotEnvironment(config, message) ? ParseOutcome::kRun : ParseOutcome::kError;
 }
 
 }  // namespace shelfmark

@@ -31,14 +31,18 @@ struct MasterConfig {
   int64_t snapshot_interval_seconds = 600;
   int64_t snapshot_child_timeout_seconds = 300;
   int64_t snapshot_retention_count = 2;
+  // $MOONCAKE_SNAPSHOT_LOCAL_PATH: required (and read) when snapshots or
+  // restore use the local object store.
+  std::string snapshot_local_path;
 
   DirectoryOptions ToDirectoryOptions() const;
 };
 
 enum class ParseOutcome { kRun, kHelp, kError };
 
-// Parses argv into *config. kError sets *message to a line naming the flag;
-// kHelp sets it to the usage text.
+// Parses argv into *config (and the environment variables the flags call
+// for). kError sets *message to a line naming the flag or variable; kHelp
+// sets it to the usage text.
 ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* config,
                               std::string* message);
 

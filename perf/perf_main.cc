@@ -1,5 +1,7 @@
 // shelfmark-perf: benchmarks of Shelfmark, one subcommand each.
 //   shelfmark-perf master --master=HOST:PORT [...]   master RPC throughput, latency, DRAM/object
+//   shelfmark-perf read --master=HOST:PORT --protocol=rdma|ucx [...]   MEMORY read latency vs raw engine
+//   shelfmark-perf snapshot --objects=N[,N...] [...]   snapshot pause, size, copy-on-write, restore
 // The subcommand is the first positional argument; its flags follow anywhere.
 #include <cstdio>
 #include <cstring>
@@ -8,6 +10,8 @@
 #include <vector>
 
 #include "perf/master_bench.h"
+#include "perf/read_bench.h"
+#include "perf/snapshot_bench.h"
 
 namespace {
 
@@ -21,6 +25,10 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"master", "master RPC throughput and latency (put, get_replica_list), DRAM per object",
      shelfmark::RunMasterBench},
+    {"read", "MEMORY read latency and bandwidth, Shelfmark's path vs the raw engine",
+     shelfmark::RunReadBench},
+    {"snapshot", "snapshot pause (lock + fork), child time, bytes, copy-on-write, restore",
+     shelfmark::RunSnapshotBench},
 };
 
 void PrintUsage(FILE* out) {

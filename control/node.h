@@ -1,0 +1,95 @@
+// Node: the logic of shelfmark-node. It owns a DRAM segment (anonymous
+// memory, pages populated up front), registers it with a TransportEngine for
+// remote access, and keeps it mounted at the master:
+//
+//   Run():  mount (retrying every retry_interval_ms while the master is
+//           unreachable or refuses) -> ping every ping_interval_ms (keep it
+//           well under the master's client TTL, default 10 s: e.g. ttl / 3)
+//           -> a Ping answering NEED_REMOUNT (the master restarted or
+//           expired us) remounts the same segment -> Stop() -> unmount and
+//           return.
+//
+// The segment mounted is Segment{id, name, base = the memory's address, size,
+// endpoint = engine.endpoint(), protocol = engine.protocol(), rkey = the
+// registered region's rkey}; the same id is used for every (re)mount.
+//
+// Thread safety: Run() is called once, from one thread (it owns the master
+// connection); Stop(), the counters and segment() may be called from any
+// thread. `on_mounted` runs on Run()'s thread after each successful mount.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/mutex.h"
+#include "common/result.h"
+#include "directory/types.h"
+#include "transport/transport.h"
+
+namespace shelfmark {
+
+struct NodeOptions {
+  std::string master = "127.0.0.1:50051";
+  UUID client_id = UUID::Generate();
+  uint64_t segment_size = 0;  // bytes, > 0
+  std::string segment_name;   // "" : "node-<client id>"
+  int64_t ping_interval_ms = 3'000;
+  int64_t retry_interval_ms = 500;
+  int64_t rpc_timeout_ms = 5'000;
+  // Called after each successful mount (first mount and remounts).
+  std::function<void(const Segment&)> on_mounted;
+};
+
+struct NodeCounters {
+  uint64_t pings = 0;          // Ping calls answered
+  uint64_t ping_failures = 0;  // Ping calls that failed (RPC_FAIL, ...)
+  uint64_t mounts = 0;         // successful MountSegment calls
+  uint64_t remounts = 0;       // NEED_REMOUNT answers seen
+};
+
+class Node {
+ public:
+  // Maps and populates the segment and registers it with `engine` (which
+  // must outlive the node). INVALID_PARAMS for a zero size or bad options;
+  // NO_AVAILABLE_HANDLE when the memory cannot be mapped; the engine's code
+  // when registration fails.
+  static Result<std::unique_ptr<Node>> Create(NodeOptions options, TransportEngine* engine);
+  ~Node();  // unregisters and unmaps the segment (Run() must have returned)
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // The mount/ping loop; returns after Stop(), with the segment unmounted
+  // (best effort: the master may be gone). Returns the unmount's code (OK
+  // when it was never mounted).
+  ErrorCode Run();
+  void Stop();
+
+  const Segment& segment() const { return segment_; }
+  uint8_t* memory() const { return memory_; }
+  const MemoryRegion& region() const { return region_; }
+  bool mounted() const { return mounted_.load(); }
+  NodeCounters counters() const;
+
+ private:
+  Node(NodeOptions options, TransportEngine* engine);
+  // Sleeps up to `ms` or until Stop(); true when stopping.
+  bool SleepOrStop(int64_t ms);
+
+  const NodeOptions options_;
+  TransportEngine* const engine_;
+  uint8_t* memory_ = nullptr;
+  MemoryRegion region_;
+  Segment segment_;
+
+  std::atomic<bool> mounted_{false};
+  std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
+  Mutex stop_mu_;
+  std::condition_variable_any stop_cv_;
+  bool stop_ GUARDED_BY(stop_mu_) = false;
+};
+
+}  // namespace shelfmark

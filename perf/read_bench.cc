@@ -1,0 +1,263 @@
+#include "perf/read_bench.h"
+
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/flags.h"
+#include "common/json_line.h"
+#include "control/client.h"
+#include "control/rdma_plugin.h"
+#include "perf/bench_util.h"
+#include "transport/ucx_engine.h"
+
+namespace shelfmark {
+namespace {
+
+struct ReadBenchOptions {
+  std::string master = "127.0.0.1:50051";
+  std::string protocol = "ucx";
+  std::string sizes_text = "4096,65536,1048576";
+  std::vector<uint64_t> sizes;
+  int64_t iters = 1000;
+  int64_t warmup = 50;
+  bool checksum = false;
+  bool json = false;
+  std::string cluster_token;
+  std::string tenant = "perf-read";
+};
+
+struct Row {
+  uint64_t size = 0;
+  double p50_us = 0, p99_us = 0, p999_us = 0, gbps = 0;
+  double raw_p50_us = 0, raw_p99_us = 0, raw_gbps = 0;
+};
+
+// "4096,65536" -> sizes; false on an empty, zero or malformed entry.
+bool ParseSizes(const std::string& text, std::vector<uint64_t>* out) {
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(at, comma - at);
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v == 0 || item[0] == '-') return false;
+    out->push_back(v);
+    at = comma + 1;
+  }
+  return !out->empty();
+}
+
+int ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
+  FlagSet flags(argv[0]);
+  flags.AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  flags.AddString("protocol", &o->protocol, "engine to read with", {"rdma", "ucx"});
+  flags.AddString("size", &o->sizes_text, "object sizes in bytes, comma-separated");
+  flags.AddInt64("iters", &o->iters, "timed reads per size and path", 1, 100'000'000);
+  flags.AddInt64("warmup", &o->warmup, "untimed reads per size and path first", 0, 1'000'000);
+  flags.AddBool("checksum", &o->checksum, "store a checksum: shelfmark reads verify it");
+  flags.AddBool("json", &o->json, "one JSON line per size");
+  flags.AddString("cluster_token", &o->cluster_token, "token the nodes expect");
+  flags.AddString("tenant", &o->tenant, "tenant of the benchmark objects");
+  std::string error;
+  if (!flags.Parse(argc, argv, &error)) {
+    std::fprintf(stderr, "%s\n%s", error.c_str(), flags.Usage().c_str());
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
+  if (!ParseHostPort(o->master)) {
+    std::fprintf(stderr, "%s: flag --master expects HOST:PORT\n", argv[0]);
+    return 2;
+  }
+  if (!ParseSizes(o->sizes_text, &o->sizes)) {
+    std::fprintf(stderr, "%s: flag --size expects positive integers separated by commas\n",
+                 argv[0]);
+    return 2;
+  }
+  return -1;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Runs `read` warmup + iters times; nanoseconds of the timed ones, or the
+// first failing code.
+Result<std::vector<int64_t>> Time(int64_t warmup, int64_t iters,
+                                  const std::function<ErrorCode()>& read) {
+  std::vector<int64_t> ns;
+  ns.reserve(static_cast<size_t>(iters));
+  for (int64_t i = 0; i < warmup + iters; ++i) {
+    const auto start = Clock::now();
+    ErrorCode rc = read();
+    const auto end = Clock::now();
+    if (rc != ErrorCode::OK) return rc;
+    if (i >= warmup) ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+  }
+  return ns;
+}
+
+// Fills the percentile and bandwidth fields from `ns` (reordered).
+void Summarize(std::vector<int64_t>* ns, uint64_t size, double* p50, double* p99, double* p999,
+               double* gbps) {
+  int64_t total = 0;
+  for (int64_t v : *ns) total += v;
+  *p50 = Percentile(ns, 50) / 1e3;
+  *p99 = Percentile(ns, 99) / 1e3;
+  if (p999 != nullptr) *p999 = Percentile(ns, 99.9) / 1e3;
+  *gbps = total > 0 ? static_cast<double>(size) * 8 * static_cast<double>(ns->size()) / total : 0;
+}
+
+class ReadBench {
+ public:
+  explicit ReadBench(ReadBenchOptions o) : o_(std::move(o)) {}
+  ~ReadBench() {
+    if (client_ && buffer_ != nullptr) client_->UnregisterBuffer(buffer_);
+    if (buffer_ != nullptr) munmap(buffer_, buffer_size_);
+  }
+
+  int Run() {
+    if (!SetUp()) return 1;
+    if (!o_.json) {
+      std::printf("%10s %10s %10s %10s %9s %12s %10s\n", "size", "p50_us", "p99_us", "p999_us",
+                  "gbps", "raw_p50_us", "raw_gbps");
+    }
+    int rc = 0;
+    for (uint64_t size : o_.sizes) {
+      Row row;
+      if (!Measure(size, &row)) {
+        rc = 1;
+        break;
+      }
+      Emit(row);
+    }
+    for (uint64_t size : o_.sizes) (void)client_->Remove(o_.tenant, Key(size), /*force=*/true);
+    return rc;
+  }
+
+ private:
+  std::string Key(uint64_t size) const { return "read-" + std::to_string(size) + "-" + id_; }
+
+  bool Fail(const std::string& what, ErrorCode rc) {
+    std::fprintf(stderr, "shelfmark-perf read: %s: %s\n", what.c_str(),
+                 std::string(ErrorCodeName(rc)).c_str());
+    return false;
+  }
+
+  bool SetUp() {
+    ClientOptions co;
+    co.master = o_.master;
+    co.protocol = o_.protocol;
+    co.transport.cluster_token = o_.cluster_token;
+    RdmaPlugin rdma = LinkedRdmaPlugin();
+    co.rdma_factory = rdma.factory;
+    co.rdma_device_present = rdma.device_present;
+    if (o_.protocol == "rdma" && !rdma.factory) {
+      std::fprintf(stderr, "shelfmark-perf read: flag --protocol=rdma: no verbs engine\n");
+      return false;
+    }
+    auto client = Client::Create(co);
+    if (!client.ok()) return Fail("client", client.error());
+    client_ = std::move(client).value();
+    id_ = client_->client_id().ToString().substr(0, 8);
+    for (uint64_t s : o_.sizes) buffer_size_ = std::max(buffer_size_, s);
+    void* mem = mmap(nullptr, buffer_size_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (mem == MAP_FAILED) return Fail("buffer", ErrorCode::NO_AVAILABLE_HANDLE);
+    buffer_ = static_cast<uint8_t*>(mem);
+    ErrorCode rc = client_->RegisterBuffer(buffer_, buffer_size_);
+    if (rc != ErrorCode::OK) return Fail("register buffer", rc);
+    return true;
+  }
+
+  bool Measure(uint64_t size, Row* row) {
+    std::string value(size, '\0');
+    for (uint64_t i = 0; i < size; ++i) value[i] = static_cast<char>(i * 7 + 3);
+    PutOptions po;
+    po.compute_checksum = o_.checksum;
+    ErrorCode rc = client_->Put(o_.tenant, Key(size), value, po);
+    if (rc != ErrorCode::OK) return Fail("put " + std::to_string(size), rc);
+    auto loc = client_->Locate(o_.tenant, Key(size));
+    if (!loc.ok()) return Fail("locate", loc.error());
+    if (loc->info.replicas.empty() || loc->info.replicas[0].memory.protocol != o_.protocol) {
+      return Fail("no " + o_.protocol + " replica", ErrorCode::INVALID_REPLICA);
+    }
+    ObjectLocation location = std::move(loc).value();
+    auto shelfmark = Time(o_.warmup, o_.iters, [&] {
+      ErrorCode r = client_->Read(location, buffer_, buffer_size_);
+      if (r != ErrorCode::LEASE_EXPIRED) return r;
+      auto again = client_->Locate(o_.tenant, Key(size));  // lease ran out: renew
+      if (!again.ok()) return again.error();
+      location = std::move(again).value();
+      return client_->Read(location, buffer_, buffer_size_);
+    });
+    if (!shelfmark.ok()) return Fail("read " + std::to_string(size), shelfmark.error());
+    if (std::memcmp(buffer_, value.data(), size) != 0) {
+      return Fail("read " + std::to_string(size) + " returned wrong bytes",
+                  ErrorCode::CHECKSUM_MISMATCH);
+    }
+    auto raw = Time(o_.warmup, o_.iters, RawRead(location.info.replicas[0].memory, size));
+    if (!raw.ok()) return Fail("raw read " + std::to_string(size), raw.error());
+    row->size = size;
+    Summarize(&*shelfmark, size, &row->p50_us, &row->p99_us, &row->p999_us, &row->gbps);
+    Summarize(&*raw, size, &row->raw_p50_us, &row->raw_p99_us, nullptr, &row->raw_gbps);
+    return true;
+  }
+
+  // One read of `size` bytes of `replica` through the bare engine.
+  std::function<ErrorCode()> RawRead(const MemoryDescriptor& replica, uint64_t size) {
+    TransportEngine* engine = client_->engine(o_.protocol);
+    if (o_.protocol == UcxEngine::kProtocol) {
+      auto* ucx = static_cast<UcxEngine*>(engine);
+      return [ucx, &replica, size, this] {
+        return RawUcxGet(*ucx, replica, 0, buffer_, size, 5000).code;
+      };
+    }
+    return [engine, &replica, size, this] {
+      TransferOp op{&replica, 0, buffer_, size};
+      return engine->Transfer(TransferKind::READ, {&op, 1}, 5000).code;
+    };
+  }
+
+  void Emit(const Row& r) {
+    if (o_.json) {
+      JsonObject j;
+      j.Str("bench", "read").Str("protocol", o_.protocol).Uint("size", r.size)
+          .Int("iters", o_.iters).Num("p50_us", r.p50_us, 2).Num("p99_us", r.p99_us, 2)
+          .Num("p999_us", r.p999_us, 2).Num("gbps", r.gbps, 3)
+          .Num("raw_p50_us", r.raw_p50_us, 2).Num("raw_p99_us", r.raw_p99_us, 2)
+          .Num("raw_gbps", r.raw_gbps, 3);
+      std::printf("%s\n", j.str().c_str());
+    } else {
+      std::printf("%10llu %10.2f %10.2f %10.2f %9.3f %12.2f %10.3f\n",
+                  static_cast<unsigned long long>(r.size), r.p50_us, r.p99_us, r.p999_us, r.gbps,
+                  r.raw_p50_us, r.raw_gbps);
+    }
+    std::fflush(stdout);
+  }
+
+  ReadBenchOptions o_;
+  std::unique_ptr<Client> client_;
+  std::string id_;
+  uint8_t* buffer_ = nullptr;
+  uint64_t buffer_size_ = 0;
+};
+
+}  // namespace
+
+int RunReadBench(int argc, const char* const* argv) {
+  ReadBenchOptions o;
+  int rc = ParseOptions(argc, argv, &o);
+  if (rc >= 0) return rc;
+  return ReadBench(std::move(o)).Run();
+}
+
+}  // namespace shelfmark

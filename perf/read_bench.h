@@ -1,0 +1,30 @@
+// `shelfmark-perf read`: latency and bandwidth of MEMORY reads, Shelfmark's
+// read path side by side with the raw engine in the same run.
+//
+//   shelfmark-perf read --master=HOST:PORT --protocol=rdma|ucx
+//       [--size=4096,65536,1048576] [--iters=N] [--warmup=N] [--checksum]
+//       [--cluster_token=T] [--tenant=T] [--json]
+//
+// Needs a running master and at least one node of that protocol (it starts
+// nothing; scripts/bench_read.sh does). Per size it puts one object, fetches
+// its descriptor once (Client::Locate) and then times:
+//   - shelfmark: Client::Read into a registered buffer, the data path of Get
+//     (replica choice, TransportSet routing, lease check, checksum when
+//     --checksum) with no master RPC in the loop (a descriptor whose lease
+//     ran out is fetched again, outside the timing);
+//   - raw: the same bytes through the bare engine (ucx: RawUcxGet, one
+//     ucp_get_nbx; rdma: the engine's Transfer) with none of those layers.
+// Output: one JSON line per size
+//   {"bench":"read","protocol":..,"size":..,"iters":..,"p50_us":..,"p99_us":..,
+//    "p999_us":..,"gbps":..,"raw_p50_us":..,"raw_p99_us":..,"raw_gbps":..}
+// or a table. gbps = bits moved / time spent in the timed reads (one read in
+// flight at a time). The objects are removed at the end.
+#pragma once
+
+namespace shelfmark {
+
+// argv[0] names the subcommand. Exit code: 0 success, 1 a failed read or
+// setup, 2 bad usage.
+int RunReadBench(int argc, const char* const* argv);
+
+}  // namespace shelfmark

@@ -1,0 +1,209 @@
+// Real shelfmark-master and shelfmark-node processes (UCX on 127.0.0.1) and
+// the client library in this process: round trips, a node killed with
+// SIGKILL, a node stopped with SIGTERM, and shelfmark-cli put/get.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "control/client.h"
+#include "tests/process_util.h"
+
+namespace shelfmark {
+namespace {
+
+using testing::ChildProcess;
+using SteadyTime = std::chrono::steady_clock;
+
+constexpr int kStartMs = 30'000;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Polls `path` until it contains `needle` (bounded); true when it does.
+bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms) {
+  const auto deadline = SteadyTime::now() + std::chrono::milliseconds(timeout_ms);
+  while (SteadyTime::now() < deadline) {
+    if (ReadFile(path).find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Polls the master's metric `name` until it equals `value` (bounded).
+bool WaitForMetric(uint16_t port, const std::string& name, double value, int timeout_ms) {
+  const auto deadline = SteadyTime::now() + std::chrono::milliseconds(timeout_ms);
+  while (SteadyTime::now() < deadline) {
+    std::string body;
+    if (testing::HttpGet(port, "/metrics", &body) == 200 &&
+        testing::MetricValue(body, name) == value) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string Pattern(size_t size, int seed) {
+  std::string s(size, '\0');
+  for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>((i * 31 + seed) & 0xff);
+  return s;
+}
+
+class ClientProcessTest : public ::testing::Test {
+ protected:
+  // The master binds free ports itself (port 0) and prints them: no race
+  // with other processes picking ports.
+  void SetUp() override {
+    const std::string err = ::testing::TempDir() + "/client_process_master.err";
+    std::remove(err.c_str());
+    master_ = std::make_unique<ChildProcess>(
+        SHELFMARK_MASTER_BIN,
+        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2"}, err);
+    ASSERT_TRUE(WaitForText(err, "metrics port ", kStartMs)) << ReadFile(err);
+    const std::string text = ReadFile(err);
+    int rpc = 0, http = 0;
+    ASSERT_EQ(std::sscanf(text.c_str() + text.find("rpc port "), "rpc port %d, metrics port %d",
+                          &rpc, &http), 2) << text;
+    rpc_ = static_cast<uint16_t>(rpc);
+    http_ = static_cast<uint16_t>(http);
+    ASSERT_TRUE(testing::WaitHealthy(http_, kStartMs));
+  }
+
+  static std::string NodeErr(const std::string& name) {
+    return ::testing::TempDir() + "/client_process_" + name + ".err";
+  }
+
+  // The node's metrics port from its stderr ("shelfmark-node: metrics port N"); 0 if absent.
+  static uint16_t NodeMetricsPort(const std::string& name) {
+    const std::string text = ReadFile(NodeErr(name));
+    const std::string tag = "metrics port ";
+    const size_t at = text.find(tag);
+    return at == std::string::npos ? 0
+                                   : static_cast<uint16_t>(std::stoi(text.substr(at + tag.size())));
+  }
+
+  std::string Master() const { return "127.0.0.1:" + std::to_string(rpc_); }
+
+  // Starts a node and waits for its ready line.
+  std::unique_ptr<ChildProcess> StartNode(const std::string& name) {
+    const std::string err = NodeErr(name);
+    std::remove(err.c_str());  // no ready line from an earlier run
+    auto node = std::make_unique<ChildProcess>(
+        SHELFMARK_NODE_BIN,
+        std::vector<std::string>{"--master=" + Master(), "--segment_size=67108864",
+                                 "--protocol=ucx", "--listen_ip=127.0.0.1",
+                                 "--segment_name=" + name, "--ping_interval_ms=300"},
+        err);
+    EXPECT_TRUE(WaitForText(err, "protocol ucx endpoint 127.0.0.1:", kStartMs)) << ReadFile(err);
+    return node;
+  }
+
+  std::unique_ptr<Client> MakeClient() {
+    ClientOptions options;
+    options.master = Master();
+    options.protocol = "ucx";
+    options.transfer_timeout_ms = 3000;
+    auto client = Client::Create(options);
+    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  uint16_t rpc_ = 0, http_ = 0;
+  std::unique_ptr<ChildProcess> master_;
+};
+
+TEST_F(ClientProcessTest, RoundTripsThroughARealNode) {
+  auto node = StartNode("rt");
+  auto client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  for (size_t size : {size_t{1}, size_t{4096}, size_t{100'000}, size_t{4} << 20}) {
+    const std::string key = "rt-" + std::to_string(size);
+    const std::string value = Pattern(size, static_cast<int>(size % 251));
+    PutOptions options;
+    options.compute_checksum = true;
+    ASSERT_EQ(client->Put("", key, value, options), ErrorCode::OK) << key;
+    auto got = client->Get("", key);
+    ASSERT_TRUE(got.ok()) << key << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, value);
+  }
+  auto batch = client->BatchGet("", {"rt-1", "rt-4096", "nope"});
+  EXPECT_EQ(*batch[0], Pattern(1, 1));
+  EXPECT_EQ(*batch[1], Pattern(4096, 4096 % 251));
+  EXPECT_EQ(batch[2].error(), ErrorCode::OBJECT_NOT_FOUND);
+}
+
+TEST_F(ClientProcessTest, KilledNodeFailsReadsWithoutHangingOrWrongBytes) {
+  auto node = StartNode("victim");
+  auto client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  const std::string value = Pattern(65536, 5);
+  ASSERT_EQ(client->Put("", "victim-key", value), ErrorCode::OK);
+  ASSERT_EQ(*client->Get("", "victim-key"), value);  // connected and cached
+  node->Signal(SIGKILL);
+  ASSERT_EQ(node->Wait(10'000), 128 + SIGKILL);
+  auto got = client->Get("", "victim-key");
+  ASSERT_FALSE(got.ok()) << "bytes from a dead node";
+  EXPECT_TRUE(got.error() == ErrorCode::TRANSFER_FAIL ||
+              got.error() == ErrorCode::OBJECT_NOT_FOUND)
+      << ErrorCodeName(got.error());
+  // After the client TTL the master drops the node and its objects.
+  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segment_count", 0, 20'000));
+  EXPECT_EQ(client->Get("", "victim-key").error(), ErrorCode::OBJECT_NOT_FOUND);
+}
+
+TEST_F(ClientProcessTest, SigtermUnmountsAndExitsZero) {
+  auto node = StartNode("polite");
+  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segment_count", 1, kStartMs));
+  std::string node_metrics;
+  ASSERT_EQ(testing::HttpGet(NodeMetricsPort("polite"), "/metrics", &node_metrics), 200);
+  EXPECT_EQ(testing::MetricValue(node_metrics, "shelfmark_node_mounted"), 1);
+  EXPECT_EQ(testing::MetricValue(node_metrics, "shelfmark_node_segment_bytes"), 67108864);
+  node->Signal(SIGTERM);
+  EXPECT_EQ(node->Wait(20'000), 0);
+  std::string body;
+  ASSERT_EQ(testing::HttpGet(http_, "/metrics", &body), 200);
+  EXPECT_EQ(testing::MetricValue(body, "shelfmark_master_segment_count"), 0);
+}
+
+TEST_F(ClientProcessTest, CliPutGetRoundTripOfAFile) {
+  auto node = StartNode("cli");
+  const std::string in = ::testing::TempDir() + "/client_process_cli.in";
+  const std::string out = ::testing::TempDir() + "/client_process_cli.out";
+  const std::string value = Pattern(300'000, 77);
+  std::ofstream(in, std::ios::binary) << value;
+  ChildProcess put(SHELFMARK_CLI_BIN, {"--master=" + Master(), "--protocol=ucx", "put",
+                                       "cli-key", in, "--tenant=files"});
+  ASSERT_EQ(put.Wait(30'000), 0);
+  ChildProcess get(SHELFMARK_CLI_BIN, {"--master=" + Master(), "--protocol=ucx", "get",
+                                       "cli-key", out, "--tenant=files"});
+  ASSERT_EQ(get.Wait(30'000), 0);
+  EXPECT_EQ(ReadFile(out), value);
+  ChildProcess missing(SHELFMARK_CLI_BIN, {"--master=" + Master(), "get", "no-such-key", out});
+  EXPECT_EQ(missing.Wait(30'000), 1);
+}
+
+TEST(NodeProcess, BadFlagsExitTwoNamingTheFlag) {
+  const std::string err = ::testing::TempDir() + "/node_bad_flag.err";
+  for (const char* arg : {"--protocol=smoke", "--segment_size=abc", "--master=nohost",
+                          "--no_such_flag=1"}) {
+    ChildProcess node(SHELFMARK_NODE_BIN, {arg}, err);
+    EXPECT_EQ(node.Wait(10'000), 2) << arg;
+    const std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    EXPECT_NE(ReadFile(err).find(name), std::string::npos) << arg << ": " << ReadFile(err);
+  }
+}
+
+}  // namespace
+}  // namespace shelfmark
