@@ -39,6 +39,27 @@ uint64_t Layout(const std::vector<size_t>& round, const std::vector<uint64_t>& s
   return total;
 }
 
+// Runs `body(round, at)` for each round of `pending` in its own staging
+// block, `at[k]` being where item round[k] lies in it; items of a round whose
+// block cannot be had get NO_AVAILABLE_HANDLE in *out. (`Impl` is
+// Client::Impl, deduced: the name is private to Client.)
+template <typename Impl, typename Out, typename Body>
+void ForEachRound(Impl* impl, const std::vector<size_t>& pending,
+                  const std::vector<uint64_t>& sizes, std::vector<Out>* out, Body body) {
+  for (const auto& round : PackRounds(pending, sizes, impl->options.staging_bytes)) {
+    std::vector<uint64_t> offsets;
+    const uint64_t total = Layout(round, sizes, &offsets);
+    StagingBlock block(impl, total);
+    if (block.data() == nullptr) {
+      for (size_t i : round) (*out)[i] = ErrorCode::NO_AVAILABLE_HANDLE;
+      continue;
+    }
+    std::vector<uint8_t*> at;
+    for (uint64_t offset : offsets) at.push_back(block.data() + offset);
+    body(round, at);
+  }
+}
+
 }  // namespace
 
 std::vector<Result<std::string>> Client::BatchGet(std::string_view tenant,
@@ -65,35 +86,27 @@ std::vector<Result<std::string>> Client::BatchGet(std::string_view tenant,
       pending.push_back(i);
     }
   }
-  for (const auto& round : PackRounds(pending, sizes, impl.options.staging_bytes)) {
-    std::vector<uint64_t> offsets;
-    const uint64_t total = Layout(round, sizes, &offsets);
-    StagingBlock block(&impl, total);
-    if (block.data() == nullptr) {
-      for (size_t i : round) out[i] = ErrorCode::NO_AVAILABLE_HANDLE;
-      continue;
-    }
+  ForEachRound(&impl, pending, sizes, &out,
+               [&](const std::vector<size_t>& round, const std::vector<uint8_t*>& at) {
     std::vector<TransferOp> ops;
     for (size_t k = 0; k < round.size(); ++k) {
       const ObjectLocation& loc = locs[round[k]];
-      ops.push_back(WholeObjectOp(loc.info.replicas[0].memory, block.data() + offsets[k],
-                                  loc.info.size));
+      ops.push_back(WholeObjectOp(loc.info.replicas[0].memory, at[k], loc.info.size));
     }
     const TransferStatus st =
         impl.transports.Transfer(TransferKind::READ, ops, impl.options.transfer_timeout_ms);
     for (size_t k = 0; k < round.size(); ++k) {
       const size_t i = round[k];
-      uint8_t* dst = block.data() + offsets[k];
-      ErrorCode rc = st.ok() ? impl.CheckRead(locs[i], dst) : st.code;
+      ErrorCode rc = st.ok() ? impl.CheckRead(locs[i], at[k]) : st.code;
       // The first replica failed in the batch: the item alone, with failover.
-      if (rc != ErrorCode::OK && rc != ErrorCode::LEASE_EXPIRED) rc = impl.Read(locs[i], dst);
+      if (rc != ErrorCode::OK && rc != ErrorCode::LEASE_EXPIRED) rc = impl.Read(locs[i], at[k]);
       if (rc == ErrorCode::OK) {
-        out[i] = std::string(reinterpret_cast<const char*>(dst), sizes[i]);
+        out[i] = std::string(reinterpret_cast<const char*>(at[k]), sizes[i]);
       } else {
         out[i] = rc;
       }
     }
-  }
+  });
   return out;
 }
 
@@ -126,35 +139,29 @@ std::vector<ErrorCode> Client::BatchPut(std::string_view tenant,
       pending.push_back(i);
     }
   }
-  for (const auto& round : PackRounds(pending, sizes, impl.options.staging_bytes)) {
-    std::vector<uint64_t> offsets;
-    const uint64_t total = Layout(round, sizes, &offsets);
-    StagingBlock block(&impl, total);
-    if (block.data() == nullptr) {
-      for (size_t i : round) out[i] = ErrorCode::NO_AVAILABLE_HANDLE;
-      continue;
-    }
+  ForEachRound(&impl, pending, sizes, &out,
+               [&](const std::vector<size_t>& round, const std::vector<uint8_t*>& at) {
     std::vector<TransferOp> ops;
     bool all_memory = true;
     for (size_t k = 0; k < round.size(); ++k) {
       const size_t i = round[k];
-      std::memcpy(block.data() + offsets[k], values[i].data(), sizes[i]);
+      std::memcpy(at[k], values[i].data(), sizes[i]);
       for (const ReplicaDescriptor& r : *(*started)[i]) {
         all_memory &= r.type == ReplicaType::MEMORY;
-        ops.push_back(WholeObjectOp(r.memory, block.data() + offsets[k], sizes[i]));
+        ops.push_back(WholeObjectOp(r.memory, at[k], sizes[i]));
       }
     }
     TransferStatus st;
     if (all_memory) {
       st = impl.transports.Transfer(TransferKind::WRITE, ops, impl.options.transfer_timeout_ms);
     }
-    if (all_memory && st.ok()) continue;
+    if (all_memory && st.ok()) return;
     // The round failed as a whole: each item alone, so only bad ones fail.
     for (size_t k = 0; k < round.size(); ++k) {
       const size_t i = round[k];
-      out[i] = impl.WriteReplicas(*(*started)[i], block.data() + offsets[k], sizes[i]);
+      out[i] = impl.WriteReplicas(*(*started)[i], at[k], sizes[i]);
     }
-  }
+  });
   std::vector<std::string> done, failed;
   std::vector<size_t> done_at;
   for (size_t i : pending) {

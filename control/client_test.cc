@@ -18,6 +18,7 @@
 #include "control/node.h"
 #include "control/rpc_server.h"
 #include "directory/directory.h"
+#include "directory/directory_test_util.h"
 #include "transport/loopback_engine.h"
 
 namespace shelfmark {
@@ -70,10 +71,8 @@ class ClientTest : public ::testing::Test {
  protected:
   ClientTest() {
     DirectoryOptions options;
-    options.clock = &master_clock_;
-    options.start_background_thread = false;
     options.default_kv_lease_ttl_ms = kLeaseTtlMs;
-    dir_ = std::make_unique<Directory>(options);
+    dir_ = MakeTestDirectory(&master_clock_, options);
   }
 
   void SetUp() override {
@@ -264,12 +263,7 @@ TEST_F(ClientTest, UnknownProtocolAndDiskOnlyObjects) {
   MasterClientOptions mo;
   mo.address = address_;
   MasterClient other(mo);
-  Segment bogus;
-  bogus.id = UUID::Generate();
-  bogus.name = "bogus";
-  bogus.base = 0x1000000;
-  bogus.size = 1 << 20;
-  bogus.endpoint = "10.9.9.9:1";
+  Segment bogus = MakeTestSegment("bogus", 0x1000000, 1 << 20, "10.9.9.9:1");
   bogus.protocol = "carrier-pigeon";
   ASSERT_EQ(other.MountSegment(bogus), ErrorCode::OK);
   PutConfig on_bogus;

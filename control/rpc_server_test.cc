@@ -30,6 +30,7 @@
 #include "control/metrics.h"
 #include "control/rpc_convert.h"
 #include "directory/directory.h"
+#include "directory/directory_test_util.h"
 #include "schemas/master.capnp.h"
 
 namespace shelfmark {
@@ -88,10 +89,8 @@ class RpcServerTest : public ::testing::Test {
 
   RpcServerTest() {
     DirectoryOptions options;
-    options.clock = &clock_;
-    options.start_background_thread = false;
     options.enable_offload = true;
-    dir_ = std::make_unique<Directory>(options);
+    dir_ = MakeTestDirectory(&clock_, options);
   }
 
   void SetUp() override {
@@ -125,15 +124,8 @@ class RpcServerTest : public ::testing::Test {
 
   static Segment MakeSegment(const std::string& name, uint64_t base = 0x10000000,
                              uint64_t size = 64 << 20) {
-    Segment s;
-    s.id = UUID::Generate();
-    s.name = name;
-    s.base = base;
-    s.size = size;
-    s.endpoint = "10.0.0.1:" + std::to_string(1000 + name.size());
-    s.protocol = "ucx";
-    s.rkey = std::string("rk\0ey-", 6) + name;  // binary-safe
-    return s;
+    return MakeTestSegment(name, base, size, "10.0.0.1:" + std::to_string(1000 + name.size()),
+                           std::string("rk\0ey-", 6) + name);  // binary-safe
   }
 
   // PutStart + PutEnd through `client`.

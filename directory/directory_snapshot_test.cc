@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "directory/directory.h"
+#include "directory/directory_test_util.h"
 #include "directory/snapshot_lock.h"
 
 namespace shelfmark {
@@ -108,22 +109,12 @@ class SnapshotTest : public ::testing::Test {
 
   static std::unique_ptr<Directory> MakeDirectory(const Clock* clock) {
     DirectoryOptions o;
-    o.clock = clock;
-    o.start_background_thread = false;
     o.enable_offload = true;
-    return std::make_unique<Directory>(o);
+    return MakeTestDirectory(clock, o);
   }
 
   static Segment MakeSegment(const std::string& name, uint64_t base) {
-    Segment s;
-    s.id = UUID::Generate();
-    s.name = name;
-    s.base = base;
-    s.size = 1 << 20;
-    s.endpoint = name.substr(0, 1) + "-node:1234";
-    s.protocol = "ucx";
-    s.rkey = "rkey-" + name;
-    return s;
+    return MakeTestSegment(name, base, 1 << 20, name.substr(0, 1) + "-node:1234", "rkey-" + name);
   }
 
   ErrorCode Put(const std::string& tenant, const std::string& key, uint64_t size,
@@ -567,14 +558,7 @@ TEST(SnapshotPauseTest, PausesSeeAConsistentStateWithTheBackgroundThreadOn) {
   o.eviction_high_watermark_ratio = 0.5;  // eviction runs too
   Directory dir(o);
   UUID node = UUID::Generate();
-  Segment seg;
-  seg.id = UUID::Generate();
-  seg.name = "s";
-  seg.base = 0x1000;
-  seg.size = 256 << 10;
-  seg.endpoint = "n:1";
-  seg.protocol = "ucx";
-  ASSERT_EQ(dir.MountSegment(node, seg), ErrorCode::OK);
+  ASSERT_EQ(dir.MountSegment(node, MakeTestSegment("s", 0x1000, 256 << 10, "n:1")), ErrorCode::OK);
   std::atomic<bool> stop{false};
   std::vector<std::thread> writers;
   for (int t = 0; t < 2; ++t) {

@@ -1,5 +1,7 @@
-// Test fixture shared by the directory's tests: a Directory on a ManualClock
-// without its background thread, and helpers to mount segments and put.
+// Test helpers shared by the directory's tests and the tests built on it
+// (snapshot, control, tests/): a Directory without its background thread, a
+// Segment to mount, and DirectoryFixture (a Directory on a ManualClock with
+// helpers to mount segments and put).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,24 +14,35 @@
 
 namespace shelfmark {
 
+// A Directory with `options` on `clock`, without its background thread.
+inline std::unique_ptr<Directory> MakeTestDirectory(const Clock* clock,
+                                                    DirectoryOptions options = {}) {
+  options.clock = clock;
+  options.start_background_thread = false;
+  return std::make_unique<Directory>(options);
+}
+
+// A segment with a fresh id and protocol "ucx".
+inline Segment MakeTestSegment(const std::string& name, uint64_t base, uint64_t size,
+                               const std::string& endpoint, const std::string& rkey = "") {
+  Segment s;
+  s.id = UUID::Generate();
+  s.name = name;
+  s.base = base;
+  s.size = size;
+  s.endpoint = endpoint;
+  s.protocol = "ucx";
+  s.rkey = rkey;
+  return s;
+}
+
 class DirectoryFixture : public ::testing::Test {
  protected:
-  explicit DirectoryFixture(DirectoryOptions options = {}) {
-    options.clock = &clock_;
-    options.start_background_thread = false;
-    dir_ = std::make_unique<Directory>(options);
-  }
+  explicit DirectoryFixture(DirectoryOptions options = {})
+      : dir_(MakeTestDirectory(&clock_, options)) {}
 
   Segment MakeSegment(const std::string& name, uint64_t size, uint64_t base = 0x100000) {
-    Segment s;
-    s.id = UUID::Generate();
-    s.name = name;
-    s.base = base;
-    s.size = size;
-    s.endpoint = name + ":1234";
-    s.protocol = "ucx";
-    s.rkey = "rkey-" + name;
-    return s;
+    return MakeTestSegment(name, base, size, name + ":1234", "rkey-" + name);
   }
 
   // Mounts a segment owned by `owner` and returns it.

@@ -3,7 +3,8 @@
 # batch 1 and 128; 1 and 16 connections), DRAM per object, and Redis on the
 # same machine as a baseline. Works on a fresh Debian 12 machine.
 #
-# Usage: scripts/bench_master.sh
+# Usage: scripts/bench_master.sh [BUILD_DIR]
+#   BUILD_DIR  a built tree (default: scripts/build.sh's RelWithDebInfo tree)
 # Environment (all optional):
 #   BENCH_OUT          JSON lines output (default out/bench_master.jsonl; rewritten)
 #   BENCH_SECONDS      seconds per timed op (default 5)
@@ -23,28 +24,13 @@ connections="${BENCH_CONNECTIONS:-1 16}"
 objects="${BENCH_OBJECTS-1000000 10000000}"
 redis_requests="${REDIS_REQUESTS:-2000000}"
 
-log() { echo "bench_master: $*" >&2; }
-die() { log "$*"; exit 1; }
+script=bench_master
+# shellcheck source=scripts/lib/cluster.sh
+. "$root/scripts/lib/cluster.sh"
 
-"$root/scripts/setup.sh"
-build="$("$root/scripts/build.sh" | tail -n 1)"
-find_binary() {
-  local path
-  path="$(find "$build" -type f -name "$1" -perm -u+x -print -quit)"
-  [ -n "$path" ] || die "no $1 under $build"
-  echo "$path"
-}
-master_bin="$(find_binary shelfmark-master)"
-perf_bin="$(find_binary shelfmark-perf)"
-
-# A TCP port nobody listens on (for redis-server, which cannot pick one).
-free_port() {
-  local p
-  while true; do
-    p=$((20000 + RANDOM % 40000))
-    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-  done
-}
+build="$(build_tree "${1:-}")"
+master_bin="$(find_binary "$build" shelfmark-master)"
+perf_bin="$(find_binary "$build" shelfmark-perf)"
 
 mkdir -p "$(dirname "$out")"
 : > "$out"
@@ -53,40 +39,16 @@ master_pid=""
 master_starts=0
 redis_pid=""
 cleanup() {
-  [ -z "$master_pid" ] || kill "$master_pid" 2>/dev/null || true
-  [ -z "$redis_pid" ] || kill "$redis_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
+  stop_pid "$master_pid" || true
+  stop_pid "$redis_pid" || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Port 0: the master binds free ports and prints them ("rpc port N, metrics
-# port M") on stderr; each start gets its own log.
-start_master() {
-  master_log="$logdir/bench_master.master.$((++master_starts)).log"
-  "$master_bin" --rpc_port=0 --metrics_port=0 >"$master_log" 2>&1 &
-  master_pid=$!
-  rpc_port=""
-  metrics_port=""
-  for _ in $(seq 1 300); do
-    # Both ports from one read of the one line that names them.
-    ports="$(sed -n 's/.*rpc port \([0-9]*\), metrics port \([0-9]*\).*/\1 \2/p' "$master_log" |
-               head -n 1)"
-    rpc_port="${ports% *}"
-    metrics_port="${ports#* }"
-    if [ -n "$ports" ] && curl -fsS "http://127.0.0.1:$metrics_port/health" >/dev/null 2>&1; then
-      return 0
-    fi
-    kill -0 "$master_pid" 2>/dev/null || die "shelfmark-master exited; see $master_log"
-    sleep 0.1
-  done
-  die "shelfmark-master did not become healthy within 30 s; see $master_log"
-}
-
-stop_master() {
-  kill "$master_pid" 2>/dev/null || true
-  wait "$master_pid" 2>/dev/null || true
-  master_pid=""
+# Each start gets its own log.
+restart_master() {
+  stop_pid "$master_pid" || true
+  start_master "$master_bin" "$logdir/bench_master.master.$((++master_starts)).log"
 }
 
 perf() {
@@ -96,7 +58,7 @@ perf() {
 }
 
 log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
-start_master
+restart_master
 for b in $batches; do
   for c in $connections; do
     perf --batch="$b" --connections="$c" --seconds="$seconds"
@@ -105,21 +67,18 @@ done
 # Each memory run gets a fresh master: RSS freed by earlier runs stays in the
 # allocator's arenas and would hide part of the cost.
 for n in $objects; do
-  stop_master
-  start_master
+  restart_master
   perf --objects="$n"
 done
-stop_master
+stop_pid "$master_pid" || true
+master_pid=""
 
 # Redis baseline on the same machine.
 redis_port="$(free_port)"
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
   >"$logdir/bench_master.redis.log" 2>&1 &
 redis_pid=$!
-for _ in $(seq 1 100); do
-  [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ] && break
-  sleep 0.1
-done
+wait_redis "$redis_port" "$redis_pid" 10 "$logdir/bench_master.redis.log"
 declare -A redis_rps
 for pipeline in 128 1; do
   log "redis-benchmark -t get,set -P $pipeline -n $redis_requests"
@@ -133,18 +92,16 @@ for pipeline in 128 1; do
   done < <(redis-benchmark -p "$redis_port" -t get,set -P "$pipeline" -n "$redis_requests" -q 2>&1 |
              tr '\r' '\n' | grep 'requests per second')
 done
-kill "$redis_pid" 2>/dev/null || true
-wait "$redis_pid" 2>/dev/null || true
+stop_pid "$redis_pid" || true
 redis_pid=""
 
-# Summary from the JSON lines (flat objects; no jq on a fresh machine).
-field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | head -n 1; }
+# Summary from the JSON lines.
 pick() { grep "\"op\":\"$1\",\"batch\":$2,\"connections\":$3," "$out" || true; }
 big_batch="$(printf '%s\n' $batches | sort -n | tail -n 1)"
 best_batched_get=0
 best_conns="-"
 for c in $connections; do
-  v="$(pick get_replica_list "$big_batch" "$c" | field keys_per_s)"
+  v="$(pick get_replica_list "$big_batch" "$c" | json_field keys_per_s)"
   if [ -n "$v" ] && awk -v a="$v" -v b="$best_batched_get" 'BEGIN{exit !(a>b)}'; then
     best_batched_get="$v"; best_conns="$c"
   fi
@@ -165,12 +122,12 @@ for op in get_replica_list put; do
     line="$(pick "$op" 1 "$c")"
     [ -n "$line" ] || continue
     printf "%-52s %15s\n" "$op batch=1 conns=$c p50 us (keys/s)" \
-      "$(echo "$line" | field p50_us) ($(echo "$line" | field keys_per_s | cut -d. -f1))"
+      "$(echo "$line" | json_field p50_us) ($(echo "$line" | json_field keys_per_s | cut -d. -f1))"
   done
 done
 grep '"op":"memory"' "$out" | while IFS= read -r line; do
-  printf "%-52s %15s\n" "bytes/object at $(echo "$line" | field objects) objects (beyond key)" \
-    "$(echo "$line" | field bytes_per_object) ($(echo "$line" | field overhead_beyond_key_bytes))"
+  printf "%-52s %15s\n" "bytes/object at $(echo "$line" | json_field objects) objects (beyond key)" \
+    "$(echo "$line" | json_field bytes_per_object) ($(echo "$line" | json_field overhead_beyond_key_bytes))"
 done
 errors="$(grep '"bench":"master"' "$out" | sed -n 's/.*"errors":\([0-9]*\).*/\1/p' | awk '{s+=$1} END{print s+0}')"
 printf "%-52s %15s\n" "non-OK answers in all master runs" "$errors"

@@ -22,52 +22,27 @@ iters="${BENCH_ITERS:-2000}"
 out="${BENCH_OUT:-$root/out/bench_read.jsonl}"
 segment="${BENCH_SEGMENT:-268435456}"
 
-log() { echo "bench_read: $*" >&2; }
-die() { log "$*"; exit 1; }
+script=bench_read
+# shellcheck source=scripts/lib/cluster.sh
+. "$root/scripts/lib/cluster.sh"
 
-if [ $# -ge 1 ]; then
-  build="$1"
-else
-  "$root/scripts/setup.sh"
-  build="$("$root/scripts/build.sh" | tail -n 1)"
-fi
-find_binary() {
-  local path
-  path="$(find "$build" -type f -name "$1" -perm -u+x -print -quit)"
-  [ -n "$path" ] || die "no $1 under $build"
-  echo "$path"
-}
-master_bin="$(find_binary shelfmark-master)"
-node_bin="$(find_binary shelfmark-node)"
-perf_bin="$(find_binary shelfmark-perf)"
+build="$(build_tree "${1:-}")"
+master_bin="$(find_binary "$build" shelfmark-master)"
+node_bin="$(find_binary "$build" shelfmark-node)"
+perf_bin="$(find_binary "$build" shelfmark-perf)"
 
 mkdir -p "$(dirname "$out")"
 logdir="$(mktemp -d)"
 master_pid=""
 node_pid=""
 cleanup() {
-  [ -z "$node_pid" ] || kill "$node_pid" 2>/dev/null || true
-  [ -z "$master_pid" ] || kill "$master_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
+  stop_pid "$node_pid" || true
+  stop_pid "$master_pid" || true
   rm -rf "$logdir"
 }
 trap cleanup EXIT
 
-# Waits up to 30 s for a line matching $2 in file $1; prints the line.
-wait_line() {
-  local i
-  for i in $(seq 300); do
-    if grep -m1 -- "$2" "$1" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  cat "$1" >&2
-  return 1
-}
-
-"$master_bin" --rpc_port=0 --metrics_port=0 2> "$logdir/master.err" &
-master_pid=$!
-line="$(wait_line "$logdir/master.err" "rpc port")" || die "master did not start"
-rpc_port="$(echo "$line" | sed -n 's/.*rpc port \([0-9]*\),.*/\1/p')"
+start_master "$master_bin" "$logdir/master.err"
 log "master pid $master_pid rpc port $rpc_port"
 
 "$node_bin" --master="127.0.0.1:$rpc_port" --segment_size="$segment" --protocol="$protocol" \
@@ -81,7 +56,6 @@ log "$line"
 "$perf_bin" read --master="127.0.0.1:$rpc_port" --protocol="$protocol" --size="$sizes" \
   --iters="$iters" >&2
 
-kill -TERM "$node_pid"
-wait "$node_pid" || die "node exited with $?"
+stop_pid "$node_pid" || die "node exited with $?"
 node_pid=""
 log "results in $out"

@@ -6,7 +6,8 @@
 # ("DB loaded from disk: X seconds" in its log). One JSON line per object
 # count holds both. Works on a fresh Debian 12 machine.
 #
-# Usage: scripts/bench_snapshot.sh
+# Usage: scripts/bench_snapshot.sh [BUILD_DIR]
+#   BUILD_DIR  a built tree (default: scripts/build.sh's RelWithDebInfo tree)
 # Environment (all optional):
 #   BENCH_OUT       JSON lines output (default out/bench_snapshot.jsonl; rewritten)
 #   BENCH_OBJECTS   object counts (default "1000000 10000000")
@@ -20,13 +21,12 @@ out="${BENCH_OUT:-$root/out/bench_snapshot.jsonl}"
 objects="${BENCH_OBJECTS-1000000 10000000}"
 redis_value="${REDIS_VALUE:-64}"
 
-log() { echo "bench_snapshot: $*" >&2; }
-die() { log "$*"; exit 1; }
+script=bench_snapshot
+# shellcheck source=scripts/lib/cluster.sh
+. "$root/scripts/lib/cluster.sh"
 
-"$root/scripts/setup.sh"
-build="$("$root/scripts/build.sh" | tail -n 1)"
-perf_bin="$(find "$build" -type f -name shelfmark-perf -perm -u+x -print -quit)"
-[ -n "$perf_bin" ] || die "no shelfmark-perf under $build"
+build="$(build_tree "${1:-}")"
+perf_bin="$(find_binary "$build" shelfmark-perf)"
 
 work="${BENCH_DIR:-}"
 made_work=""
@@ -35,21 +35,12 @@ mkdir -p "$work" "$(dirname "$out")"
 : > "$out"
 redis_pid=""
 cleanup() {
-  [ -z "$redis_pid" ] || kill "$redis_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
+  stop_pid "$redis_pid" || true
   rm -rf "$work/redis"
   [ -z "$made_work" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-free_port() {
-  local p
-  while true; do
-    p=$((20000 + RANDOM % 40000))
-    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-  done
-}
 
 # redis-server in $work/redis with an RDB file there; loads it when present.
 start_redis() {
@@ -58,13 +49,7 @@ start_redis() {
     --dbfilename bench.rdb --save "" --appendonly no --enable-debug-command local \
     --logfile "$work/redis/redis.log" &
   redis_pid=$!
-  for _ in $(seq 1 600); do
-    # PING answers LOADING while the RDB loads: wait for PONG.
-    [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ] && return 0
-    kill -0 "$redis_pid" 2>/dev/null || die "redis-server exited; see $work/redis/redis.log"
-    sleep 0.1
-  done
-  die "redis-server did not answer within 60 s"
+  wait_redis "$redis_port" "$redis_pid" 60 "$work/redis/redis.log"
 }
 
 stop_redis() {
@@ -117,18 +102,17 @@ for n in $objects; do
     die "shelfmark-perf snapshot --objects=$n failed"
 done
 
-# Summary from the JSON lines (flat objects; no jq on a fresh machine).
-field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | head -n 1; }
+# Summary from the JSON lines.
 echo
 echo "=== shelfmark snapshot benchmark ($(nproc) CPUs) ==="
 printf "%-12s %12s %14s %14s %12s %12s %12s %12s %14s\n" objects "pause ms" "pause ms/GiB" \
   "redis ms/GiB" "child ms" "bytes/obj" "cow MiB" "restore ms" "redis load ms"
 while IFS= read -r line; do
   printf "%-12s %12s %14s %14s %12s %12s %12s %12s %14s\n" \
-    "$(echo "$line" | field objects)" "$(echo "$line" | field fork_pause_ms)" \
-    "$(echo "$line" | field fork_pause_ms_per_gb)" "$(echo "$line" | field redis_fork_ms_per_gb)" \
-    "$(echo "$line" | field child_ms)" "$(echo "$line" | field snapshot_bytes_per_object)" \
-    "$(awk -v b="$(echo "$line" | field cow_bytes)" 'BEGIN{ printf "%.1f", b / 1048576 }')" \
-    "$(echo "$line" | field restore_ms)" "$(echo "$line" | field redis_load_ms)"
+    "$(echo "$line" | json_field objects)" "$(echo "$line" | json_field fork_pause_ms)" \
+    "$(echo "$line" | json_field fork_pause_ms_per_gb)" "$(echo "$line" | json_field redis_fork_ms_per_gb)" \
+    "$(echo "$line" | json_field child_ms)" "$(echo "$line" | json_field snapshot_bytes_per_object)" \
+    "$(awk -v b="$(echo "$line" | json_field cow_bytes)" 'BEGIN{ printf "%.1f", b / 1048576 }')" \
+    "$(echo "$line" | json_field restore_ms)" "$(echo "$line" | json_field redis_load_ms)"
 done < "$out"
 echo "JSON lines: $out"

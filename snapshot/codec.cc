@@ -20,6 +20,7 @@
 #include <msgpack.hpp>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "directory/shard.h"
@@ -131,6 +132,22 @@ void PackUuid(Packer& p, const UUID& id) {
 
 void PackArray(Packer& p, size_t n) { p.pack_array(static_cast<uint32_t>(n)); }
 
+// An array holding each element of `v` packed with `pack`.
+template <typename V, typename PackOne>
+void PackList(Packer& p, const V& v, PackOne pack) {
+  PackArray(p, v.size());
+  for (const auto& element : v) pack(p, element);
+}
+
+void PackReplica(Packer& p, const ReplicaState& r) {
+  PackArray(p, kReplicaFields);
+  p.pack_uint64(r.id);
+  p.pack_uint8(static_cast<uint8_t>(r.status));
+  p.pack_uint8(static_cast<uint8_t>(r.type));
+  PackUuid(p, r.owner);
+  p.pack_uint64(r.offset);
+}
+
 void PackObject(Packer& p, const ObjectState& o) {
   PackArray(p, kObjectFields);
   PackStr(p, o.tenant);
@@ -145,23 +162,14 @@ void PackObject(Packer& p, const ObjectState& o) {
   p.pack_int64(o.soft_pin_remaining_ms);
   p.pack_int64(o.put_age_ms);
   PackStr(p, o.group);
-  PackArray(p, o.replicas.size());
-  for (const ReplicaState& r : o.replicas) {
-    PackArray(p, kReplicaFields);
-    p.pack_uint64(r.id);
-    p.pack_uint8(static_cast<uint8_t>(r.status));
-    p.pack_uint8(static_cast<uint8_t>(r.type));
-    PackUuid(p, r.owner);
-    p.pack_uint64(r.offset);
-  }
+  PackList(p, o.replicas, PackReplica);
 }
 
 void PackGroup(Packer& p, const GroupState& g) {
   PackArray(p, kGroupFields);
   PackStr(p, g.tenant);
   PackStr(p, g.group);
-  PackArray(p, g.members.size());
-  for (const std::string& m : g.members) PackStr(p, m);
+  PackList(p, g.members, PackStr);
 }
 
 void PackSegment(Packer& p, const SegmentState& s) {
@@ -176,12 +184,31 @@ void PackSegment(Packer& p, const SegmentState& s) {
   PackStr(p, s.segment.protocol);
   PackBin(p, s.segment.rkey);
   p.pack_uint64(s.alignment);
-  PackArray(p, s.free_extents.size());
-  for (const auto& [offset, length] : s.free_extents) {
-    PackArray(p, 2);
-    p.pack_uint64(offset);
-    p.pack_uint64(length);
-  }
+  PackList(p, s.free_extents, [](Packer& q, const std::pair<uint64_t, uint64_t>& extent) {
+    PackArray(q, 2);
+    q.pack_uint64(extent.first);
+    q.pack_uint64(extent.second);
+  });
+}
+
+void PackDisk(Packer& p, const DiskNodeState& d) {
+  PackArray(p, kDiskFields);
+  PackUuid(p, d.client);
+  PackStr(p, d.endpoint);
+  p.pack(d.enable_offloading);
+}
+
+void PackTask(Packer& p, const OffloadTask& t) {
+  PackArray(p, kTaskFields);
+  PackStr(p, t.tenant);
+  PackStr(p, t.key);
+  p.pack_uint64(t.size);
+}
+
+void PackOffload(Packer& p, const PendingOffloadState& o) {
+  PackArray(p, kOffloadFields);
+  PackUuid(p, o.client);
+  PackList(p, o.tasks, PackTask);
 }
 
 // Packs with `fill` into this thread's reusable buffer and compresses.
@@ -351,6 +378,15 @@ class Reader {
   bool ok_ = true;
 };
 
+// Reads an array into `v`, each element with `read`; reserves for no more
+// elements than the rest of the tape can hold (each takes >= `min_tokens`).
+template <typename V, typename ReadOne>
+void ReadList(Reader& r, V* v, size_t min_tokens, ReadOne read) {
+  uint32_t n = r.Array();
+  r.Reserve(v, n, min_tokens);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) read(r, &v->emplace_back());
+}
+
 // Reads "[version, ...]" with `fields` elements in all.
 ErrorCode ReadHeader(Reader& r, uint32_t fields) {
   uint32_t n = r.Array();
@@ -383,29 +419,21 @@ void ReadObject(Reader& r, ObjectState* o) {
   o->soft_pin_remaining_ms = r.Int();
   o->put_age_ms = r.Int();
   o->group = r.Str();
-  uint32_t n = r.Array();
-  r.Reserve(&o->replicas, n, kReplicaFields + 1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadReplica(r, &o->replicas.emplace_back());
+  ReadList(r, &o->replicas, kReplicaFields + 1, ReadReplica);
 }
 
 void ReadGroup(Reader& r, GroupState* g) {
   r.Array(kGroupFields);
   g->tenant = r.Str();
   g->group = r.Str();
-  uint32_t n = r.Array();
-  r.Reserve(&g->members, n, 1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) g->members.push_back(r.Str());
+  ReadList(r, &g->members, 1, [](Reader& q, std::string* m) { *m = q.Str(); });
 }
 
 void ReadShardBody(Reader& r, ShardState* s) {
   s->index = r.Uint32();
   if (s->index >= kShardCount) r.Fail();
-  uint32_t n = r.Array();
-  r.Reserve(&s->objects, n, kObjectFields + 1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadObject(r, &s->objects.emplace_back());
-  n = r.Array();
-  r.Reserve(&s->groups, n, kGroupFields + 1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadGroup(r, &s->groups.emplace_back());
+  ReadList(r, &s->objects, kObjectFields + 1, ReadObject);
+  ReadList(r, &s->groups, kGroupFields + 1, ReadGroup);
 }
 
 void ReadSegment(Reader& r, SegmentState* s) {
@@ -420,14 +448,11 @@ void ReadSegment(Reader& r, SegmentState* s) {
   s->segment.protocol = r.Str();
   s->segment.rkey = r.Bin();
   s->alignment = r.Uint();
-  uint32_t n = r.Array();
-  r.Reserve(&s->free_extents, n, 3);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    r.Array(2);
-    uint64_t offset = r.Uint();
-    uint64_t length = r.Uint();
-    s->free_extents.emplace_back(offset, length);
-  }
+  ReadList(r, &s->free_extents, 3, [](Reader& q, std::pair<uint64_t, uint64_t>* extent) {
+    q.Array(2);
+    extent->first = q.Uint();
+    extent->second = q.Uint();
+  });
 }
 
 void ReadDisk(Reader& r, DiskNodeState* d) {
@@ -440,32 +465,25 @@ void ReadDisk(Reader& r, DiskNodeState* d) {
 void ReadSegmentsBody(Reader& r, SegmentsState* s) {
   s->view_version = r.Uint();
   s->next_replica_id = r.Uint();
-  uint32_t n = r.Array();
-  r.Reserve(&s->segments, n, kSegmentStateFields + kSegmentFields + 2);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadSegment(r, &s->segments.emplace_back());
-  n = r.Array();
-  r.Reserve(&s->disks, n, kDiskFields + 1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadDisk(r, &s->disks.emplace_back());
+  ReadList(r, &s->segments, kSegmentStateFields + kSegmentFields + 2, ReadSegment);
+  ReadList(r, &s->disks, kDiskFields + 1, ReadDisk);
+}
+
+void ReadTask(Reader& r, OffloadTask* t) {
+  r.Array(kTaskFields);
+  t->tenant = r.Str();
+  t->key = r.Str();
+  t->size = r.Uint();
 }
 
 void ReadOffload(Reader& r, PendingOffloadState* o) {
   r.Array(kOffloadFields);
   o->client = r.Uuid();
-  uint32_t n = r.Array();
-  r.Reserve(&o->tasks, n, kTaskFields + 1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    r.Array(kTaskFields);
-    OffloadTask& t = o->tasks.emplace_back();
-    t.tenant = r.Str();
-    t.key = r.Str();
-    t.size = r.Uint();
-  }
+  ReadList(r, &o->tasks, kTaskFields + 1, ReadTask);
 }
 
 void ReadTasksBody(Reader& r, TasksState* t) {
-  uint32_t n = r.Array();
-  r.Reserve(&t->offloads, n, kOffloadFields + 2);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) ReadOffload(r, &t->offloads.emplace_back());
+  ReadList(r, &t->offloads, kOffloadFields + 2, ReadOffload);
 }
 
 // Tokenizes `plain`, checks the header and reads the body with `read`.
@@ -595,10 +613,8 @@ std::string EncodeShard(const ShardState& shard) {
     PackArray(p, kShardFields);
     p.pack_uint32(kSnapshotVersion);
     p.pack_uint32(shard.index);
-    PackArray(p, shard.objects.size());
-    for (const ObjectState& o : shard.objects) PackObject(p, o);
-    PackArray(p, shard.groups.size());
-    for (const GroupState& g : shard.groups) PackGroup(p, g);
+    PackList(p, shard.objects, PackObject);
+    PackList(p, shard.groups, PackGroup);
   });
 }
 
@@ -641,15 +657,8 @@ std::string EncodeSegments(const SegmentsState& segments) {
     p.pack_uint32(kSnapshotVersion);
     p.pack_uint64(segments.view_version);
     p.pack_uint64(segments.next_replica_id);
-    PackArray(p, segments.segments.size());
-    for (const SegmentState& s : segments.segments) PackSegment(p, s);
-    PackArray(p, segments.disks.size());
-    for (const DiskNodeState& d : segments.disks) {
-      PackArray(p, kDiskFields);
-      PackUuid(p, d.client);
-      PackStr(p, d.endpoint);
-      p.pack(d.enable_offloading);
-    }
+    PackList(p, segments.segments, PackSegment);
+    PackList(p, segments.disks, PackDisk);
   });
 }
 
@@ -661,18 +670,7 @@ std::string EncodeTasks(const TasksState& tasks) {
   return PackAndCompress([&](Packer& p) {
     PackArray(p, kTasksFields);
     p.pack_uint32(kSnapshotVersion);
-    PackArray(p, tasks.offloads.size());
-    for (const PendingOffloadState& o : tasks.offloads) {
-      PackArray(p, kOffloadFields);
-      PackUuid(p, o.client);
-      PackArray(p, o.tasks.size());
-      for (const OffloadTask& t : o.tasks) {
-        PackArray(p, kTaskFields);
-        PackStr(p, t.tenant);
-        PackStr(p, t.key);
-        p.pack_uint64(t.size);
-      }
-    }
+    PackList(p, tasks.offloads, PackOffload);
   });
 }
 

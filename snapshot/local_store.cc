@@ -248,9 +248,7 @@ Result<std::string> LocalStore::Get(std::string_view key) {
 }
 
 Result<std::vector<std::string>> LocalStore::List(std::string_view prefix) {
-  bool valid_prefix = prefix.empty() || ValidObjectKey(prefix) ||
-                      ValidObjectKey(std::string(prefix) + "x");
-  if (!valid_prefix) return ErrorCode::INVALID_PARAMS;
+  if (!ValidObjectPrefix(prefix)) return ErrorCode::INVALID_PARAMS;
   size_t slash = prefix.rfind('/');
   std::string rel = slash == std::string_view::npos ? "" : std::string(prefix.substr(0, slash + 1));
   std::vector<std::string> dirs = rel.empty() ? std::vector<std::string>{}

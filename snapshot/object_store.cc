@@ -1,5 +1,7 @@
 #include "snapshot/object_store.h"
 
+#include <string>
+
 namespace shelfmark {
 namespace {
 
@@ -26,6 +28,10 @@ bool ValidObjectKey(std::string_view key) {
     start = end + 1;
   }
   return true;
+}
+
+bool ValidObjectPrefix(std::string_view prefix) {
+  return prefix.empty() || ValidObjectKey(prefix) || ValidObjectKey(std::string(prefix) + "x");
 }
 
 }  // namespace shelfmark

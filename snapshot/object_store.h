@@ -44,4 +44,8 @@ class ObjectStore {
 // True when `key` satisfies the key contract above.
 bool ValidObjectKey(std::string_view key);
 
+// True when `prefix` can start a valid key: empty, a valid key, or a valid
+// key followed by '/'. List() takes no other prefix.
+bool ValidObjectPrefix(std::string_view prefix);
+
 }  // namespace shelfmark

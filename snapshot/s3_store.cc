@@ -390,9 +390,7 @@ Result<std::string> S3Store::Get(std::string_view key) {
 }
 
 Result<std::vector<std::string>> S3Store::List(std::string_view prefix) {
-  bool valid_prefix = prefix.empty() || ValidObjectKey(prefix) ||
-                      ValidObjectKey(std::string(prefix) + "x");
-  if (!valid_prefix) return ErrorCode::INVALID_PARAMS;
+  if (!ValidObjectPrefix(prefix)) return ErrorCode::INVALID_PARAMS;
   const std::string full_prefix = config_.prefix + std::string(prefix);
   std::vector<std::string> keys;
   std::string token;

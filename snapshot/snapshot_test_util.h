@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "directory/directory.h"
+#include "directory/directory_test_util.h"
 #include "directory/shard.h"
 #include "snapshot/local_store.h"
 
@@ -51,22 +52,13 @@ inline std::unique_ptr<LocalStore> OpenLocalStore(const std::string& base) {
 // A Directory on `clock` without its background thread.
 inline std::unique_ptr<Directory> MakeDirectory(const Clock* clock, bool enable_offload = true) {
   DirectoryOptions o;
-  o.clock = clock;
-  o.start_background_thread = false;
   o.enable_offload = enable_offload;
-  return std::make_unique<Directory>(o);
+  return MakeTestDirectory(clock, o);
 }
 
 inline Segment TestSegment(const std::string& name, uint64_t base, uint64_t size = 1 << 20) {
-  Segment s;
-  s.id = UUID::Generate();
-  s.name = name;
-  s.base = base;
-  s.size = size;
-  s.endpoint = name + ":4000";
-  s.protocol = "ucx";
-  s.rkey = std::string("rkey\0") + name;  // binary bytes survive
-  return s;
+  // The rkey holds a NUL byte: binary bytes survive.
+  return MakeTestSegment(name, base, size, name + ":4000", std::string("rkey\0", 5) + name);
 }
 
 // The parties of PopulateEveryKindOfState.

@@ -5,13 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <thread>
 
 #include "control/client.h"
 #include "tests/process_util.h"
@@ -20,39 +17,16 @@ namespace shelfmark {
 namespace {
 
 using testing::ChildProcess;
-using SteadyTime = std::chrono::steady_clock;
 
 constexpr int kStartMs = 30'000;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
+using testing::WaitForText;
 
-// Polls `path` until it contains `needle` (bounded); true when it does.
-bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms) {
-  const auto deadline = SteadyTime::now() + std::chrono::milliseconds(timeout_ms);
-  while (SteadyTime::now() < deadline) {
-    if (ReadFile(path).find(needle) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// Polls the master's metric `name` until it equals `value` (bounded).
+// Waits for the master's metric `name` to equal `value`.
 bool WaitForMetric(uint16_t port, const std::string& name, double value, int timeout_ms) {
-  const auto deadline = SteadyTime::now() + std::chrono::milliseconds(timeout_ms);
-  while (SteadyTime::now() < deadline) {
-    std::string body;
-    if (testing::HttpGet(port, "/metrics", &body) == 200 &&
-        testing::MetricValue(body, name) == value) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return testing::WaitForMetric(
+      port, name, [value](double v) { return v == value; }, timeout_ms);
 }
 
 std::string Pattern(size_t size, int seed) {

@@ -4,23 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "control/master_client.h"
+#include "directory/directory_test_util.h"
 #include "tests/process_util.h"
 
 namespace shelfmark {
 namespace {
 
 using testing::ChildProcess;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
 
 TEST(MasterProcess, BadFlagExitsNonZeroNamingTheFlag) {
   std::string err = ::testing::TempDir() + "/master_bad_flag.err";
@@ -46,14 +40,8 @@ TEST(MasterProcess, ServesHealthAndMetricsThatMoveUnderTraffic) {
   MasterClientOptions opts;
   opts.address = "127.0.0.1:" + std::to_string(rpc);
   MasterClient client(opts);
-  Segment seg;
-  seg.id = UUID::Generate();
-  seg.name = "seg";
-  seg.base = 1 << 20;
-  seg.size = 1 << 20;
-  seg.endpoint = "127.0.0.1:1";
-  seg.protocol = "ucx";
-  ASSERT_EQ(client.MountSegment(seg), ErrorCode::OK);
+  ASSERT_EQ(client.MountSegment(MakeTestSegment("seg", 1 << 20, 1 << 20, "127.0.0.1:1")),
+            ErrorCode::OK);
   for (int i = 0; i < 10; ++i) {
     std::string key = "k" + std::to_string(i);
     ASSERT_TRUE(client.PutStart("", key, 1000, {}).ok());

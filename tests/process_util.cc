@@ -12,9 +12,24 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace shelfmark::testing {
+namespace {
+
+// Polls `done` every 20 ms until it holds; false after `timeout_ms`.
+bool PollUntil(const std::function<bool()>& done, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+}  // namespace
 
 uint16_t FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -78,17 +93,39 @@ int HttpGet(uint16_t port, const std::string& path, std::string* body) {
 }
 
 bool WaitHealthy(uint16_t port, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::string body;
-    if (HttpGet(port, "/health", &body) == 200) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return PollUntil(
+      [port] {
+        std::string body;
+        return HttpGet(port, "/health", &body) == 200;
+      },
+      timeout_ms);
 }
 
-double MetricValue(const std::string& text, const std::string& name) {
-  return PrometheusValue(text, name).value_or(-1);
+double MetricValue(const std::string& text, const std::string& series) {
+  return PrometheusValue(text, series).value_or(-1);
+}
+
+double ScrapeMetric(uint16_t port, const std::string& series) {
+  std::string body;
+  if (HttpGet(port, "/metrics", &body) != 200) return -1;
+  return MetricValue(body, series);
+}
+
+bool WaitForMetric(uint16_t port, const std::string& series,
+                   const std::function<bool(double)>& done, int timeout_ms) {
+  return PollUntil([&] { return done(ScrapeMetric(port, series)); }, timeout_ms);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms) {
+  return PollUntil([&] { return ReadFile(path).find(needle) != std::string::npos; },
+                   timeout_ms);
 }
 
 }  // namespace shelfmark::testing

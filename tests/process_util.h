@@ -1,9 +1,11 @@
-// Helpers for multi-process tests: free ports, child processes, HTTP GET.
+// Helpers for multi-process tests: free ports, child processes, files they
+// write, HTTP GET and Prometheus metrics. Polls are bounded by a timeout.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,21 @@ int HttpGet(uint16_t port, const std::string& path, std::string* body);
 // Polls /health until it answers 200 or `timeout_ms` passes.
 bool WaitHealthy(uint16_t port, int timeout_ms);
 
-// The value of an unlabelled metric line `name value` in Prometheus text; -1 if absent.
-double MetricValue(const std::string& text, const std::string& name);
+// The value of the sample `series` in Prometheus text: a metric name, or a
+// name with its labels as printed ("m{result=\"success\"}"); -1 if absent.
+double MetricValue(const std::string& text, const std::string& series);
+
+// MetricValue of GET http://127.0.0.1:port/metrics; -1 when that fails.
+double ScrapeMetric(uint16_t port, const std::string& series);
+
+// Polls ScrapeMetric until `done(value)` holds; false after `timeout_ms`.
+bool WaitForMetric(uint16_t port, const std::string& series,
+                   const std::function<bool(double)>& done, int timeout_ms);
+
+// The bytes of the file at `path`; "" when it cannot be read.
+std::string ReadFile(const std::string& path);
+
+// Polls the file at `path` until it contains `needle`; false after `timeout_ms`.
+bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms);
 
 }  // namespace shelfmark::testing

@@ -12,13 +12,12 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "control/master_client.h"
+#include "directory/directory_test_util.h"
 #include "tests/process_util.h"
 
 namespace shelfmark {
@@ -29,32 +28,13 @@ using testing::ChildProcess;
 constexpr int kObjects = 50;
 constexpr char kSuccess[] = "shelfmark_master_snapshots_total{result=\"success\"}";
 
-// The value of the sample `series` (name with its labels) in Prometheus
-// text; -1 when absent.
-double SeriesValue(const std::string& text, const std::string& series) {
-  size_t at = 0;
-  while ((at = text.find(series + " ", at)) != std::string::npos) {
-    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
-    at += series.size();
-  }
-  return -1;
-}
+using testing::ScrapeMetric;
 
-double Scrape(uint16_t http, const std::string& series) {
-  std::string body;
-  if (testing::HttpGet(http, "/metrics", &body) != 200) return -1;
-  return SeriesValue(body, series);
-}
-
-// Polls /metrics until `series` reaches `at_least` (the metric is the only
-// way to observe another process's progress).
+// Waits for `series` to reach `at_least` (the metric is the only way to
+// observe another process's progress).
 bool WaitForSeries(uint16_t http, const std::string& series, double at_least, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (Scrape(http, series) >= at_least) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+  return testing::WaitForMetric(
+      http, series, [at_least](double v) { return v >= at_least; }, timeout_ms);
 }
 
 class SnapshotProcessTest : public ::testing::Test {
@@ -132,15 +112,9 @@ TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) 
   std::vector<std::string> keys;
   {
     MasterClient node(ClientOptions());
-    Segment seg;
-    seg.id = UUID::Generate();
-    seg.name = "node-dram";
-    seg.base = 1 << 30;
-    seg.size = 64 << 20;
-    seg.endpoint = "127.0.0.1:1";
-    seg.protocol = "ucx";
-    seg.rkey = "packed-rkey";
-    ASSERT_EQ(node.MountSegment(seg), ErrorCode::OK);
+    ASSERT_EQ(node.MountSegment(
+                  MakeTestSegment("node-dram", 1 << 30, 64 << 20, "127.0.0.1:1", "packed-rkey")),
+              ErrorCode::OK);
     for (int i = 0; i < kObjects; ++i) {
       keys.push_back("object-" + std::to_string(i));
       ASSERT_TRUE(node.PutStart("", keys.back(), 4096 + i, {}).ok());
@@ -148,7 +122,7 @@ TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) 
     }
     ASSERT_TRUE(node.PutStart("", "unfinished", 4096, {}).ok());
     // A snapshot that started after the last put: two more successes.
-    double done = Scrape(http_, kSuccess);
+    double done = ScrapeMetric(http_, kSuccess);
     ASSERT_GE(done, 0);
     ASSERT_TRUE(WaitForSeries(http_, kSuccess, done + 2, 60'000));
   }
@@ -156,9 +130,9 @@ TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) 
   ASSERT_EQ(master->Wait(20'000), 128 + SIGKILL);
 
   auto restarted = StartMaster("master2.log");
-  EXPECT_EQ(Scrape(http_, "shelfmark_master_restore_succeeded"), 1);
-  EXPECT_EQ(Scrape(http_, "shelfmark_master_restore_objects"), kObjects);
-  EXPECT_EQ(Scrape(http_, "shelfmark_master_key_count"), kObjects);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_restore_succeeded"), 1);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_restore_objects"), kObjects);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_key_count"), kObjects);
   MasterClient node(ClientOptions());
   auto ping = node.Ping();
   ASSERT_TRUE(ping.ok());

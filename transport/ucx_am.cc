@@ -1,6 +1,9 @@
 #include "transport/ucx_am.h"
 
 #include <map>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -60,6 +63,57 @@ struct IncomingRequest {
   std::shared_ptr<AmResponder::State> responder;
 };
 
+// The framing both directions share: magic, version, `Field` (the handler
+// id of a request, the status of a response), request id, user header.
+template <typename Field>
+struct AmFrame {
+  Field field{};
+  uint64_t request_id = 0;
+  std::string user_header;
+};
+
+template <typename Field>
+std::shared_ptr<std::string> EncodeFrame(Field field, uint64_t request_id,
+                                         std::string_view user_header) {
+  return std::make_shared<std::string>(ucx_wire::Writer()
+                                           .Put(ucx_wire::kMagicAm)
+                                           .Put(ucx_wire::kVersion)
+                                           .Put(field)
+                                           .Put(request_id)
+                                           .Bytes(user_header)
+                                           .Take());
+}
+
+// False unless `header` is exactly one frame of ours.
+template <typename Field>
+bool DecodeFrame(const void* header, size_t length, AmFrame<Field>* frame) {
+  ucx_wire::Reader in(header, length);
+  const auto magic = in.Get<uint32_t>();
+  const auto version = in.Get<uint8_t>();
+  frame->field = in.Get<Field>();
+  frame->request_id = in.Get<uint64_t>();
+  frame->user_header = in.Bytes();
+  return in.done() && magic == ucx_wire::kMagicAm && version == ucx_wire::kVersion;
+}
+
+// Receives a rendezvous payload into [into, into + size) right after the
+// current progress call (worker calls are not allowed inside a UCX
+// callback); `done(request, status, length, user_data)` runs exactly once,
+// from UCX on completion or here when the receive finishes or fails at once.
+void ReceiveRendezvous(UcxContext* context, void* data, char* into, size_t size,
+                       ucp_am_recv_data_nbx_callback_t done, void* user_data)
+    NO_THREAD_SAFETY_ANALYSIS {
+  context->AfterProgressLocked([context, data, into, size, done, user_data]() {
+    ucp_request_param_t recv{};
+    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    recv.cb.recv_am = done;
+    recv.user_data = user_data;
+    ucs_status_ptr_t ptr = ucp_am_recv_data_nbx(context->worker(), data, into, size, &recv);
+    if (ptr == nullptr) done(nullptr, UCS_OK, 0, user_data);
+    if (UCS_PTR_IS_ERR(ptr)) done(nullptr, UCS_PTR_STATUS(ptr), 0, user_data);
+  });
+}
+
 }  // namespace
 
 class UcxAmAccess {
@@ -105,15 +159,10 @@ class UcxAmAccess {
       NO_THREAD_SAFETY_ANALYSIS {
     auto* state = static_cast<UcxAmState*>(arg);
     UcxContext* context = state->context;
-    ucx_wire::Reader in(header, header_length);
-    const auto magic = in.Get<uint32_t>();
-    const auto version = in.Get<uint8_t>();
-    const auto id = in.Get<uint16_t>();
-    const auto request_id = in.Get<uint64_t>();
-    std::string user_header = in.Bytes();
+    AmFrame<uint16_t> frame;
     UUID client;
     uint64_t conn_id = 0;
-    if (!in.done() || magic != ucx_wire::kMagicAm || version != ucx_wire::kVersion ||
+    if (!DecodeFrame(header, header_length, &frame) ||
         !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
         !context->AuthorizedLocked(param->reply_ep, &client, &conn_id)) {
       context->CountDropped();
@@ -121,11 +170,11 @@ class UcxAmAccess {
     }
     auto* incoming = new IncomingRequest;
     incoming->state = state;
-    incoming->request = AmRequest{client, id, std::move(user_header), {}};
+    incoming->request = AmRequest{client, frame.field, std::move(frame.user_header), {}};
     incoming->responder = std::make_shared<AmResponder::State>();
     incoming->responder->link = state->link;
     incoming->responder->conn_id = conn_id;
-    incoming->responder->request_id = request_id;
+    incoming->responder->request_id = frame.request_id;
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
       incoming->request.payload.assign(static_cast<const char*>(data), length);
       Dispatch(state, std::move(incoming->request), std::move(incoming->responder));
@@ -133,17 +182,8 @@ class UcxAmAccess {
       return UCS_OK;
     }
     incoming->request.payload.resize(length);
-    context->AfterProgressLocked([context, data, incoming]() {
-      ucp_request_param_t recv{};
-      recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-      recv.cb.recv_am = &UcxAmAccess::OnRequestPayload;
-      recv.user_data = incoming;
-      ucs_status_ptr_t ptr = ucp_am_recv_data_nbx(context->worker(), data,
-                                                  incoming->request.payload.data(),
-                                                  incoming->request.payload.size(), &recv);
-      if (ptr == nullptr) OnRequestPayload(nullptr, UCS_OK, 0, incoming);
-      if (UCS_PTR_IS_ERR(ptr)) OnRequestPayload(nullptr, UCS_PTR_STATUS(ptr), 0, incoming);
-    });
+    ReceiveRendezvous(context, data, incoming->request.payload.data(), length,
+                      &UcxAmAccess::OnRequestPayload, incoming);
     return UCS_INPROGRESS;
   }
 
@@ -161,23 +201,18 @@ class UcxAmAccess {
       NO_THREAD_SAFETY_ANALYSIS {
     auto* state = static_cast<UcxAmState*>(arg);
     UcxContext* context = state->context;
-    ucx_wire::Reader in(header, header_length);
-    const auto magic = in.Get<uint32_t>();
-    const auto version = in.Get<uint8_t>();
-    const auto status = in.Get<int32_t>();
-    const auto request_id = in.Get<uint64_t>();
-    std::string user_header = in.Bytes();
-    auto it = state->pending.find(request_id);
-    if (!in.done() || magic != ucx_wire::kMagicAm || version != ucx_wire::kVersion ||
-        it == state->pending.end()) {
+    AmFrame<int32_t> frame;
+    const bool ours = DecodeFrame(header, header_length, &frame);
+    auto it = state->pending.find(frame.request_id);
+    if (!ours || it == state->pending.end()) {
       context->CountDropped();
       return UCS_OK;
     }
     std::shared_ptr<PendingCall> call = it->second;
     state->pending.erase(it);
-    call->reply.header = std::move(user_header);
-    if (status != 0) {
-      call->status = ErrorCodeFromInt(status);
+    call->reply.header = std::move(frame.user_header);
+    if (frame.field != 0) {
+      call->status = ErrorCodeFromInt(frame.field);
       if (call->status == ErrorCode::OK) call->status = ErrorCode::INTERNAL_ERROR;
       call->done = true;
       return UCS_OK;
@@ -188,17 +223,8 @@ class UcxAmAccess {
       return UCS_OK;
     }
     call->reply.data.resize(length);
-    context->AfterProgressLocked([context, data, call]() {
-      ucp_request_param_t recv{};
-      recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-      recv.cb.recv_am = &UcxAmAccess::OnReplyData;
-      auto* keep = new std::shared_ptr<PendingCall>(call);
-      recv.user_data = keep;
-      ucs_status_ptr_t ptr = ucp_am_recv_data_nbx(context->worker(), data, call->reply.data.data(),
-                                                  call->reply.data.size(), &recv);
-      if (ptr == nullptr) OnReplyData(nullptr, UCS_OK, 0, keep);
-      if (UCS_PTR_IS_ERR(ptr)) OnReplyData(nullptr, UCS_PTR_STATUS(ptr), 0, keep);
-    });
+    ReceiveRendezvous(context, data, call->reply.data.data(), length, &UcxAmAccess::OnReplyData,
+                      new std::shared_ptr<PendingCall>(call));
     return UCS_INPROGRESS;
   }
 };
@@ -232,13 +258,7 @@ bool AmResponder::Fail(ErrorCode code) {
 bool AmResponder::Send(ErrorCode status, std::string header, std::string data) {
   if (state_ == nullptr || state_->sent) return false;
   state_->sent = true;
-  auto wire = std::make_shared<std::string>(ucx_wire::Writer()
-                                                .Put(ucx_wire::kMagicAm)
-                                                .Put(ucx_wire::kVersion)
-                                                .Put(static_cast<int32_t>(status))
-                                                .Put(state_->request_id)
-                                                .Bytes(header)
-                                                .Take());
+  auto wire = EncodeFrame(static_cast<int32_t>(status), state_->request_id, header);
   auto payload = std::make_shared<std::string>(std::move(data));
   MutexLock link_lock(&state_->link->mu);
   UcxContext* context = state_->link->context;
@@ -305,13 +325,7 @@ Result<AmReply> UcxAm::Call(std::string_view endpoint, uint16_t id, std::string_
   const uint64_t request_id = state_->next_request++;
   auto call = std::make_shared<PendingCall>();
   state_->pending[request_id] = call;
-  auto wire = std::make_shared<std::string>(ucx_wire::Writer()
-                                                .Put(ucx_wire::kMagicAm)
-                                                .Put(ucx_wire::kVersion)
-                                                .Put(id)
-                                                .Put(request_id)
-                                                .Bytes(header)
-                                                .Take());
+  auto wire = EncodeFrame(id, request_id, header);
   auto data = std::make_shared<std::string>(payload);
   if (!context->SendOwnedLocked(conn->ep, kUcxAmRequest, wire, data)) {
     state_->pending.erase(request_id);

@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# Shell functions shared by the benchmark scripts (source it; not a script).
+# The sourcing script sets `script` (the tag of its log lines) first.
+# Needs bash, curl (master health) and ss (free_port).
+
+# shellcheck disable=SC2154  # `script` is the sourcing script's
+log() { echo "$script: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# build_tree [BUILD_DIR]: prints BUILD_DIR when given, else installs the
+# packages (scripts/setup.sh) and builds the RelWithDebInfo tree
+# (scripts/build.sh), printing its directory.
+build_tree() {
+  if [ -n "${1:-}" ]; then
+    echo "$1"
+    return
+  fi
+  local scripts
+  scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  "$scripts/setup.sh" >&2
+  "$scripts/build.sh" | tail -n 1
+}
+
+# find_binary BUILD_DIR NAME: the executable NAME under BUILD_DIR; dies when
+# there is none.
+find_binary() {
+  local path
+  path="$(find "$1" -type f -name "$2" -perm -u+x -print -quit)"
+  [ -n "$path" ] || die "no $2 under $1"
+  echo "$path"
+}
+
+# free_port: a TCP port nobody listens on (for servers that cannot bind port 0).
+free_port() {
+  local p
+  while true; do
+    p=$((20000 + RANDOM % 40000))
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+
+# wait_line FILE PATTERN: waits up to 30 s for a line of FILE matching the
+# grep PATTERN and prints it; prints FILE to stderr and fails otherwise.
+wait_line() {
+  for _ in $(seq 300); do
+    if grep -m1 -- "$2" "$1" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  cat "$1" >&2
+  return 1
+}
+
+# start_master MASTER_BIN LOG [FLAG...]: starts shelfmark-master on ports 0
+# (it binds free ports and prints "rpc port N, metrics port M" on stderr)
+# with stdout and stderr in LOG, and waits up to 30 s for /health. Sets
+# master_pid, rpc_port and metrics_port (for the caller); dies when the master exits or
+# never becomes healthy.
+# shellcheck disable=SC2034  # master_pid, rpc_port, metrics_port: for the caller
+start_master() {
+  local bin="$1" master_log="$2" ports
+  shift 2
+  "$bin" --rpc_port=0 --metrics_port=0 "$@" >"$master_log" 2>&1 &
+  master_pid=$!
+  rpc_port=""
+  metrics_port=""
+  for _ in $(seq 1 300); do
+    # Both ports from one read of the one line that names them.
+    ports="$(sed -n 's/.*rpc port \([0-9]*\), metrics port \([0-9]*\).*/\1 \2/p' "$master_log" |
+               head -n 1)"
+    rpc_port="${ports% *}"
+    metrics_port="${ports#* }"
+    if [ -n "$ports" ] && curl -fsS "http://127.0.0.1:$metrics_port/health" >/dev/null 2>&1; then
+      return 0
+    fi
+    kill -0 "$master_pid" 2>/dev/null || die "shelfmark-master exited; see $master_log"
+    sleep 0.1
+  done
+  die "shelfmark-master did not become healthy within 30 s; see $master_log"
+}
+
+# stop_pid PID: SIGTERM to PID (a child of this shell) and waits for it; a
+# PID that is empty or already gone is fine. Returns the child's status.
+stop_pid() {
+  [ -n "$1" ] || return 0
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null
+}
+
+# wait_redis PORT PID SECONDS LOG: waits for redis-server PID to answer PING
+# with PONG (it answers LOADING while an RDB file loads); dies when it exits
+# or does not answer within SECONDS.
+wait_redis() {
+  for _ in $(seq 1 $(($3 * 10))); do
+    [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ] && return 0
+    kill -0 "$2" 2>/dev/null || die "redis-server exited; see $4"
+    sleep 0.1
+  done
+  die "redis-server did not answer within $3 s; see $4"
+}
+
+# json_field NAME: the value of "NAME" in the flat JSON object on stdin (no
+# jq on a fresh machine).
+json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | head -n 1; }
