@@ -267,6 +267,12 @@ TransportEngine* Client::engine(std::string_view protocol) const {
   return impl_->transports.For(protocol);
 }
 
+std::optional<EngineCounters> Client::TransferCounters(std::string_view protocol) const {
+  const TransportEngine* e = impl_->transports.For(protocol);
+  if (e == nullptr || !impl_->options.engine_counters) return std::nullopt;
+  return impl_->options.engine_counters(*e);
+}
+
 ErrorCode Client::Put(std::string_view tenant, std::string_view key, std::string_view value,
                       const PutOptions& options) {
   PutConfig config = options.config;

@@ -34,6 +34,13 @@
 // engine; calls take blocks from it (waiting while it is full). A value
 // larger than the staging buffer uses a buffer registered for that call.
 //
+// Transfer counters: TransferCounters(protocol) reads the engine's own
+// counters of posted work and moved bytes through ClientOptions::
+// engine_counters (for "rdma", VerbsEngine::counters(): this library never
+// links the verbs engine, control/rdma_plugin.h supplies the reader); they
+// prove which engine moved the bytes. Engines without counters (ucx,
+// loopback) answer nullopt.
+//
 // Thread safety: every method may be called from any thread. The Client must
 // outlive the calls in flight. Each calling thread holds its own connection
 // to the master (made on first use, kept until the thread exits or, for the
@@ -41,7 +48,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +61,21 @@
 #include "transport/transport_set.h"
 
 namespace shelfmark {
+
+// An engine's counters since it opened (see TransferCounters).
+struct EngineCounters {
+  uint64_t reads_posted = 0;   // READ work requests posted
+  uint64_t writes_posted = 0;  // WRITE work requests posted
+  uint64_t bytes_read = 0;     // by completed READs
+  uint64_t bytes_written = 0;  // by completed WRITEs
+  uint64_t connects = 0;       // client connections made (reconnects included)
+  uint64_t failed_transfers = 0;
+  uint64_t accepted = 0;  // listening side: connections accepted
+  uint64_t rejected = 0;  // listening side: connect requests rejected (e.g. a wrong token)
+};
+
+// Reads an engine's counters; nullopt when it keeps none.
+using EngineCountersReader = std::function<std::optional<EngineCounters>(const TransportEngine&)>;
 
 struct ClientOptions {
   std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master
@@ -64,6 +88,7 @@ struct ClientOptions {
   TransportOptions transport;
   TransportFactory rdma_factory;     // empty: this binary has no rdma engine
   bool rdma_device_present = false;  // what ibv_get_device_list said
+  EngineCountersReader engine_counters;  // for TransferCounters (empty: none)
   uint64_t staging_bytes = 64ull << 20;
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
@@ -130,6 +155,9 @@ class Client {
 
   // The engine serving `protocol` (nullptr if none): the benchmark's raw path.
   TransportEngine* engine(std::string_view protocol) const;
+  // The counters of the engine serving `protocol`; nullopt when there is no
+  // such engine or it keeps no counters.
+  std::optional<EngineCounters> TransferCounters(std::string_view protocol) const;
 
  private:
   friend class StagingBlock;

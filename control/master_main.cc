@@ -2,11 +2,9 @@
 // and /metrics over HTTP; restores the newest good snapshot before the RPC
 // port opens and snapshots periodically (--enable_snapshot_restore,
 // --enable_snapshot). Stops cleanly on SIGINT or SIGTERM.
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <pthread.h>
 #include <system_error>
 
 #include "control/directory_metrics.h"
@@ -15,6 +13,7 @@
 #include "control/metrics.h"
 #include "control/process_stats.h"
 #include "control/rpc_server.h"
+#include "control/service_main.h"
 #include "control/snapshot_metrics.h"
 #include "snapshot/local_store.h"
 #include "snapshot/s3_store.h"
@@ -23,32 +22,6 @@
 
 namespace shelfmark {
 namespace {
-
-// Blocks the stop signals in every thread started after this call, so that
-// WaitForStopSignal() receives them.
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  return set;
-}
-
-int WaitForStopSignal(const sigset_t& set) {
-  int sig = 0;
-  sigwait(&set, &sig);
-  return sig;
-}
-
-void InstallHttpHandlers(HttpServer& http, const MetricsRegistry& metrics) {
-  http.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
-  http.Handle("/metrics", [&metrics] {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                        metrics.RenderPrometheus()};
-  });
-}
 
 // The snapshot object store: the directory $MOONCAKE_SNAPSHOT_LOCAL_PATH
 // (created when missing) or the S3 bucket the environment names. Null and
@@ -127,7 +100,7 @@ bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMe
 }
 
 int Run(const MasterConfig& config) {
-  sigset_t stop_signals = BlockStopSignals();
+  StopSignals stop_signals;
   // The background thread (client expiry, eviction) starts after restore, so
   // a long restore cannot expire the nodes whose segments it restores.
   DirectoryOptions directory_options = config.ToDirectoryOptions();
@@ -159,21 +132,15 @@ int Run(const MasterConfig& config) {
     return n;
   });
   HttpServer http;
-  InstallHttpHandlers(http, metrics);
-  auto http_port = http.Start(static_cast<uint16_t>(config.metrics_port));
-  if (!http_port.ok()) {
-    std::fprintf(stderr, "shelfmark-master: cannot serve --metrics_port=%lld\n",
-                 static_cast<long long>(config.metrics_port));
-    return 1;
-  }
+  auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master");
+  if (!http_port.ok()) return 1;
   SnapshotService snapshots;
   if (config.enable_snapshot && !StartSnapshots(config, directory, snapshot_metrics, &snapshots)) {
     return 1;
   }
   std::fprintf(stderr, "shelfmark-master: cluster %s, rpc port %u, metrics port %u\n",
                config.cluster_id.c_str(), *rpc_port, *http_port);
-  int sig = WaitForStopSignal(stop_signals);
-  std::fprintf(stderr, "shelfmark-master: signal %d, stopping\n", sig);
+  stop_signals.Wait("shelfmark-master", "stopping");
   if (snapshots.snapshotter) snapshots.snapshotter->Stop();
   http.Stop();
   rpc.Stop();

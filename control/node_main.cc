@@ -8,22 +8,22 @@
 //   node <client-id> segment <bytes> protocol <p> endpoint <ip:port>
 //   shelfmark-node: metrics port <M>
 // `auto` picks rdma when an RDMA device exists (and this build has the verbs
-// engine), else ucx. Exit codes: 0 stopped by a signal, 1 start-up failure,
+// engine), else ucx. /metrics has the process, segment and ping gauges, and
+// with rdma shelfmark_node_rdma_{accepted,rejected}_connections (the verbs
+// listener's counters). Exit codes: 0 stopped by a signal, 1 start-up failure,
 // 2 bad flags (the message names the flag).
-#include <pthread.h>
-
-#include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/flags.h"
 #include "common/host_port.h"
-#include "control/http_server.h"
 #include "control/metrics.h"
 #include "control/node.h"
 #include "control/process_stats.h"
 #include "control/rdma_plugin.h"
+#include "control/service_main.h"
 #include "transport/transport_set.h"
 
 namespace shelfmark {
@@ -42,17 +42,9 @@ struct NodeFlags {
   int64_t ping_interval_ms = 3'000;
 };
 
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  return set;
-}
-
-int ParseFlags(int argc, char** argv, NodeFlags* f) {
+// --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
+// message when the values do not fit together.
+bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   FlagSet flags("shelfmark-node");
   flags.AddString("master", &f->master, "HOST:PORT of shelfmark-master's RPC");
   flags.AddInt64("segment_size", &f->segment_size, "bytes of DRAM to contribute", 4096,
@@ -66,29 +58,39 @@ int ParseFlags(int argc, char** argv, NodeFlags* f) {
   flags.AddString("segment_name", &f->segment_name, "segment name (\"\" = node-<client id>)");
   flags.AddInt64("ping_interval_ms", &f->ping_interval_ms,
                  "ping period; keep it under the master's client TTL / 2", 10, 3'600'000);
-  std::string error;
-  if (!flags.Parse(argc, argv, &error)) {
-    std::fprintf(stderr, "%s\n%s", error.c_str(), flags.Usage().c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  flags.ParseOrExit(argc, argv);
   if (!ParseHostPort(f->master)) {
     std::fprintf(stderr, "shelfmark-node: flag --master expects HOST:PORT, got '%s'\n",
                  f->master.c_str());
-    return 2;
+    return false;
   }
   if (f->segment_size == 0) {
     std::fprintf(stderr, "shelfmark-node: flag --segment_size is required\n");
-    return 2;
+    return false;
   }
   if (f->listen_ip.empty()) {
     std::fprintf(stderr, "shelfmark-node: flag --listen_ip must not be empty\n");
-    return 2;
+    return false;
   }
-  return -1;
+  return true;
+}
+
+// The verbs listener's counters (rdma only): connections accepted and
+// rejected prove that clients reached this node over RDMA.
+void AddRdmaMetrics(MetricsRegistry& metrics, const TransportEngine& engine,
+                    const EngineCountersReader& counters) {
+  const TransportEngine* e = &engine;
+  auto gauge = [&](const char* name, const char* help, uint64_t EngineCounters::*field) {
+    metrics.AddGauge(name, help, [e, counters, field] {
+      std::optional<EngineCounters> c = counters(*e);
+      return c ? static_cast<double>((*c).*field) : 0.0;
+    });
+  };
+  gauge("shelfmark_node_rdma_accepted_connections", "RDMA connections accepted",
+        &EngineCounters::accepted);
+  gauge("shelfmark_node_rdma_rejected_connections",
+        "RDMA connect requests rejected (wrong cluster token, bad request)",
+        &EngineCounters::rejected);
 }
 
 void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
@@ -106,7 +108,7 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
 }
 
 int Run(const NodeFlags& f) {
-  sigset_t stop_signals = BlockStopSignals();
+  StopSignals stop_signals;
   RdmaPlugin rdma = LinkedRdmaPlugin();
   auto protocol = ChooseProtocol(f.protocol, rdma.factory && rdma.device_present);
   if (*protocol == "rdma" && !rdma.factory) {
@@ -156,24 +158,14 @@ int Run(const NodeFlags& f) {
   MetricsRegistry metrics;
   AddProcessMetrics(metrics);
   AddNodeMetrics(metrics, **node);
+  if (*protocol == "rdma") AddRdmaMetrics(metrics, **engine, rdma.counters);
   HttpServer http;
-  http.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
-  http.Handle("/metrics", [&metrics] {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                        metrics.RenderPrometheus()};
-  });
-  auto http_port = http.Start(static_cast<uint16_t>(f.metrics_port));
-  if (!http_port.ok()) {
-    std::fprintf(stderr, "shelfmark-node: cannot serve --metrics_port=%lld\n",
-                 static_cast<long long>(f.metrics_port));
-    return 1;
-  }
+  auto http_port = ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node");
+  if (!http_port.ok()) return 1;
   std::fprintf(stderr, "shelfmark-node: metrics port %u\n", *http_port);
   ErrorCode unmounted = ErrorCode::OK;
   std::thread loop([&node, &unmounted] { unmounted = (*node)->Run(); });
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "shelfmark-node: signal %d, unmounting\n", sig);
+  stop_signals.Wait("shelfmark-node", "unmounting");
   (*node)->Stop();
   loop.join();
   if (unmounted != ErrorCode::OK) {
@@ -189,7 +181,6 @@ int Run(const NodeFlags& f) {
 
 int main(int argc, char** argv) {
   shelfmark::NodeFlags flags;
-  int rc = shelfmark::ParseFlags(argc, argv, &flags);
-  if (rc >= 0) return rc;
+  if (!shelfmark::ParseFlags(argc, argv, &flags)) return 2;
   return shelfmark::Run(flags);
 }

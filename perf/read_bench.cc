@@ -16,6 +16,9 @@
 #include "control/rdma_plugin.h"
 #include "perf/bench_util.h"
 #include "transport/ucx_engine.h"
+#if defined(SHELFMARK_HAVE_VERBS)
+#include "transport/verbs_engine.h"
+#endif
 
 namespace shelfmark {
 namespace {
@@ -30,6 +33,7 @@ struct ReadBenchOptions {
   bool checksum = false;
   bool json = false;
   std::string cluster_token;
+  std::string device;
   std::string tenant = "perf-read";
 };
 
@@ -55,7 +59,9 @@ bool ParseSizes(const std::string& text, std::vector<uint64_t>* out) {
   return !out->empty();
 }
 
-int ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
+// --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
+// message for values that do not parse.
+bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
   FlagSet flags(argv[0]);
   flags.AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
   flags.AddString("protocol", &o->protocol, "engine to read with", {"rdma", "ucx"});
@@ -65,29 +71,23 @@ int ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
   flags.AddBool("checksum", &o->checksum, "store a checksum: shelfmark reads verify it");
   flags.AddBool("json", &o->json, "one JSON line per size");
   flags.AddString("cluster_token", &o->cluster_token, "token the nodes expect");
+  flags.AddString("device", &o->device, "RDMA device for the client's QPs (\"\" = the first)");
   flags.AddString("tenant", &o->tenant, "tenant of the benchmark objects");
-  std::string error;
-  if (!flags.Parse(argc, argv, &error)) {
-    std::fprintf(stderr, "%s\n%s", error.c_str(), flags.Usage().c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  flags.ParseOrExit(argc, argv);
   if (!ParseHostPort(o->master)) {
     std::fprintf(stderr, "%s: flag --master expects HOST:PORT\n", argv[0]);
-    return 2;
+    return false;
   }
   if (!ParseSizes(o->sizes_text, &o->sizes)) {
     std::fprintf(stderr, "%s: flag --size expects positive integers separated by commas\n",
                  argv[0]);
-    return 2;
+    return false;
   }
-  return -1;
+  return true;
 }
 
 using Clock = std::chrono::steady_clock;
+constexpr int64_t kRawTimeoutMs = 5000;
 
 // Runs `read` warmup + iters times; nanoseconds of the timed ones, or the
 // first failing code.
@@ -120,6 +120,7 @@ class ReadBench {
  public:
   explicit ReadBench(ReadBenchOptions o) : o_(std::move(o)) {}
   ~ReadBench() {
+    if (raw_region_.handle != 0) raw_engine_->UnregisterMemory(raw_region_);
     if (client_ && buffer_ != nullptr) client_->UnregisterBuffer(buffer_);
     if (buffer_ != nullptr) munmap(buffer_, buffer_size_);
   }
@@ -140,6 +141,7 @@ class ReadBench {
       Emit(row);
     }
     for (uint64_t size : o_.sizes) (void)client_->Remove(o_.tenant, Key(size), /*force=*/true);
+    PrintTransferCounters(*client_, "shelfmark-perf read");
     return rc;
   }
 
@@ -157,16 +159,9 @@ class ReadBench {
     co.master = o_.master;
     co.protocol = o_.protocol;
     co.transport.cluster_token = o_.cluster_token;
-    RdmaPlugin rdma = LinkedRdmaPlugin();
-    co.rdma_factory = rdma.factory;
-    co.rdma_device_present = rdma.device_present;
-    if (o_.protocol == "rdma" && !rdma.factory) {
-      std::fprintf(stderr, "shelfmark-perf read: flag --protocol=rdma: no verbs engine\n");
-      return false;
-    }
-    auto client = Client::Create(co);
-    if (!client.ok()) return Fail("client", client.error());
-    client_ = std::move(client).value();
+    co.transport.device = o_.device;
+    client_ = CreateDataClient(std::move(co), "shelfmark-perf read");
+    if (client_ == nullptr) return false;
     id_ = client_->client_id().ToString().substr(0, 8);
     for (uint64_t s : o_.sizes) buffer_size_ = std::max(buffer_size_, s);
     void* mem = mmap(nullptr, buffer_size_, PROT_READ | PROT_WRITE,
@@ -175,6 +170,13 @@ class ReadBench {
     buffer_ = static_cast<uint8_t*>(mem);
     ErrorCode rc = client_->RegisterBuffer(buffer_, buffer_size_);
     if (rc != ErrorCode::OK) return Fail("register buffer", rc);
+    raw_engine_ = client_->engine(o_.protocol);
+    if (o_.protocol == UcxEngine::kProtocol) return true;  // RawUcxGet needs no region
+    // rdma: the raw path's own registration of the same buffer (RawRead
+    // wants the region; the client keeps its registrations private).
+    auto region = raw_engine_->RegisterMemory(buffer_, buffer_size_, /*remote_access=*/false);
+    if (!region.ok()) return Fail("register buffer for the raw path", region.error());
+    raw_region_ = std::move(region).value();
     return true;
   }
 
@@ -212,19 +214,24 @@ class ReadBench {
     return true;
   }
 
-  // One read of `size` bytes of `replica` through the bare engine.
+  // One read of `size` bytes of `replica` through the bare engine: ucx
+  // RawUcxGet (one ucp_get_nbx), rdma VerbsEngine::RawRead (one RDMA READ on
+  // the cached connection).
   std::function<ErrorCode()> RawRead(const MemoryDescriptor& replica, uint64_t size) {
-    TransportEngine* engine = client_->engine(o_.protocol);
     if (o_.protocol == UcxEngine::kProtocol) {
-      auto* ucx = static_cast<UcxEngine*>(engine);
+      auto* ucx = static_cast<UcxEngine*>(raw_engine_);
       return [ucx, &replica, size, this] {
-        return RawUcxGet(*ucx, replica, 0, buffer_, size, 5000).code;
+        return RawUcxGet(*ucx, replica, 0, buffer_, size, kRawTimeoutMs).code;
       };
     }
-    return [engine, &replica, size, this] {
-      TransferOp op{&replica, 0, buffer_, size};
-      return engine->Transfer(TransferKind::READ, {&op, 1}, 5000).code;
+#if defined(SHELFMARK_HAVE_VERBS)
+    auto* verbs = static_cast<VerbsEngine*>(raw_engine_);
+    return [verbs, &replica, size, this] {
+      return verbs->RawRead(replica, 0, raw_region_, buffer_, size, kRawTimeoutMs).code;
     };
+#else
+    return [] { return ErrorCode::INVALID_PARAMS; };  // no rdma client without verbs
+#endif
   }
 
   void Emit(const Row& r) {
@@ -249,14 +256,15 @@ class ReadBench {
   std::string id_;
   uint8_t* buffer_ = nullptr;
   uint64_t buffer_size_ = 0;
+  TransportEngine* raw_engine_ = nullptr;  // the engine of --protocol
+  MemoryRegion raw_region_;  // rdma: buffer_, registered with raw_engine_ (handle 0: none)
 };
 
 }  // namespace
 
 int RunReadBench(int argc, const char* const* argv) {
   ReadBenchOptions o;
-  int rc = ParseOptions(argc, argv, &o);
-  if (rc >= 0) return rc;
+  if (!ParseOptions(argc, argv, &o)) return 2;
   return ReadBench(std::move(o)).Run();
 }
 

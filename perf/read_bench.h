@@ -3,7 +3,7 @@
 //
 //   shelfmark-perf read --master=HOST:PORT --protocol=rdma|ucx
 //       [--size=4096,65536,1048576] [--iters=N] [--warmup=N] [--checksum]
-//       [--cluster_token=T] [--tenant=T] [--json]
+//       [--cluster_token=T] [--device=NAME] [--tenant=T] [--json]
 //
 // Needs a running master and at least one node of that protocol (it starts
 // nothing; scripts/bench_read.sh does). Per size it puts one object, fetches
@@ -13,7 +13,11 @@
 //     --checksum) with no master RPC in the loop (a descriptor whose lease
 //     ran out is fetched again, outside the timing);
 //   - raw: the same bytes through the bare engine (ucx: RawUcxGet, one
-//     ucp_get_nbx; rdma: the engine's Transfer) with none of those layers.
+//     ucp_get_nbx; rdma: VerbsEngine::RawRead, one RDMA READ on the cached
+//     connection, busy-polled) with none of those layers.
+// --device names the RDMA device of the client's QPs ("" = the first). At
+// the end the engine's transfer counters go to stderr ("read: rdma reads
+// posted: N, ..."), so a run shows which engine moved the bytes.
 // Output: one JSON line per size
 //   {"bench":"read","protocol":..,"size":..,"iters":..,"p50_us":..,"p99_us":..,
 //    "p999_us":..,"gbps":..,"raw_p50_us":..,"raw_p99_us":..,"raw_gbps":..}

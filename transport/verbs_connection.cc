@@ -311,12 +311,15 @@ void VerbsListener::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& para
   accept.initiator_depth = static_cast<uint8_t>(
       std::min<uint32_t>({param.initiator_depth, port.max_qp_init_rd_atom, 255}));
   accept.rnr_retry_count = 7;
+  // Counted before rdma_accept: the client may finish its first transfer
+  // before this thread runs again, and counters() must already show it.
+  accepted_.fetch_add(1);
   if (rdma_accept(id, &accept) != 0) {
+    accepted_.fetch_sub(1);
     rejected_.fetch_add(1);
     rdma_destroy_qp(id);
     return;
   }
-  accepted_.fetch_add(1);
   MutexLock lock(&mu_);
   peers_[id] = true;
 }

@@ -17,8 +17,13 @@
 #     no network card, with a time-out; the console goes to
 #     BUILD_DIR/softroce/console.log.
 # Inside, /init sets up veth0 (192.168.77.1) <-> veth1 (192.168.77.2) with
-# rxe0 and rxe1 on them, runs each test, prints "SHELFMARK-TEST <name>
-# PASS|FAIL" per test and "SHELFMARK-VM-END" last, then powers off.
+# rxe0 and rxe1 on them, runs each test (verbs_engine_test; perftest's
+# ib_read_lat and ib_read_bw at 4 KiB, 64 KiB and 1 MiB; master + node + cli
+# put/get over rdma, which must show RDMA READs posted and connections the
+# node accepted and rejected; shelfmark-perf read against that cluster),
+# prints "SHELFMARK-TEST <name> PASS|FAIL" per test and "SHELFMARK-VM-END"
+# last, then powers off. The benchmark figures ("SHELFMARK-PERF " lines) are
+# copied, without that prefix, to BUILD_DIR/softroce/perf.txt and printed.
 #
 # (No pipe in here ends its reader early: with pipefail a SIGPIPE would abort.)
 # Exit status: 0 when every test passed and the end marker was seen; 1 on any
@@ -191,6 +196,10 @@ run_vm() {
   local vm_s=$(( $(date +%s) - boot_s ))
   [[ -f "$console" ]] || die "qemu wrote no console log (exit status $rc)"
   tr -d '\r' <"$console"
+  echo "----- softroce perf (also in $work/perf.txt) -----"
+  { grep -a '^SHELFMARK-PERF ' "$console" || true; } | tr -d '\r' |
+    sed 's/^SHELFMARK-PERF //' >"$work/perf.txt"
+  cat "$work/perf.txt"
   echo "----- softroce summary -----"
   grep -a '^SHELFMARK-TEST ' "$console" | tr -d '\r' || true
   local failed=0

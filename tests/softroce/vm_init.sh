@@ -3,7 +3,9 @@
 # it). Runs as PID 1 under busybox sh: sets up two soft-RoCE devices over a
 # veth pair, runs each test, prints "SHELFMARK-TEST <name> PASS|FAIL
 # (<seconds>s)" per test and "SHELFMARK-VM-END" last, then powers off. The
-# host side reads these lines from the serial console.
+# host side reads these lines from the serial console, and the benchmark
+# figures from the lines starting "SHELFMARK-PERF <tool> " (perftest's
+# ib_read_lat / ib_read_bw rows and shelfmark-perf read's JSON lines).
 export PATH=/bin:/sbin:/usr/bin
 export HOME=/tmp
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu
@@ -103,8 +105,7 @@ t=$(uptime_cs)
 /tests/verbs_engine_test --gtest_filter="$(cat /tests/gtest_filter)"
 result verbs_engine_test $? "$t"
 
-# --- raw verbs baseline: ib_read_lat, rxe1 -> rxe0 over the veth pair --------------
-t=$(uptime_cs)
+# --- raw verbs baseline: perftest, rxe1 -> rxe0 over the veth pair ----------------
 gid_index() { # gid_index DEV IPV4_HEX -> index of DEV's RoCE v2 GID ::ffff:<ip>
   for g in /sys/class/infiniband/$1/ports/1/gids/*; do
     i=${g##*/}
@@ -116,30 +117,43 @@ gid_index() { # gid_index DEV IPV4_HEX -> index of DEV's RoCE v2 GID ::ffff:<ip>
   done
   return 1
 }
-read_lat() {
+perf_lines() { # perf_lines LABEL FILE: perftest's header and rows as "SHELFMARK-PERF LABEL ..."
+  awk -v label="$1" '/^[ \t]*(#bytes|[0-9]+[ \t])/ {$1 = $1; print "SHELFMARK-PERF " label " " $0}' "$2"
+}
+perftest() { # perftest TOOL SIZE ITERS: one perftest run, rxe1 -> rxe0
   # QPs on rxe0 (192.168.77.1) and rxe1 (192.168.77.2), like the engine's
   # test, so the reads cross the veth pair; perftest's own TCP exchange of
   # QP numbers runs over lo.
   g0=$(gid_index rxe0 c0a8:4d01) && g1=$(gid_index rxe1 c0a8:4d02) ||
     { echo "no RoCE v2 GID for 192.168.77.1/.2"; return 1; }
-  ib_read_lat -d rxe0 -x "$g0" -s 4096 -n 1000 -F >/tmp/read_lat_server.log 2>&1 &
+  "$1" -d rxe0 -x "$g0" -s "$2" -n "$3" -F >/tmp/perftest_server.log 2>&1 &
   server=$!
   tries=0
   while [ $tries -lt 20 ]; do
-    if ib_read_lat -d rxe1 -x "$g1" -s 4096 -n 1000 -F 192.168.77.1 >/tmp/read_lat.log 2>&1; then
+    if "$1" -d rxe1 -x "$g1" -s "$2" -n "$3" -F 192.168.77.1 >/tmp/perftest.log 2>&1; then
       wait $server
-      cat /tmp/read_lat.log
+      perf_lines "$1" /tmp/perftest.log
       return 0
     fi
     tries=$((tries + 1))
     sleep 0.5  # the server may not listen yet; perftest's client does not retry
   done
-  cat /tmp/read_lat.log /tmp/read_lat_server.log
+  cat /tmp/perftest.log /tmp/perftest_server.log
   kill $server 2>/dev/null
   return 1
 }
-read_lat
-result ib_read_lat $? "$t"
+perftests() {
+  st=0
+  for tool in ib_read_lat ib_read_bw; do
+    perftest $tool 4096 1000 || st=1
+    perftest $tool 65536 500 || st=1
+    perftest $tool 1048576 100 || st=1
+  done
+  return $st
+}
+t=$(uptime_cs)
+perftests
+result perftest $? "$t"
 
 # --- master + node + client over rdma (when the build has them) --------------------
 wait_for() { # wait_for TRIES COMMAND...: retries COMMAND every 0.5 s
@@ -152,26 +166,32 @@ wait_for() { # wait_for TRIES COMMAND...: retries COMMAND every 0.5 s
   done
   return 1
 }
-cluster_flow() {
-  master=127.0.0.1:50051
-  cli="/tests/shelfmark-cli --master=$master"
+# The node's QPs are on rxe0 (192.168.77.1); the clients' on rxe1
+# (192.168.77.2) through --device, so their reads cross the veth pair
+# (without --device a client would take rxe0 and loop back).
+master=127.0.0.1:50051
+cli="/tests/shelfmark-cli --master=$master"
+data="--protocol=rdma --device=rxe1 --cluster_token=vm-token"
+metric() { # metric NAME: its value on the node's /metrics ("" when absent)
+  wget -q -O /tmp/node.metrics http://127.0.0.1:9004/metrics 2>/dev/null
+  awk -v name="$1" '$1 == name {print $2 + 0}' /tmp/node.metrics
+}
+reads_posted() { # reads_posted FILE: N of "rdma reads posted: N" in a tool's stderr
+  sed -n 's/.* rdma reads posted: \([0-9]*\).*/\1/p' "$1"
+}
+cluster_up() {
   /tests/shelfmark-master --rpc_port=50051 --metrics_port=9003 >/tmp/master.log 2>&1 &
   master_pid=$!
   wait_for 60 $cli count || { echo "master did not answer"; cat /tmp/master.log; return 1; }
   /tests/shelfmark-node --master=$master --segment_size=67108864 --protocol=rdma \
-    --device=rxe0 --listen_ip=192.168.77.1 --cluster_token=vm-token >/tmp/node.log 2>&1 &
+    --device=rxe0 --listen_ip=192.168.77.1 --metrics_port=9004 --cluster_token=vm-token \
+    >/tmp/node.log 2>&1 &
   node_pid=$!
   wait_for 60 grep -q endpoint /tmp/node.log || { echo "node did not mount"; cat /tmp/node.log; return 1; }
   grep endpoint /tmp/node.log
-  dd if=/dev/urandom of=/tmp/object bs=65536 count=16 2>/dev/null
+}
+cluster_down() {
   st=0
-  $cli put --protocol=rdma --cluster_token=vm-token obj/1 /tmp/object || st=1
-  $cli get --protocol=rdma --cluster_token=vm-token obj/1 /tmp/object.back || st=1
-  cmp /tmp/object /tmp/object.back || { echo "bytes differ"; st=1; }
-  if $cli get --protocol=rdma --cluster_token=wrong obj/1 /tmp/object.bad; then
-    echo "a wrong cluster token was accepted"; st=1
-  fi
-  $cli stat obj/1
   kill $node_pid
   wait $node_pid || { echo "node exited with $?"; st=1; }
   kill $master_pid
@@ -179,12 +199,62 @@ cluster_flow() {
   [ $st -eq 0 ] || { cat /tmp/node.log /tmp/master.log; }
   return $st
 }
-t=$(uptime_cs)
-if [ -x /tests/shelfmark-master ] && [ -x /tests/shelfmark-node ] && [ -x /tests/shelfmark-cli ]; then
-  cluster_flow
-  result cluster_flow $? "$t"
+# put/get over rdma; the get's counters and the node's /metrics prove that
+# the bytes moved by RDMA READ over connections the node accepted.
+cluster_flow() {
+  dd if=/dev/urandom of=/tmp/object bs=65536 count=16 2>/dev/null
+  st=0
+  $cli put $data --verbose obj/1 /tmp/object || st=1
+  $cli get $data --verbose obj/1 /tmp/object.back 2>/tmp/get.err || st=1
+  cat /tmp/get.err
+  cmp /tmp/object /tmp/object.back || { echo "bytes differ"; st=1; }
+  n=$(reads_posted /tmp/get.err)
+  if [ -z "$n" ] || [ "$n" -eq 0 ]; then
+    echo "get posted no RDMA READ (rdma reads posted: '$n')"; st=1
+  fi
+  if $cli get --protocol=rdma --device=rxe1 --cluster_token=wrong obj/1 /tmp/object.bad; then
+    echo "a wrong cluster token was accepted"; st=1
+  fi
+  accepted=$(metric shelfmark_node_rdma_accepted_connections)
+  rejected=$(metric shelfmark_node_rdma_rejected_connections)
+  echo "node /metrics: rdma accepted connections ${accepted:-none}, rejected ${rejected:-none}"
+  [ "${accepted:-0}" -ge 2 ] || { echo "the node accepted fewer than 2 RDMA connections"; st=1; }
+  [ "${rejected:-0}" -ge 1 ] || { echo "the node rejected no RDMA connection"; st=1; }
+  $cli stat obj/1
+  return $st
+}
+# shelfmark-perf read against the same master and node: Shelfmark's read path
+# and the raw RDMA READ (VerbsEngine::RawRead) side by side.
+perf_read() {
+  /tests/shelfmark-perf read --master=$master $data --size=4096,65536,1048576 \
+    --iters=200 --warmup=5 --json >/tmp/perf_read.out 2>/tmp/perf_read.err
+  rc=$?
+  while read -r line; do echo "SHELFMARK-PERF shelfmark-perf-read $line"; done </tmp/perf_read.out
+  grep 'reads posted' /tmp/perf_read.err | while read -r line; do
+    echo "SHELFMARK-PERF shelfmark-perf-read-counters $line"
+  done
+  [ $rc -eq 0 ] || { cat /tmp/perf_read.err; return 1; }
+  n=$(reads_posted /tmp/perf_read.err)
+  [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "perf read posted no RDMA READ"; return 1; }
+  [ "$(wc -l </tmp/perf_read.out)" -eq 3 ] || { echo "perf read did not print 3 lines"; return 1; }
+}
+if [ -x /tests/shelfmark-master ] && [ -x /tests/shelfmark-node ] && [ -x /tests/shelfmark-cli ] &&
+   [ -x /tests/shelfmark-perf ]; then
+  t=$(uptime_cs)
+  if cluster_up; then
+    cluster_flow
+    result cluster_flow $? "$t"
+    t=$(uptime_cs)
+    perf_read
+    result perf_read $? "$t"
+    t=$(uptime_cs)
+    cluster_down
+    result cluster_down $? "$t"
+  else
+    result cluster_up 1 "$t"
+  fi
 else
-  echo "SHELFMARK-TEST cluster_flow SKIP (shelfmark-master/node/cli not built)"
+  echo "SHELFMARK-TEST cluster_flow SKIP (shelfmark-master/node/cli/perf not built)"
 fi
 
 finish
