@@ -89,18 +89,28 @@ bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kRawTimeoutMs = 5000;
 
-// Runs `read` warmup + iters times; nanoseconds of the timed ones, or the
-// first failing code.
-Result<std::vector<int64_t>> Time(int64_t warmup, int64_t iters,
-                                  const std::function<ErrorCode()>& read) {
-  std::vector<int64_t> ns;
-  ns.reserve(static_cast<size_t>(iters));
-  for (int64_t i = 0; i < warmup + iters; ++i) {
+// Runs `a` and `b` warmup + iters times each, interleaved (a b, b a, a b, ...)
+// so that noise from the rest of the machine falls on both alike; the
+// nanoseconds of the timed runs of each, or the first failing code.
+Result<std::pair<std::vector<int64_t>, std::vector<int64_t>>> TimeInterleaved(
+    int64_t warmup, int64_t iters, const std::function<ErrorCode()>& a,
+    const std::function<ErrorCode()>& b) {
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> ns;
+  ns.first.reserve(static_cast<size_t>(iters));
+  ns.second.reserve(static_cast<size_t>(iters));
+  auto run = [](const std::function<ErrorCode()>& read, bool timed, std::vector<int64_t>* out) {
     const auto start = Clock::now();
     ErrorCode rc = read();
     const auto end = Clock::now();
+    if (timed) out->push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+    return rc;
+  };
+  for (int64_t i = 0; i < warmup + iters; ++i) {
+    const bool timed = i >= warmup;
+    const bool a_first = i % 2 == 0;
+    ErrorCode rc = run(a_first ? a : b, timed, a_first ? &ns.first : &ns.second);
+    if (rc == ErrorCode::OK) rc = run(a_first ? b : a, timed, a_first ? &ns.second : &ns.first);
     if (rc != ErrorCode::OK) return rc;
-    if (i >= warmup) ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
   }
   return ns;
 }
@@ -193,24 +203,25 @@ class ReadBench {
       return Fail("no " + o_.protocol + " replica", ErrorCode::INVALID_REPLICA);
     }
     ObjectLocation location = std::move(loc).value();
-    auto shelfmark = Time(o_.warmup, o_.iters, [&] {
+    const MemoryDescriptor replica = location.info.replicas[0].memory;  // the raw path's
+    auto shelfmark_read = [&] {
       ErrorCode r = client_->Read(location, buffer_, buffer_size_);
       if (r != ErrorCode::LEASE_EXPIRED) return r;
       auto again = client_->Locate(o_.tenant, Key(size));  // lease ran out: renew
       if (!again.ok()) return again.error();
       location = std::move(again).value();
       return client_->Read(location, buffer_, buffer_size_);
-    });
-    if (!shelfmark.ok()) return Fail("read " + std::to_string(size), shelfmark.error());
+    };
+    auto times = TimeInterleaved(o_.warmup, o_.iters, shelfmark_read, RawRead(replica, size));
+    if (!times.ok()) return Fail("read " + std::to_string(size), times.error());
     if (std::memcmp(buffer_, value.data(), size) != 0) {
       return Fail("read " + std::to_string(size) + " returned wrong bytes",
                   ErrorCode::CHECKSUM_MISMATCH);
     }
-    auto raw = Time(o_.warmup, o_.iters, RawRead(location.info.replicas[0].memory, size));
-    if (!raw.ok()) return Fail("raw read " + std::to_string(size), raw.error());
+    auto& [shelfmark, raw] = *times;
     row->size = size;
-    Summarize(&*shelfmark, size, &row->p50_us, &row->p99_us, &row->p999_us, &row->gbps);
-    Summarize(&*raw, size, &row->raw_p50_us, &row->raw_p99_us, nullptr, &row->raw_gbps);
+    Summarize(&shelfmark, size, &row->p50_us, &row->p99_us, &row->p999_us, &row->gbps);
+    Summarize(&raw, size, &row->raw_p50_us, &row->raw_p99_us, nullptr, &row->raw_gbps);
     return true;
   }
 

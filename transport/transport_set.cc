@@ -1,5 +1,6 @@
 #include "transport/transport_set.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -80,6 +81,18 @@ TransportEngine* TransportSet::For(std::string_view protocol) const {
 
 TransferStatus TransportSet::Transfer(TransferKind kind, std::span<const TransferOp> ops,
                                       int64_t timeout_ms) const {
+  // The common case (one op, or ops of one protocol) goes straight to the
+  // engine: no grouping on the hot path.
+  if (!ops.empty() && ops.front().remote != nullptr &&
+      std::all_of(ops.begin(), ops.end(), [&](const TransferOp& op) {
+        return op.remote != nullptr && op.remote->protocol == ops.front().remote->protocol;
+      })) {
+    TransportEngine* engine = For(ops.front().remote->protocol);
+    if (engine == nullptr) {
+      return {ErrorCode::INVALID_PARAMS, "unknown protocol '" + ops.front().remote->protocol + "'"};
+    }
+    return engine->Transfer(kind, ops, timeout_ms);
+  }
   // Group by protocol, keeping each group's ops in the caller's order.
   std::map<std::string_view, std::pair<TransportEngine*, std::vector<TransferOp>>> parts;
   for (const TransferOp& op : ops) {
