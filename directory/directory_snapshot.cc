@@ -5,6 +5,7 @@
 // leaves the directory as it was; RestoreSegments stops at the first bad
 // entry (the caller clears the directory then).
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string_view>
 #include <tuple>
@@ -45,25 +46,24 @@ ReplicaState ExportReplica(const Replica& r) {
   return out;
 }
 
-ObjectState ExportObject(std::string_view tenant, std::string_view key,
-                         const ObjectMetadata& meta, int64_t now) {
-  ObjectState out;
-  out.tenant = std::string(tenant);
-  out.key = std::string(key);
-  out.writer = meta.writer;
-  out.size = meta.size;
-  out.has_checksum = meta.has_checksum;
-  out.checksum = meta.checksum;
-  out.data_type = meta.data_type;
-  out.hard_pin = meta.hard_pin;
-  out.lease_remaining_ms = std::max<int64_t>(0, meta.lease_deadline_ms.load() - now);
-  out.soft_pin_remaining_ms =
+// Fills *out (a fresh ObjectState) from the object.
+void ExportObject(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
+                  int64_t now, ObjectState* out) {
+  out->tenant = tenant;
+  out->key = key;
+  out->writer = meta.writer;
+  out->size = meta.size;
+  out->has_checksum = meta.has_checksum;
+  out->checksum = meta.checksum;
+  out->data_type = meta.data_type;
+  out->hard_pin = meta.hard_pin;
+  out->lease_remaining_ms = std::max<int64_t>(0, meta.lease_deadline_ms.load() - now);
+  out->soft_pin_remaining_ms =
       meta.soft_pin_deadline_s == 0 ? 0 : std::max<int64_t>(0, meta.soft_pin_deadline_ms() - now);
-  out.put_age_ms = std::max<int64_t>(0, now - meta.put_start_ms());
-  if (meta.group) out.group = *meta.group;
-  out.replicas.reserve(meta.replicas.size());
-  for (const Replica& r : meta.replicas) out.replicas.push_back(ExportReplica(r));
-  return out;
+  out->put_age_ms = std::max<int64_t>(0, now - meta.put_start_ms());
+  if (meta.group) out->group = *meta.group;
+  out->replicas.reserve(meta.replicas.size());
+  for (const Replica& r : meta.replicas) out->replicas.push_back(ExportReplica(r));
 }
 
 bool ValidTenantKey(std::string_view tenant, std::string_view key) {
@@ -71,12 +71,82 @@ bool ValidTenantKey(std::string_view tenant, std::string_view key) {
   return ValidateTenant(tenant) == ErrorCode::OK && ValidateKey(key) == ErrorCode::OK;
 }
 
-// An object of a shard state, checked, its replicas resolved to owners.
-struct PreparedObject {
-  const ObjectState* state;
-  std::vector<Replica> replicas;
-  bool keep;  // every replica COMPLETE
+// The fields of an object that need no owner lookup are in range.
+bool ValidObjectFields(const ObjectState& o, uint32_t index) {
+  return ValidTenantKey(o.tenant, o.key) && ShardIndex(o.tenant, o.key) == index && o.size != 0 &&
+         static_cast<uint8_t>(o.data_type) <= static_cast<uint8_t>(DataType::WEIGHT) &&
+         o.lease_remaining_ms >= 0 && o.soft_pin_remaining_ms >= 0 && o.put_age_ms >= 0 &&
+         !o.replicas.empty() && o.replicas.size() <= kMaxReplicas &&
+         (o.group.empty() || ValidateKey(o.group) == ErrorCode::OK);
+}
+
+// Replica owners by id, remembering the last segment and the last disk node
+// found: a shard's replicas mostly share a few owners, so the table locks
+// are taken about once per owner instead of once per replica.
+class OwnerCache {
+ public:
+  OwnerCache(const SegmentTable& segments, const ClientRegistry& clients)
+      : segments_(segments), clients_(clients) {}
+
+  SegmentEntry* Segment(const UUID& id) {
+    if (segment_ == nullptr || id != segment_id_) {
+      segment_ = segments_.Find(id);
+      segment_id_ = id;
+    }
+    return segment_;
+  }
+  const DiskNode* Disk(const UUID& id) {
+    if (disk_ == nullptr || id != disk_id_) {
+      disk_ = clients_.Disk(id);
+      disk_id_ = id;
+    }
+    return disk_;
+  }
+
+ private:
+  const SegmentTable& segments_;
+  const ClientRegistry& clients_;
+  UUID segment_id_;
+  SegmentEntry* segment_ = nullptr;
+  UUID disk_id_;
+  const DiskNode* disk_ = nullptr;
 };
+
+// A shard's objects checked and resolved: object i's replicas are
+// replicas[first_replica[i], first_replica[i + 1]); hashes[i] is
+// KeyMap::Hash of its key.
+struct PreparedShard {
+  std::vector<uint64_t> hashes;
+  std::vector<Replica> replicas;
+  std::vector<uint32_t> first_replica;
+  std::vector<bool> keep;  // every replica COMPLETE
+  size_t kept = 0;
+};
+
+// True when some (tenant, key) appears twice. Sorts (key hash, index)
+// pairs; only objects whose hashes are equal are compared by name.
+bool HasDuplicateKeys(const std::vector<ObjectState>& objects,
+                      const std::vector<uint64_t>& hashes) {
+  std::vector<std::pair<uint64_t, uint32_t>> by_hash(objects.size());
+  for (size_t i = 0; i < objects.size(); ++i) by_hash[i] = {hashes[i], static_cast<uint32_t>(i)};
+  std::sort(by_hash.begin(), by_hash.end());
+  std::vector<std::pair<std::string_view, std::string_view>> names;
+  for (size_t i = 0; i + 1 < by_hash.size();) {
+    size_t end = i + 1;
+    while (end < by_hash.size() && by_hash[end].first == by_hash[i].first) ++end;
+    if (end - i > 1) {  // equal hashes: compare the names, sorted
+      names.clear();
+      for (size_t j = i; j < end; ++j) {
+        const ObjectState& o = objects[by_hash[j].second];
+        names.emplace_back(o.tenant, o.key);
+      }
+      std::sort(names.begin(), names.end());
+      if (std::adjacent_find(names.begin(), names.end()) != names.end()) return true;
+    }
+    i = end;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -87,9 +157,13 @@ ShardState DirectoryImpl::ExportShard(uint32_t index) const {
   const MetadataShard& shard = shards_[index];
   int64_t now = Now();
   ReaderLock lock(&shard.mu);
+  size_t count = 0;
+  shard.tenants.ForEach(
+      [&](std::string_view, const TenantState& state) { count += state.objects.size(); });
+  out.objects.reserve(count);
   shard.tenants.ForEach([&](std::string_view tenant, const TenantState& state) {
     state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
-      out.objects.push_back(ExportObject(tenant, key, meta, now));
+      ExportObject(tenant, key, meta, now, &out.objects.emplace_back());
     });
     for (const auto& [group, members] : state.groups) {  // std::set: sorted
       out.groups.push_back({std::string(tenant), group, {members.begin(), members.end()}});
@@ -143,41 +217,54 @@ ErrorCode DirectoryImpl::RestoreSegments(const SegmentsState& state) {
   return ErrorCode::OK;
 }
 
-// Checks one object of shard `index` and resolves its replicas' owners.
-// Takes segment and client locks (leaves) only.
-static ErrorCode PrepareObject(const ObjectState& o, uint32_t index, const SegmentTable& segments,
-                               const ClientRegistry& clients, PreparedObject* out) {
-  if (!ValidTenantKey(o.tenant, o.key) || ShardIndex(o.tenant, o.key) != index || o.size == 0 ||
-      static_cast<uint8_t>(o.data_type) > static_cast<uint8_t>(DataType::WEIGHT) ||
-      o.lease_remaining_ms < 0 || o.soft_pin_remaining_ms < 0 || o.put_age_ms < 0 ||
-      o.replicas.empty() || o.replicas.size() > kMaxReplicas ||
-      (!o.group.empty() && ValidateKey(o.group) != ErrorCode::OK)) {
-    return ErrorCode::DATA_CORRUPTED;
-  }
-  out->state = &o;
-  out->keep = true;
-  for (const ReplicaState& r : o.replicas) {
-    if (r.id == 0 || r.id > kMaxReplicaId ||
-        static_cast<uint8_t>(r.status) > static_cast<uint8_t>(ReplicaStatus::FAILED)) {
-      return ErrorCode::DATA_CORRUPTED;
-    }
-    const void* owner = nullptr;
-    if (r.type == ReplicaType::MEMORY) {
-      SegmentEntry* seg = segments.Find(r.owner);
-      if (seg == nullptr || !segments.Holds(seg, r.offset, o.size)) {
+// Checks every object of `state` and resolves its replicas' owners into
+// *out. Takes segment and client locks (leaves) only.
+static ErrorCode PrepareShard(const ShardState& state, const SegmentTable& segments,
+                              const ClientRegistry& clients, PreparedShard* out) {
+  const size_t n = state.objects.size();
+  out->hashes.resize(n);
+  out->keep.assign(n, true);
+  out->first_replica.resize(n + 1);
+  out->replicas.reserve(n);
+  OwnerCache owners(segments, clients);
+  std::vector<SegmentTable::HoldQuery> holds;  // MEMORY replicas must lie in allocated space
+  holds.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ObjectState& o = state.objects[i];
+    if (!ValidObjectFields(o, state.index)) return ErrorCode::DATA_CORRUPTED;
+    out->hashes[i] = KeyMap<ObjectMetadata>::Hash(o.key);
+    out->first_replica[i] = static_cast<uint32_t>(out->replicas.size());
+    for (const ReplicaState& r : o.replicas) {
+      if (r.id == 0 || r.id > kMaxReplicaId ||
+          static_cast<uint8_t>(r.status) > static_cast<uint8_t>(ReplicaStatus::FAILED)) {
         return ErrorCode::DATA_CORRUPTED;
       }
-      owner = seg;
-    } else if (r.type == ReplicaType::LOCAL_DISK) {
-      owner = clients.Disk(r.owner);
-      if (owner == nullptr) return ErrorCode::DATA_CORRUPTED;
-    } else {
-      return ErrorCode::DATA_CORRUPTED;
+      const void* owner = nullptr;
+      if (r.type == ReplicaType::MEMORY) {
+        SegmentEntry* seg = owners.Segment(r.owner);
+        if (seg == nullptr) return ErrorCode::DATA_CORRUPTED;
+        holds.push_back({seg, r.offset, o.size});
+        owner = seg;
+      } else if (r.type == ReplicaType::LOCAL_DISK) {
+        owner = owners.Disk(r.owner);
+        if (owner == nullptr) return ErrorCode::DATA_CORRUPTED;
+      } else {
+        return ErrorCode::DATA_CORRUPTED;
+      }
+      out->replicas.push_back(MakeReplica(r.id, r.status, r.type, owner,
+                                          r.type == ReplicaType::MEMORY ? r.offset : 0));
+      if (r.status != ReplicaStatus::COMPLETE) out->keep[i] = false;
     }
-    out->replicas.push_back(MakeReplica(r.id, r.status, r.type, owner,
-                                        r.type == ReplicaType::MEMORY ? r.offset : 0));
-    if (r.status != ReplicaStatus::COMPLETE) out->keep = false;
+    if (out->keep[i]) ++out->kept;
   }
+  out->first_replica[n] = static_cast<uint32_t>(out->replicas.size());
+  auto by_segment = [](const SegmentTable::HoldQuery& a, const SegmentTable::HoldQuery& b) {
+    return std::less<const SegmentEntry*>()(a.segment, b.segment);
+  };
+  if (!std::is_sorted(holds.begin(), holds.end(), by_segment)) {
+    std::sort(holds.begin(), holds.end(), by_segment);
+  }
+  if (!segments.HoldsAll(holds)) return ErrorCode::DATA_CORRUPTED;
   return ErrorCode::OK;
 }
 
@@ -194,45 +281,74 @@ static bool ValidGroups(const ShardState& state) {
   return true;
 }
 
-// True when some (tenant, key) appears twice.
-static bool HasDuplicateKeys(const std::vector<ObjectState>& objects) {
-  std::vector<std::pair<std::string_view, std::string_view>> names;
-  names.reserve(objects.size());
-  for (const ObjectState& o : objects) names.emplace_back(o.tenant, o.key);
-  std::sort(names.begin(), names.end());
-  return std::adjacent_find(names.begin(), names.end()) != names.end();
+// Kept objects per tenant (tenants come in runs: ExportShard writes each
+// tenant's objects together). At most kMaxCounted tenants are counted.
+static std::vector<std::pair<std::string_view, size_t>> KeptPerTenant(
+    const ShardState& state, const PreparedShard& p) {
+  constexpr size_t kMaxCounted = 64;
+  std::vector<std::pair<std::string_view, size_t>> counts;
+  size_t last = 0;
+  for (size_t i = 0; i < state.objects.size(); ++i) {
+    if (!p.keep[i]) continue;
+    std::string_view tenant = state.objects[i].tenant;
+    if (counts.empty() || counts[last].first != tenant) {
+      auto it = std::find_if(counts.begin(), counts.end(),
+                             [&](const auto& c) { return c.first == tenant; });
+      if (it == counts.end()) {
+        if (counts.size() == kMaxCounted) continue;
+        it = counts.insert(counts.end(), {tenant, 0});
+      }
+      last = static_cast<size_t>(it - counts.begin());
+    }
+    ++counts[last].second;
+  }
+  return counts;
 }
 
 ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
-  if (state.index >= kShardCount || !ValidGroups(state) || HasDuplicateKeys(state.objects)) {
-    return ErrorCode::DATA_CORRUPTED;
-  }
-  std::vector<PreparedObject> prepared(state.objects.size());
-  for (size_t i = 0; i < state.objects.size(); ++i) {
-    ErrorCode rc = PrepareObject(state.objects[i], state.index, segments_, clients_, &prepared[i]);
-    if (rc != ErrorCode::OK) return rc;
-  }
+  if (state.index >= kShardCount || !ValidGroups(state)) return ErrorCode::DATA_CORRUPTED;
+  PreparedShard p;
+  ErrorCode rc = PrepareShard(state, segments_, clients_, &p);
+  if (rc != ErrorCode::OK) return rc;
+  if (HasDuplicateKeys(state.objects, p.hashes)) return ErrorCode::DATA_CORRUPTED;
   MetadataShard& shard = shards_[state.index];
   std::vector<std::tuple<std::string_view, const std::string*, std::string_view>> joins;
   uint64_t max_id = 0;
   {
     WriterLock lock(&shard.mu);
-    for (const PreparedObject& p : prepared) {
-      if (Find(shard, p.state->tenant, p.state->key) != nullptr) return ErrorCode::DATA_CORRUPTED;
+    if (!shard.tenants.empty()) {  // restoring into a shard that holds objects already
+      for (size_t i = 0; i < state.objects.size(); ++i) {
+        const TenantState* t = shard.tenants.Find(state.objects[i].tenant);
+        if (t != nullptr && t->objects.Find(state.objects[i].key, p.hashes[i]) != nullptr) {
+          return ErrorCode::DATA_CORRUPTED;
+        }
+      }
+    }
+    // From here on nothing fails.
+    for (const auto& [name, count] : KeptPerTenant(state, p)) {
+      TenantState& tenant = *shard.tenants.TryEmplace(name).first;  // gets >= 1 object below
+      tenant.objects.Reserve(tenant.objects.size() + count);
     }
     int64_t now = Now();
-    for (const PreparedObject& p : prepared) {
-      const ObjectState& o = *p.state;
-      if (!p.keep) {  // an unfinished put: give its space back
-        for (const Replica& r : p.replicas) {
-          if (r.is_memory()) {
-            segments_.Free(const_cast<SegmentEntry*>(r.segment()), r.offset, o.size);
+    TenantState* tenant = nullptr;
+    std::string_view tenant_name;
+    for (size_t i = 0; i < state.objects.size(); ++i) {
+      const ObjectState& o = state.objects[i];
+      const Replica* first = p.replicas.data() + p.first_replica[i];
+      const Replica* last = p.replicas.data() + p.first_replica[i + 1];
+      if (!p.keep[i]) {  // an unfinished put: give its space back
+        for (const Replica* r = first; r != last; ++r) {
+          if (r->is_memory()) {
+            segments_.Free(const_cast<SegmentEntry*>(r->segment()), r->offset, o.size);
           }
         }
         continue;
       }
-      TenantState& tenant = *shard.tenants.TryEmplace(o.tenant).first;
-      ObjectMetadata& meta = *tenant.objects.TryEmplace(o.key).first;
+      if (tenant == nullptr || tenant_name != o.tenant) {  // entries never move
+        tenant = shard.tenants.TryEmplace(o.tenant).first;
+        tenant_name = o.tenant;
+      }
+      ObjectMetadata& meta = *tenant->objects.TryEmplace(o.key, p.hashes[i]).first;
       meta.writer = o.writer;
       meta.size = o.size;
       meta.has_checksum = o.has_checksum;
@@ -247,13 +363,13 @@ ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
         meta.group = std::make_unique<const std::string>(o.group);
         joins.emplace_back(o.tenant, &o.group, o.key);
       }
-      for (const Replica& r : p.replicas) {
-        meta.replicas.push_back(r);
-        max_id = std::max<uint64_t>(max_id, r.id);
+      for (const Replica* r = first; r != last; ++r) {
+        meta.replicas.push_back(*r);
+        max_id = std::max<uint64_t>(max_id, r->id);
       }
-      key_count_.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  key_count_.fetch_add(p.kept, std::memory_order_relaxed);
   // Group lists live in the group's shard: one shard lock at a time.
   for (const auto& [tenant, group, key] : joins) AddGroupMember(tenant, *group, key);
   RaiseNextReplicaId(max_id + 1);

@@ -17,7 +17,8 @@
 // Thread safety: none; the caller's lock (the shard's mutex) guards the map.
 // Invariants:
 //  - capacity() is 0 (no slot array allocated) or a power of two >= 16;
-//    size() == 0 implies capacity 0 (barring an exception from V()).
+//    size() == 0 implies capacity 0 (barring an exception from V()), except
+//    after Reserve() until the next Erase.
 //  - size() <= 0.8 * capacity; after an Erase, size() >= 0.2 * capacity
 //    unless capacity is the minimum (16).
 //  - every occupied slot is reachable from its home slot without crossing an
@@ -148,8 +149,9 @@ class KeyMap {
   }
 
   // Inserts a default-constructed V for an absent key; returns {value, inserted}.
-  std::pair<V*, bool> TryEmplace(std::string_view key) {
-    const uint64_t hash = Hash(key);
+  std::pair<V*, bool> TryEmplace(std::string_view key) { return TryEmplace(key, Hash(key)); }
+  // `hash` must be Hash(key).
+  std::pair<V*, bool> TryEmplace(std::string_view key, uint64_t hash) {
     if (size_ != 0) {
       const size_t i = FindSlot(key, hash);
       if (i != kNotFound) return {ValueOf(slots_[i].entry), false};
@@ -159,6 +161,15 @@ class KeyMap {
     InsertSlot(Slot{hash, entry});
     ++size_;
     return {ValueOf(entry), true};
+  }
+
+  // Grows the slot array so that `n` entries in all fit without a rehash
+  // (the array never shrinks here). Entries do not move.
+  void Reserve(size_t n) {
+    if (n * 5 <= capacity_ * 4) return;
+    size_t capacity = capacity_ == 0 ? kMinCapacity : capacity_;
+    while (n * 5 > capacity * 4) capacity *= 2;
+    Rehash(capacity);
   }
 
   bool Erase(std::string_view key) {
@@ -177,15 +188,19 @@ class KeyMap {
   size_t SlotCount() const { return capacity_; }
 
   // Visits every entry: f(std::string_view key, V& value). f must not insert or erase.
+  // Entries a few slots ahead are prefetched: they lie scattered over the
+  // heap, and a walk over a big map is otherwise one cache (and TLB) miss
+  // per entry, one at a time.
   template <typename F>
   void ForEach(F&& f) {
-    for (size_t i = 0; i < capacity_; ++i) {
-      if (slots_[i].entry) f(KeyOf(ValueOf(slots_[i].entry)), *ValueOf(slots_[i].entry));
-    }
+    std::as_const(*this).ForEach([&f](std::string_view key, const V& value) {
+      f(key, const_cast<V&>(value));
+    });
   }
   template <typename F>
   void ForEach(F&& f) const {
     for (size_t i = 0; i < capacity_; ++i) {
+      if (i + kPrefetchSlots < capacity_) PrefetchEntry(slots_[i + kPrefetchSlots].entry);
       if (slots_[i].entry) {
         const V* v = ValueOf(slots_[i].entry);
         f(KeyOf(v), *v);
@@ -217,6 +232,7 @@ class KeyMap {
   static_assert(sizeof(Slot) == 16);
 
   static constexpr size_t kMinCapacity = 16;
+  static constexpr size_t kPrefetchSlots = 16;  // how far ahead ForEach prefetches
   static constexpr size_t kNotFound = SIZE_MAX;
   static constexpr size_t kLenOffset = (sizeof(V) + 3) & ~size_t{3};
   static constexpr size_t kKeyOffset = kLenOffset + sizeof(uint32_t);
@@ -248,6 +264,16 @@ class KeyMap {
     } else {
       ::operator delete(p);
     }
+  }
+
+  // Starts loading an entry's first cache lines (its value, and the head of
+  // its key), if any. A prefetch never faults, even past the allocation.
+  static void PrefetchEntry(const Entry* e) {
+    if (e == nullptr) return;
+    const char* p = reinterpret_cast<const char*>(e);
+    __builtin_prefetch(p);
+    if constexpr (kKeyOffset + 16 > 64) __builtin_prefetch(p + 64);
+    if constexpr (kKeyOffset + 16 > 128) __builtin_prefetch(p + 128);
   }
 
   static Entry* NewEntry(std::string_view key) {

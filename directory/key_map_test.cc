@@ -57,6 +57,37 @@ TEST(KeyMapTest, InsertFindErase) {
   EXPECT_EQ(m.SlotCount(), 0u);  // the last erase releases the slot array
 }
 
+TEST(KeyMapTest, ReserveAvoidsRehashAndKeepsEntries) {
+  KeyMap<int> m;
+  m.Reserve(0);
+  EXPECT_EQ(m.SlotCount(), 0u);
+  m.Reserve(1000);
+  const size_t slots = m.SlotCount();
+  EXPECT_GE(slots * 4, 1000u * 5);  // 1000 entries stay under the 0.8 load
+  EXPECT_LT(slots * 4, 2000u * 5);  // and no more than double that
+  EXPECT_TRUE(m.empty());
+  EXPECT_EQ(m.Find("a"), nullptr);
+  int* first = m.TryEmplace(Key(0)).first;
+  *first = 42;
+  for (int i = 1; i < 1000; ++i) {
+    const std::string k = Key(i);
+    auto [v, inserted] = m.TryEmplace(k, KeyMap<int>::Hash(k));
+    ASSERT_TRUE(inserted);
+    *v = i;
+  }
+  EXPECT_EQ(m.SlotCount(), slots);  // no growth while filling what was reserved
+  m.Reserve(10);                    // never shrinks
+  EXPECT_EQ(m.SlotCount(), slots);
+  m.Reserve(5000);  // grows with the entries in place
+  EXPECT_GT(m.SlotCount(), slots);
+  EXPECT_EQ(m.Find(Key(0)), first);
+  EXPECT_EQ(*first, 42);
+  for (int i = 1; i < 1000; ++i) ASSERT_EQ(*m.Find(Key(i)), i);
+  EXPECT_FALSE(m.TryEmplace(Key(7), KeyMap<int>::Hash(Key(7))).second);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(m.Erase(Key(i)));
+  EXPECT_EQ(m.SlotCount(), 0u);
+}
+
 TEST(KeyMapTest, KeysWithNulBytesAreDistinct) {
   KeyMap<int> m;
   const std::vector<std::string> keys = {std::string("a\0b", 3), std::string("a\0c", 3),

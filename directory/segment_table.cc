@@ -114,6 +114,17 @@ bool SegmentTable::Holds(SegmentEntry* segment, uint64_t offset, uint64_t size) 
   return segment->allocator.IsAllocated(offset, size);
 }
 
+bool SegmentTable::HoldsAll(const std::vector<HoldQuery>& queries) const {
+  for (size_t i = 0; i < queries.size();) {
+    SegmentEntry* seg = queries[i].segment;
+    MutexLock lock(&seg->mu);
+    for (; i < queries.size() && queries[i].segment == seg; ++i) {
+      if (!seg->allocator.IsAllocated(queries[i].offset, queries[i].size)) return false;
+    }
+  }
+  return true;
+}
+
 void SegmentTable::Clear() {
   WriterLock lock(&mu_);
   order_.clear();

@@ -82,6 +82,16 @@ class SegmentTable {
   SegmentEntry* Find(const UUID& segment_id) const;
   // True when [offset, offset + size) of the segment is allocated space.
   bool Holds(SegmentEntry* segment, uint64_t offset, uint64_t size) const EXCLUDES(segment->mu);
+  // One Holds question, for HoldsAll.
+  struct HoldQuery {
+    SegmentEntry* segment;
+    uint64_t offset;
+    uint64_t size;
+  };
+  // True when Holds(q.segment, q.offset, q.size) for every query. Takes each
+  // segment's lock once per run of consecutive queries on it (a caller with
+  // many queries sorts them by segment first).
+  bool HoldsAll(const std::vector<HoldQuery>& queries) const;
   // Forgets every segment. Precondition: no replica points at any.
   void Clear();
 

@@ -34,6 +34,7 @@ struct SnapshotBenchOptions {
   int64_t key_size = 64;
   int64_t value_size = 4096;
   std::string dir;  // "" = $TMPDIR or /tmp
+  int64_t restore_threads = 0;  // 0: one per core
   bool json = false;
   double redis_fork_ms_per_gb = -1;
   double redis_load_ms = -1;
@@ -165,6 +166,7 @@ bool SnapshotBench::Run(uint64_t objects, Figures* f) {
     auto restored = std::make_unique<Directory>(Options());
     RestoreOptions ro;
     ro.cluster_id = "bench";
+    ro.threads = static_cast<unsigned>(o_.restore_threads);
     f->restore = RestoreFromSnapshots(restored.get(), store->get(), ro);
     ok = f->restore.restored;
     if (!ok) std::fprintf(stderr, "shelfmark-perf snapshot: %s\n", DescribeRestore(f->restore).c_str());
@@ -228,6 +230,8 @@ int RunSnapshotBench(int argc, const char* const* argv) {
                  static_cast<int64_t>(BenchKeys::kIdBytes) + 2, 4096);
   flags.AddInt64("value_size", &o.value_size, "object size the directory records", 1, 1 << 30);
   flags.AddString("dir", &o.dir, "where the snapshot is written (default: the temp directory)");
+  flags.AddInt64("restore_threads", &o.restore_threads, "restore threads (0: one per core)", 0,
+                 1024);
   flags.AddBool("json", &o.json, "one JSON line per object count");
   flags.AddDouble("redis_fork_ms_per_gb", &o.redis_fork_ms_per_gb,
                   "Redis BGSAVE fork ms per GiB of RSS, to print beside ours (-1: unknown)", -1,

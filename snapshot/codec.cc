@@ -80,13 +80,49 @@ ZSTD_DCtx* ThreadDCtx() {
   return ctx.get();
 }
 
-struct PlainBuffer {
-  std::unique_ptr<char[]> data;  // uninitialised until zstd writes it
-  size_t size = 0;
+// Buffers kept per thread between payloads (decompressed bytes, compressed
+// bytes); one grown past this is released after use.
+constexpr size_t kKeptBufferBytes = size_t{64} << 20;
+
+// This thread's decompression buffer, reused across payloads.
+class PlainBuffer {
+ public:
+  PlainBuffer() : buffer_(Get()) {}
+  ~PlainBuffer() {
+    if (buffer_.capacity > kKeptBufferBytes) buffer_ = Buffer{};
+  }
+  PlainBuffer(const PlainBuffer&) = delete;
+  PlainBuffer& operator=(const PlainBuffer&) = delete;
+
+  // Room for `n` bytes (uninitialised). May throw std::bad_alloc.
+  char* Resize(size_t n) {
+    if (n > buffer_.capacity) {
+      buffer_.data.reset();
+      buffer_.capacity = 0;
+      buffer_.data.reset(new char[n]);
+      buffer_.capacity = n;
+    }
+    size_ = n;
+    return buffer_.data.get();
+  }
+  std::string_view view() const { return {buffer_.data.get(), size_}; }
+
+ private:
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t capacity = 0;
+  };
+  static Buffer& Get() {
+    thread_local Buffer buffer;
+    return buffer;
+  }
+  Buffer& buffer_;
+  size_t size_ = 0;
 };
 
-// One whole zstd frame with content size and checksum, nothing after it.
-Result<PlainBuffer> Decompress(std::string_view frame) {
+// One whole zstd frame with content size and checksum, nothing after it,
+// decompressed into *out.
+ErrorCode Decompress(std::string_view frame, PlainBuffer* out) {
   if (frame.size() < 6) return ErrorCode::DATA_CORRUPTED;
   uint32_t magic = 0;  // little-endian on disk
   for (int i = 3; i >= 0; --i) magic = (magic << 8) | static_cast<uint8_t>(frame[i]);
@@ -102,10 +138,11 @@ Result<PlainBuffer> Decompress(std::string_view frame) {
   }
   ZSTD_DCtx* dctx = ThreadDCtx();
   if (dctx == nullptr) return ErrorCode::INTERNAL_ERROR;
-  PlainBuffer out{std::unique_ptr<char[]>(new char[plain_size]), static_cast<size_t>(plain_size)};
-  size_t n = ZSTD_decompressDCtx(dctx, out.data.get(), out.size, frame.data(), frame.size());
-  if (ZSTD_isError(n) || n != out.size) return ErrorCode::DATA_CORRUPTED;
-  return out;
+  const auto size = static_cast<size_t>(plain_size);
+  char* data = out->Resize(size);
+  size_t n = ZSTD_decompressDCtx(dctx, data, size, frame.data(), frame.size());
+  if (ZSTD_isError(n) || n != size) return ErrorCode::DATA_CORRUPTED;
+  return ErrorCode::OK;
 }
 
 // ---------------------------------------------------------------- encode
@@ -338,6 +375,16 @@ class Reader {
     return ok_ ? static_cast<E>(v) : E{};
   }
   std::string Str() { return std::string(View(Token::kStr)); }
+  // Str() into *out, reusing its capacity.
+  void StrInto(std::string* out) {
+    std::string_view v = View(Token::kStr);
+    out->assign(v.data(), v.size());
+  }
+  // True when n elements of at least `min_tokens` tokens each fit in the
+  // rest of the tape.
+  bool Fits(uint32_t n, size_t min_tokens) const {
+    return pos_ <= tape_.size() && n <= (tape_.size() - pos_) / min_tokens;
+  }
   std::string Bin() { return std::string(View(Token::kBin)); }
   std::string_view BinView() { return View(Token::kBin); }
   UUID Uuid() {
@@ -387,6 +434,20 @@ void ReadList(Reader& r, V* v, size_t min_tokens, ReadOne read) {
   for (uint32_t i = 0; i < n && r.ok(); ++i) read(r, &v->emplace_back());
 }
 
+// ReadList into a vector that may hold elements already: it is resized to
+// the array's count (never beyond what the rest of the tape can hold) and
+// every element is overwritten with `read`, so their buffers are reused.
+template <typename V, typename ReadOne>
+void ReadListReusing(Reader& r, V* v, size_t min_tokens, ReadOne read) {
+  uint32_t n = r.Array();
+  if (!r.ok() || !r.Fits(n, min_tokens)) {
+    r.Fail();
+    return;
+  }
+  v->resize(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) read(r, &(*v)[i]);
+}
+
 // Reads "[version, ...]" with `fields` elements in all.
 ErrorCode ReadHeader(Reader& r, uint32_t fields) {
   uint32_t n = r.Array();
@@ -405,10 +466,11 @@ void ReadReplica(Reader& r, ReplicaState* s) {
   s->offset = r.Uint();
 }
 
+// Overwrites every field of *o (its strings and vectors keep their capacity).
 void ReadObject(Reader& r, ObjectState* o) {
   r.Array(kObjectFields);
-  o->tenant = r.Str();
-  o->key = r.Str();
+  r.StrInto(&o->tenant);
+  r.StrInto(&o->key);
   o->writer = r.Uuid();
   o->size = r.Uint();
   o->has_checksum = r.Bool();
@@ -418,22 +480,23 @@ void ReadObject(Reader& r, ObjectState* o) {
   o->lease_remaining_ms = r.Int();
   o->soft_pin_remaining_ms = r.Int();
   o->put_age_ms = r.Int();
-  o->group = r.Str();
-  ReadList(r, &o->replicas, kReplicaFields + 1, ReadReplica);
+  r.StrInto(&o->group);
+  ReadListReusing(r, &o->replicas, kReplicaFields + 1, ReadReplica);
 }
 
 void ReadGroup(Reader& r, GroupState* g) {
   r.Array(kGroupFields);
-  g->tenant = r.Str();
-  g->group = r.Str();
-  ReadList(r, &g->members, 1, [](Reader& q, std::string* m) { *m = q.Str(); });
+  r.StrInto(&g->tenant);
+  r.StrInto(&g->group);
+  ReadListReusing(r, &g->members, 1, [](Reader& q, std::string* m) { q.StrInto(m); });
 }
 
+// Overwrites every field of *s, reusing what it holds.
 void ReadShardBody(Reader& r, ShardState* s) {
   s->index = r.Uint32();
   if (s->index >= kShardCount) r.Fail();
-  ReadList(r, &s->objects, kObjectFields + 1, ReadObject);
-  ReadList(r, &s->groups, kGroupFields + 1, ReadGroup);
+  ReadListReusing(r, &s->objects, kObjectFields + 1, ReadObject);
+  ReadListReusing(r, &s->groups, kGroupFields + 1, ReadGroup);
 }
 
 void ReadSegment(Reader& r, SegmentState* s) {
@@ -499,7 +562,7 @@ class ThreadTape {
   std::vector<Token>& get() { return tape_; }
 
  private:
-  static constexpr size_t kKeptTokens = size_t{1} << 20;
+  static constexpr size_t kKeptTokens = kKeptBufferBytes / sizeof(Token);
   static std::vector<Token>& Get() {
     thread_local std::vector<Token> tape;
     return tape;
@@ -507,8 +570,9 @@ class ThreadTape {
   std::vector<Token>& tape_;
 };
 
+// Like DecodePlain, into *value (which `read` overwrites).
 template <typename T, typename ReadBody>
-Result<T> DecodePlain(std::string_view plain, uint32_t fields, ReadBody read) {
+ErrorCode DecodePlainInto(std::string_view plain, uint32_t fields, ReadBody read, T* value) {
   try {
     ThreadTape thread_tape;
     std::vector<Token>& tape = thread_tape.get();
@@ -516,26 +580,43 @@ Result<T> DecodePlain(std::string_view plain, uint32_t fields, ReadBody read) {
     Reader r(tape);
     ErrorCode header = ReadHeader(r, fields);
     if (header != ErrorCode::OK) return header;
-    T value;
-    read(r, &value);
+    read(r, value);
     if (!r.ok() || !r.AtEnd()) return ErrorCode::DATA_CORRUPTED;
-    return value;
+    return ErrorCode::OK;
   } catch (const std::exception&) {
     return ErrorCode::DATA_CORRUPTED;
   }
 }
 
 template <typename T, typename ReadBody>
-Result<T> DecodeCompressed(std::string_view bytes, uint32_t fields, ReadBody read) {
-  Result<PlainBuffer> plain = [&]() -> Result<PlainBuffer> {
+Result<T> DecodePlain(std::string_view plain, uint32_t fields, ReadBody read) {
+  T value;
+  ErrorCode rc = DecodePlainInto(plain, fields, read, &value);
+  if (rc != ErrorCode::OK) return rc;
+  return value;
+}
+
+// Decompresses into this thread's buffer, then decodes into *value.
+template <typename T, typename ReadBody>
+ErrorCode DecodeCompressedInto(std::string_view bytes, uint32_t fields, ReadBody read, T* value) {
+  PlainBuffer plain;
+  ErrorCode rc = [&] {
     try {
-      return Decompress(bytes);
+      return Decompress(bytes, &plain);
     } catch (const std::bad_alloc&) {
       return ErrorCode::DATA_CORRUPTED;
     }
   }();
-  if (!plain.ok()) return plain.error();
-  return DecodePlain<T>(std::string_view(plain->data.get(), plain->size), fields, read);
+  if (rc != ErrorCode::OK) return rc;
+  return DecodePlainInto(plain.view(), fields, read, value);
+}
+
+template <typename T, typename ReadBody>
+Result<T> DecodeCompressed(std::string_view bytes, uint32_t fields, ReadBody read) {
+  T value;
+  ErrorCode rc = DecodeCompressedInto(bytes, fields, read, &value);
+  if (rc != ErrorCode::OK) return rc;
+  return value;
 }
 
 // ---------------------------------------------------------------- text files
@@ -601,10 +682,24 @@ std::string Line(std::string_view key, std::string_view value) {
 // ---------------------------------------------------------------- public
 
 std::string CompressPayload(std::string_view plain) {
-  std::string out(ZSTD_compressBound(plain.size()), '\0');
-  size_t n = ZSTD_compress2(ThreadCCtx(), out.data(), out.size(), plain.data(), plain.size());
+  // Compressed into this thread's scratch buffer (compressBound bytes), then
+  // copied out at its exact size: a string sized to the bound would keep
+  // that capacity (about the plain size) for as long as the caller keeps it.
+  thread_local std::unique_ptr<char[]> scratch;
+  thread_local size_t scratch_size = 0;
+  const size_t bound = ZSTD_compressBound(plain.size());
+  if (bound > scratch_size) {
+    scratch.reset();
+    scratch.reset(new char[bound]);
+    scratch_size = bound;
+  }
+  size_t n = ZSTD_compress2(ThreadCCtx(), scratch.get(), bound, plain.data(), plain.size());
   if (ZSTD_isError(n)) std::abort();  // cannot happen with a compressBound buffer
-  out.resize(n);
+  std::string out(scratch.get(), n);
+  if (scratch_size > kKeptBufferBytes) {
+    scratch.reset();
+    scratch_size = 0;
+  }
   return out;
 }
 
@@ -622,18 +717,34 @@ Result<ShardState> DecodeShard(std::string_view bytes) {
   return DecodeCompressed<ShardState>(bytes, kShardFields, ReadShardBody);
 }
 
+ErrorCode DecodeShardInto(std::string_view bytes, ShardState* shard) {
+  return DecodeCompressedInto(bytes, kShardFields, ReadShardBody, shard);
+}
+
 std::string EncodeMetadata(const std::vector<std::pair<uint32_t, std::string>>& shards) {
-  msgpack::sbuffer buffer;
-  Packer p(buffer);
-  PackArray(p, kMetadataFields);
+  // Packed straight into a string of the exact final size (the shards can be
+  // hundreds of MB: no growing buffer, no second copy).
+  struct StringBuffer {
+    std::string* out;
+    void write(const char* p, size_t n) { out->append(p, n); }
+  };
+  constexpr size_t kMaxPairHeader = 1 + 5 + 5;  // array(2), uint32, bin32 header
+  size_t total = 1 + 5 + 5;                     // array, version, array32
+  for (const auto& [index, bin] : shards) total += kMaxPairHeader + bin.size();
+  std::string out;
+  out.reserve(total);
+  StringBuffer buffer{&out};
+  msgpack::packer<StringBuffer> p(buffer);
+  p.pack_array(kMetadataFields);
   p.pack_uint32(kSnapshotVersion);
-  PackArray(p, shards.size());
+  p.pack_array(static_cast<uint32_t>(shards.size()));
   for (const auto& [index, bin] : shards) {
-    PackArray(p, 2);
+    p.pack_array(2);
     p.pack_uint32(index);
-    PackBin(p, bin);
+    p.pack_bin(static_cast<uint32_t>(bin.size()));
+    p.pack_bin_body(bin.data(), static_cast<uint32_t>(bin.size()));
   }
-  return std::string(buffer.data(), buffer.size());
+  return out;
 }
 
 Result<std::vector<std::pair<uint32_t, std::string_view>>> SplitMetadata(std::string_view bytes) {

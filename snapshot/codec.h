@@ -38,7 +38,7 @@
 // memory proportional to that decompressed size.
 //
 // Thread safety: every function may be called from many threads at once
-// (each thread keeps its own zstd contexts).
+// (each thread keeps its own zstd contexts and scratch buffers).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +58,11 @@ inline constexpr uint32_t kSnapshotVersion = 1;
 // Precondition: shard.index < 1024 (DecodeShard rejects other indexes).
 std::string EncodeShard(const ShardState& shard);
 Result<ShardState> DecodeShard(std::string_view bytes);
+// DecodeShard into *shard, overwriting all of it while reusing the memory its
+// strings and vectors hold (a caller decoding many shards keeps one
+// ShardState per thread). Same codes; on an error *shard holds an
+// unspecified valid state.
+ErrorCode DecodeShardInto(std::string_view bytes, ShardState* shard);
 
 // The "metadata" payload from already-encoded shards (index, EncodeShard
 // bytes). Precondition: indexes < 1024 and strictly increasing.

@@ -730,5 +730,25 @@ TEST(SnapshotId, ValidatesTheExactShape) {
   }
 }
 
+
+TEST(ShardCodec, DecodeShardIntoReusesOneStateAcrossShards) {
+  ShardState reused;
+  // Larger, smaller, empty and edge shards in turn: every field is overwritten.
+  for (const ShardState& s : {SampleShard(5, 300), EdgeShard(), SampleShard(6, 7), ShardState{},
+                              SampleShard(7, 40), EdgeShard()}) {
+    ASSERT_EQ(DecodeShardInto(EncodeShard(s), &reused), ErrorCode::OK);
+    EXPECT_EQ(Dump(reused), Dump(s));
+  }
+  // Errors are the same as DecodeShard's; the state stays usable.
+  std::string bad = EncodeShard(SampleShard(8, 20));
+  bad.resize(bad.size() - 1);
+  EXPECT_EQ(DecodeShardInto(bad, &reused), ErrorCode::DATA_CORRUPTED);
+  EXPECT_EQ(DecodeShardInto(CompressPayload(OneObjectShard()), &reused), ErrorCode::OK);
+  EXPECT_EQ(reused.objects.size(), 1u);
+  ShardState s = SampleShard(9, 25);
+  ASSERT_EQ(DecodeShardInto(EncodeShard(s), &reused), ErrorCode::OK);
+  EXPECT_EQ(Dump(reused), Dump(s));
+}
+
 }  // namespace
 }  // namespace shelfmark

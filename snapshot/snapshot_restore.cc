@@ -83,11 +83,11 @@ bool CandidateRestore::RestoreShards(std::string_view metadata, Failure* f) {
   std::atomic<size_t> next{0};
   std::atomic<int32_t> first_error{0};
   auto worker = [&] {
+    ShardState shard;  // reused: its strings and vectors keep their memory across shards
     for (size_t i = next++; i < shards.size() && first_error.load() == 0; i = next++) {
-      Result<ShardState> shard = DecodeShard(shards[i].second);
-      ErrorCode rc = shard.error();
-      if (rc == ErrorCode::OK && shard->index != shards[i].first) rc = ErrorCode::DATA_CORRUPTED;
-      if (rc == ErrorCode::OK) rc = directory_->RestoreShard(*shard);
+      ErrorCode rc = DecodeShardInto(shards[i].second, &shard);
+      if (rc == ErrorCode::OK && shard.index != shards[i].first) rc = ErrorCode::DATA_CORRUPTED;
+      if (rc == ErrorCode::OK) rc = directory_->RestoreShard(shard);
       if (rc != ErrorCode::OK) {
         int32_t expected = 0;
         first_error.compare_exchange_strong(expected, static_cast<int32_t>(rc));

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -53,6 +54,12 @@ class SnapshotProcessTest : public ::testing::Test {
 #ifdef SHELFMARK_SNAPSHOT_S3
     Script({"stop", dir_ + "/s3"});
 #endif
+    // A failed test shows the masters' logs (the directory goes with them).
+    if (HasFailure()) {
+      for (const char* log : {"master1.log", "master2.log"}) {
+        std::fprintf(stderr, "--- %s ---\n%s\n", log, testing::ReadFile(dir_ + "/" + log).c_str());
+      }
+    }
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
@@ -124,7 +131,9 @@ TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) 
     // A snapshot that started after the last put: two more successes.
     double done = ScrapeMetric(http_, kSuccess);
     ASSERT_GE(done, 0);
-    ASSERT_TRUE(WaitForSeries(http_, kSuccess, done + 2, 60'000));
+    ASSERT_TRUE(WaitForSeries(http_, kSuccess, done + 2, 60'000))
+        << "snapshot failures so far: "
+        << ScrapeMetric(http_, "shelfmark_master_snapshots_total{result=\"failure\"}");
   }
   master->Signal(SIGKILL);
   ASSERT_EQ(master->Wait(20'000), 128 + SIGKILL);
