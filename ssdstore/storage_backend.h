@@ -1,0 +1,75 @@
+// StorageBackend: a node's SSD store for LOCAL_DISK replicas, with its own
+// DRAM index (the second level of the two-level location: key -> place in
+// the node's files). Two implementations: BucketBackend
+// ("bucket_storage_backend", bucket_backend.h) and OffsetBackend
+// ("offset_allocator_storage_backend", offset_backend.h).
+//
+// Contracts:
+//  - Keys are (tenant, key) pairs as in common/object_key.h.
+//  - WriteBatch is all or nothing: OK means every object of the batch is
+//    stored, indexed and (per the backend's persistence rule) durable; on any
+//    error nothing of the batch is visible and the caller does not tell the
+//    master. A key already stored is replaced.
+//  - Read fills `out` with exactly the stored bytes; OBJECT_NOT_FOUND for an
+//    unknown key; INVALID_PARAMS when expected_size differs from the stored
+//    size (0: any size); FILE_READ_FAIL on I/O error. Lookups never read SSD
+//    metadata: the index is in DRAM.
+//  - Eviction: before space holding an object is reused or a file removed,
+//    `on_evict` is called for each evicted key (the node tells the master,
+//    EvictDiskReplica); in-flight reads of an evicted object finish first.
+//  - Open() rebuilds the index from the recovery files (drops torn or corrupt
+//    ones as documented per backend) and fails start-up, without deleting
+//    anything, on a transient error (e.g. a directory it cannot open).
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "directory/types.h"
+
+namespace shelfmark {
+
+struct StoredObject {
+  std::string tenant;
+  std::string key;
+  std::string_view value;  // the bytes to store (WriteBatch); not owned
+};
+
+// Where an object lies, as reported to the master (StorageObjectMetadata
+// minus the endpoint) and listed on re-report after a restart.
+struct StoredLocation {
+  std::string tenant;
+  std::string key;
+  int64_t bucket_id = 0;  // offset backend: 0
+  int64_t offset = 0;     // of the value bytes in the bucket / data file
+  int64_t key_size = 0;
+  int64_t data_size = 0;
+};
+
+using EvictCallback =
+    std::function<void(std::string_view tenant, std::string_view key)>;
+
+class StorageBackend {
+ public:
+  virtual ~StorageBackend() = default;
+  virtual std::string_view name() const = 0;
+  virtual Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) = 0;
+  virtual ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                         std::string* out) = 0;
+  virtual ErrorCode Remove(std::string_view tenant, std::string_view key) = 0;
+  // Every stored object (re-reported to a master that lost them).
+  virtual std::vector<StoredLocation> List() const = 0;
+  virtual uint64_t object_count() const = 0;
+  virtual uint64_t used_bytes() const = 0;
+  virtual void SetEvictCallback(EvictCallback cb) = 0;
+  // Clean shutdown (relaxed persistence: a final checkpoint).
+  virtual ErrorCode Close() = 0;
+};
+
+}  // namespace shelfmark
