@@ -62,18 +62,6 @@
 
 namespace shelfmark {
 
-// An engine's counters since it opened (see TransferCounters).
-struct EngineCounters {
-  uint64_t reads_posted = 0;   // READ work requests posted
-  uint64_t writes_posted = 0;  // WRITE work requests posted
-  uint64_t bytes_read = 0;     // by completed READs
-  uint64_t bytes_written = 0;  // by completed WRITEs
-  uint64_t connects = 0;       // client connections made (reconnects included)
-  uint64_t failed_transfers = 0;
-  uint64_t accepted = 0;  // listening side: connections accepted
-  uint64_t rejected = 0;  // listening side: connect requests rejected (e.g. a wrong token)
-};
-
 // Reads an engine's counters; nullopt when it keeps none.
 using EngineCountersReader = std::function<std::optional<EngineCounters>(const TransportEngine&)>;
 

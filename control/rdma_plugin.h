@@ -46,11 +46,7 @@ inline RdmaPlugin LinkedRdmaPlugin() {
   plugin.counters = [](const TransportEngine& engine) -> std::optional<EngineCounters> {
     const auto* verbs = dynamic_cast<const VerbsEngine*>(&engine);
     if (verbs == nullptr) return std::nullopt;
-    const VerbsCounters v = verbs->counters();
-    return EngineCounters{.reads_posted = v.reads_posted, .writes_posted = v.writes_posted,
-                          .bytes_read = v.bytes_read, .bytes_written = v.bytes_written,
-                          .connects = v.connects, .failed_transfers = v.failed_transfers,
-                          .accepted = v.accepted, .rejected = v.rejected};
+    return verbs->counters();
   };
   plugin.device_present = RdmaDevicePresent();
 #endif

@@ -75,6 +75,19 @@ struct TransportOptions {
   int64_t connect_timeout_ms = 2000;
 };
 
+// An engine's transfer counters since it opened (engines that keep them:
+// verbs; see VerbsEngine::counters and Client::TransferCounters).
+struct EngineCounters {
+  uint64_t reads_posted = 0;   // READ work requests posted
+  uint64_t writes_posted = 0;  // WRITE work requests posted
+  uint64_t bytes_read = 0;     // by completed READs
+  uint64_t bytes_written = 0;  // by completed WRITEs
+  uint64_t connects = 0;       // client connections made (first connects and reconnects)
+  uint64_t failed_transfers = 0;
+  uint64_t accepted = 0;  // listening side: connections accepted
+  uint64_t rejected = 0;  // listening side: connect requests rejected (e.g. a wrong token)
+};
+
 class TransportEngine {
  public:
   virtual ~TransportEngine() = default;

@@ -64,16 +64,7 @@
 
 namespace shelfmark {
 
-struct VerbsCounters {
-  uint64_t reads_posted = 0;   // IBV_WR_RDMA_READ work requests posted
-  uint64_t writes_posted = 0;  // IBV_WR_RDMA_WRITE work requests posted
-  uint64_t bytes_read = 0;     // by completed READs
-  uint64_t bytes_written = 0;  // by completed WRITEs
-  uint64_t connects = 0;       // client connections made (first connects and reconnects)
-  uint64_t failed_transfers = 0;
-  uint64_t accepted = 0;  // node side: connections accepted
-  uint64_t rejected = 0;  // node side: connect requests rejected
-};
+using VerbsCounters = EngineCounters;
 
 // True when this machine has at least one RDMA device (ibv_get_device_list).
 bool RdmaDevicePresent();
