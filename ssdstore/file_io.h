@@ -3,11 +3,18 @@
 // any FileIo to fail a chosen call or to simulate a power cut (drop every
 // byte and every rename/remove not yet made durable by fdatasync/fsync).
 //
-// Contracts: paths are absolute; every failure is a typed ErrorCode
-// (FILE_NOT_FOUND, FILE_OPEN_FAIL, FILE_READ_FAIL, FILE_WRITE_FAIL) and an
-// errno kept in `*err` when given; nothing throws. Short reads at end of file
-// are FILE_READ_FAIL. Thread safety: calls on distinct fds may run
-// concurrently; a FileIo is shared by a backend's threads.
+// Contracts: paths are absolute; every failure is a typed ErrorCode and the
+// cause is left in errno (thread-local) right after the failing call; nothing
+// throws. Codes:
+//  - Open, SyncDir, List: FILE_NOT_FOUND (ENOENT), else FILE_OPEN_FAIL;
+//    List: FILE_READ_FAIL when reading the directory fails midway.
+//  - PRead, FileSize: FILE_READ_FAIL; a read that reaches end of file before
+//    `len` bytes is FILE_READ_FAIL with errno 0.
+//  - PWrite, PWriteV, Fallocate, FDataSync, FSync, Truncate, Close:
+//    FILE_WRITE_FAIL (disk full: errno ENOSPC).
+//  - Rename, Remove: FILE_NOT_FOUND (ENOENT), else FILE_WRITE_FAIL.
+// Thread safety: calls on distinct fds may run concurrently; a FileIo is
+// shared by a backend's threads.
 #pragma once
 
 #include <sys/uio.h>
