@@ -21,11 +21,12 @@ build_tree() {
   "$scripts/build.sh" | tail -n 1
 }
 
-# find_binary BUILD_DIR NAME: the executable NAME under BUILD_DIR; dies when
+# find_binary BUILD_DIR NAME: the executable NAME built under BUILD_DIR (not
+# the copies the soft-RoCE suite packs into BUILD_DIR/softroce); dies when
 # there is none.
 find_binary() {
-  local path
-  path="$(find "$1" -type f -name "$2" -perm -u+x -print -quit)"
+  local dir="${1%/}" path
+  path="$(find "$dir" -path "$dir/softroce" -prune -o -type f -name "$2" -perm -u+x -print -quit)"
   [ -n "$path" ] || die "no $2 under $1"
   echo "$path"
 }
