@@ -1,0 +1,123 @@
+#include "ssdstore/local_disk_service.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "common/mutex.h"
+#include "ssdstore/local_disk_wire.h"
+
+namespace shelfmark {
+
+struct LocalDiskService::Core {
+  struct Job {
+    LocalDiskRequest request;
+    AmResponder responder;
+  };
+
+  explicit Core(StorageBackend* b) : backend(b) {}
+
+  StorageBackend* const backend;
+  Mutex mu;
+  std::condition_variable_any cv;
+  std::deque<Job> queue GUARDED_BY(mu);
+  bool stopping GUARDED_BY(mu) = false;
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> bytes_served{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> malformed{0};
+
+  void Answer(AmResponder& responder, ErrorCode status, std::string data) {
+    LocalDiskReply reply;
+    reply.status = status;
+    reply.data_size = status == ErrorCode::OK ? data.size() : 0;
+    if (status == ErrorCode::OK) {
+      bytes_served.fetch_add(data.size(), std::memory_order_relaxed);
+    } else {
+      errors.fetch_add(1, std::memory_order_relaxed);
+      data.clear();
+    }
+    responder.Reply(EncodeLocalDiskReply(reply), std::move(data));
+  }
+
+  // On the progress thread: decode and queue; never touches the backend.
+  void OnRequest(AmRequest request, AmResponder responder) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    auto decoded = DecodeLocalDiskRequest(request.header);
+    if (!decoded.ok() || !request.payload.empty()) {
+      malformed.fetch_add(1, std::memory_order_relaxed);
+      Answer(responder, ErrorCode::INVALID_PARAMS, {});
+      return;
+    }
+    {
+      MutexLock lock(&mu);
+      if (!stopping) {
+        queue.push_back(Job{std::move(decoded).value(), std::move(responder)});
+        cv.notify_one();
+        return;
+      }
+    }
+    Answer(responder, ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, {});
+  }
+
+  void Serve(Job& job) {
+    std::string data;
+    const ErrorCode status = backend->Read(job.request.tenant, job.request.key,
+                                           job.request.expected_size, &data);
+    Answer(job.responder, status, std::move(data));
+  }
+
+  void WorkerLoop() {
+    for (;;) {
+      Job job;
+      {
+        MutexLock lock(&mu);
+        cv.wait(lock, [this]() REQUIRES(mu) { return stopping || !queue.empty(); });
+        if (stopping) return;
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      Serve(job);
+    }
+  }
+
+  void Stop() {
+    std::deque<Job> left;
+    {
+      MutexLock lock(&mu);
+      stopping = true;
+      left.swap(queue);
+      cv.notify_all();
+    }
+    for (Job& job : left) Answer(job.responder, ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, {});
+  }
+};
+
+LocalDiskService::LocalDiskService(UcxAm* am, StorageBackend* backend,
+                                   LocalDiskServiceOptions options)
+    : am_(am), core_(std::make_shared<Core>(backend)) {
+  const size_t n = options.worker_threads == 0 ? 1 : options.worker_threads;
+  for (size_t i = 0; i < n; ++i) workers_.emplace_back([core = core_]() { core->WorkerLoop(); });
+  am_->SetHandler(kLocalDiskReadAmId, [core = core_](AmRequest request, AmResponder responder) {
+    core->OnRequest(std::move(request), std::move(responder));
+  });
+}
+
+LocalDiskService::~LocalDiskService() {
+  am_->SetHandler(kLocalDiskReadAmId, nullptr);
+  core_->Stop();
+  for (std::thread& t : workers_) t.join();
+}
+
+LocalDiskStats LocalDiskService::stats() const {
+  LocalDiskStats s;
+  s.requests = core_->requests.load(std::memory_order_relaxed);
+  s.bytes_served = core_->bytes_served.load(std::memory_order_relaxed);
+  s.errors = core_->errors.load(std::memory_order_relaxed);
+  s.malformed = core_->malformed.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace shelfmark
