@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <iterator>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -20,6 +21,8 @@
 
 #include "common/host_port.h"
 #include "control/client_impl.h"
+#include "ssdstore/local_disk_client.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 
@@ -168,18 +171,30 @@ ErrorCode Client::Impl::SetUpStaging() {
   return ErrorCode::OK;
 }
 
-// Keeps the MEMORY replicas, this host's first (stable otherwise).
-ObjectLocation Client::Impl::Order(GetReplicaListResponse info, int64_t start_ms) const {
+// Keeps the MEMORY replicas, this host's first (stable otherwise), and the
+// LOCAL_DISK ones after them (before them when prefer_local_disk).
+ObjectLocation Client::Impl::Order(std::string_view tenant, std::string_view key,
+                                   GetReplicaListResponse info, int64_t start_ms,
+                                   bool prefer_local_disk) const {
   ObjectLocation loc;
-  std::vector<ReplicaDescriptor> local, remote;
+  loc.tenant = std::string(tenant);
+  loc.key = std::string(key);
+  std::vector<ReplicaDescriptor> local, remote, disk;
   for (ReplicaDescriptor& r : info.replicas) {
+    if (r.type == ReplicaType::LOCAL_DISK) {
+      disk.push_back(std::move(r));
+      continue;
+    }
     if (r.type != ReplicaType::MEMORY) continue;
     auto hp = ParseHostPort(r.memory.endpoint);
     bool is_local = hp && local_hosts.count(hp->host) > 0;
     (is_local ? local : remote).push_back(std::move(r));
   }
-  info.replicas = std::move(local);
-  for (ReplicaDescriptor& r : remote) info.replicas.push_back(std::move(r));
+  info.replicas.clear();
+  if (prefer_local_disk) std::move(disk.begin(), disk.end(), std::back_inserter(info.replicas));
+  std::move(local.begin(), local.end(), std::back_inserter(info.replicas));
+  std::move(remote.begin(), remote.end(), std::back_inserter(info.replicas));
+  if (!prefer_local_disk) std::move(disk.begin(), disk.end(), std::back_inserter(info.replicas));
   loc.lease_deadline_ms = start_ms + info.lease_ttl_ms;
   loc.info = std::move(info);
   return loc;
@@ -202,11 +217,29 @@ ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescr
   return CheckRead(loc, dst);
 }
 
+UcxAm* Client::Impl::am() const {
+  auto* ucx = dynamic_cast<UcxEngine*>(transports.For(UcxEngine::kProtocol));
+  return ucx == nullptr ? nullptr : &ucx->am();
+}
+
+ErrorCode Client::Impl::ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica,
+                                        uint8_t* dst) {
+  UcxAm* ucx_am = am();
+  if (ucx_am == nullptr) return ErrorCode::INVALID_PARAMS;  // no engine to reach the node
+  auto read = ReadLocalDisk(*ucx_am, replica.endpoint, loc.tenant, loc.key,
+                            loc.info.size, options.transfer_timeout_ms);
+  if (!read.ok()) return read.error();
+  if (read->data.size() != loc.info.size) return ErrorCode::DATA_CORRUPTED;
+  std::memcpy(dst, read->data.data(), read->data.size());
+  return CheckRead(loc, dst);
+}
+
 ErrorCode Client::Impl::Read(const ObjectLocation& loc, uint8_t* dst) {
   if (loc.info.replicas.empty()) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
   ErrorCode last = ErrorCode::TRANSFER_FAIL;
   for (const ReplicaDescriptor& r : loc.info.replicas) {
-    last = ReadReplica(loc, r.memory, dst);
+    last = r.type == ReplicaType::LOCAL_DISK ? ReadDiskReplica(loc, r.disk, dst)
+                                             : ReadReplica(loc, r.memory, dst);
     if (last == ErrorCode::OK || last == ErrorCode::LEASE_EXPIRED) return last;
   }
   return last;
@@ -295,15 +328,17 @@ ErrorCode Client::Put(std::string_view tenant, std::string_view key, std::string
   return master.PutEnd(tenant, key);
 }
 
-Result<ObjectLocation> Client::Locate(std::string_view tenant, std::string_view key) {
+Result<ObjectLocation> Client::Locate(std::string_view tenant, std::string_view key,
+                                      const GetOptions& options) {
   const int64_t start = impl_->clock->NowMs();
   auto info = impl_->master().GetReplicaList(tenant, key);
   if (!info.ok()) return info.error();
-  return impl_->Order(std::move(info).value(), start);
+  return impl_->Order(tenant, key, std::move(info).value(), start, options.prefer_local_disk);
 }
 
-Result<std::string> Client::Get(std::string_view tenant, std::string_view key) {
-  auto loc = Locate(tenant, key);
+Result<std::string> Client::Get(std::string_view tenant, std::string_view key,
+                                const GetOptions& options) {
+  auto loc = Locate(tenant, key, options);
   if (!loc.ok()) return loc.error();
   return impl_->ReadToString(*loc);
 }

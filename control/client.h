@@ -7,10 +7,18 @@
 // Put   = PutStart, copy into staging, one WRITE per replica (one Transfer),
 //         PutEnd. A failed transfer -> PutRevoke, and the transfer's code.
 // Get   = Locate (GetReplicaList) + Read:
-//   - MEMORY replicas only, those whose endpoint host is an address of this
-//     host first, then the master's order. LOCAL_DISK replicas are skipped;
-//     an object with no MEMORY replica answers UNAVAILABLE_IN_CURRENT_STATUS
-//     (until the LOCAL_DISK read path exists).
+//   - Order: MEMORY replicas, those whose endpoint host is an address of
+//     this host first, then the master's order; then the LOCAL_DISK replicas
+//     (master's order). GetOptions::prefer_local_disk puts the LOCAL_DISK
+//     replicas first instead. An object with no replica of either type
+//     answers UNAVAILABLE_IN_CURRENT_STATUS.
+//   - LOCAL_DISK read: ReadLocalDisk (ssdstore/local_disk_client.h), a UCX
+//     active message to the DiskDescriptor's endpoint on this client's ucx
+//     engine, waiting up to transfer_timeout_ms (no answer -> TRANSFER_FAIL).
+//     Without a ucx engine the replica answers INVALID_PARAMS. The node's
+//     own codes (OBJECT_NOT_FOUND, FILE_READ_FAIL, ...) and DATA_CORRUPTED
+//     (a reply of the wrong size) count as failures of that replica. Lease
+//     and checksum rules are those of MEMORY reads.
 //   - Lease: the lease GetReplicaList grants is counted from a clock reading
 //     taken before the RPC was sent; a read that finishes at or after
 //     start + lease_ttl_ms answers LEASE_EXPIRED and returns no bytes (the
@@ -18,14 +26,17 @@
 //     on another replica: the lease covers the object.
 //   - Checksum: when the object has one, the bytes read must hash to it
 //     (ObjectChecksum) or the replica answers CHECKSUM_MISMATCH.
-//   - Failover: a replica that fails (TRANSFER_FAIL, CHECKSUM_MISMATCH, or a
-//     descriptor this client cannot use: INVALID_PARAMS, e.g. an unknown
-//     protocol) is followed by the next one; when all fail, the last
-//     replica's code is returned.
+//   - Failover: a replica that fails with anything but LEASE_EXPIRED
+//     (TRANSFER_FAIL, CHECKSUM_MISMATCH, a descriptor this client cannot
+//     use: INVALID_PARAMS, e.g. an unknown protocol, or a LOCAL_DISK node's
+//     error) is followed by the next one, so a LOCAL_DISK replica is read
+//     when every MEMORY replica failed; when all fail, the last replica's
+//     code is returned.
 // Batch forms: one master RPC for the whole batch; transfers are packed into
 // rounds that fit the staging buffer, one Transfer per round (TransportSet
 // groups the ops per engine); an item whose round fails is retried alone
-// (with failover). Answers are per item, in order.
+// (with failover); an object with only LOCAL_DISK replicas is read alone.
+// Answers are per item, in order.
 //
 // Checksum: ObjectChecksum = XXH3-64 (seed 0) of the value. Put computes it
 // when PutOptions::compute_checksum is set.
@@ -88,9 +99,15 @@ struct PutOptions {
   bool compute_checksum = false;  // store ObjectChecksum(value); Get verifies it
 };
 
+struct GetOptions {
+  bool prefer_local_disk = false;  // try LOCAL_DISK replicas before MEMORY ones
+};
+
 // Where an object's bytes are, as one GetReplicaList answered, with the
 // replicas in the order Read tries them.
 struct ObjectLocation {
+  std::string tenant;  // as the caller named them (LOCAL_DISK reads send them)
+  std::string key;
   GetReplicaListResponse info;
   int64_t lease_deadline_ms = 0;  // on the client's clock
 };
@@ -117,7 +134,8 @@ class Client {
 
   ErrorCode Put(std::string_view tenant, std::string_view key, std::string_view value,
                 const PutOptions& options = {});
-  Result<std::string> Get(std::string_view tenant, std::string_view key);
+  Result<std::string> Get(std::string_view tenant, std::string_view key,
+                          const GetOptions& options = {});
   ErrorCode Remove(std::string_view tenant, std::string_view key, bool force = false);
   Result<bool> Exist(std::string_view tenant, std::string_view key);
 
@@ -136,7 +154,8 @@ class Client {
   // can land bytes there. Unregister before freeing the memory.
   ErrorCode RegisterBuffer(void* addr, uint64_t size);
   void UnregisterBuffer(void* addr);
-  Result<ObjectLocation> Locate(std::string_view tenant, std::string_view key);
+  Result<ObjectLocation> Locate(std::string_view tenant, std::string_view key,
+                                const GetOptions& options = {});
   // Reads the object into `dst` (inside a registered buffer, `capacity` >=
   // the object's size: else BUFFER_OVERFLOW) with the rules of Get.
   ErrorCode Read(const ObjectLocation& location, void* dst, uint64_t capacity);

@@ -78,10 +78,13 @@ std::vector<Result<std::string>> Client::BatchGet(std::string_view tenant,
       out[i] = a.error();
       continue;
     }
-    locs[i] = impl.Order(std::move(a).value(), start);
+    locs[i] = impl.Order(tenant, keys[i], std::move(a).value(), start,
+                         /*prefer_local_disk=*/false);
     sizes[i] = locs[i].info.size;
     if (locs[i].info.replicas.empty()) {
       out[i] = ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+    } else if (locs[i].info.replicas[0].type != ReplicaType::MEMORY) {
+      out[i] = impl.ReadToString(locs[i]);  // LOCAL_DISK only: not an RMA round
     } else {
       pending.push_back(i);
     }

@@ -22,6 +22,7 @@
 #include "control/client.h"
 #include "control/master_client.h"
 #include "directory/offset_allocator.h"
+#include "transport/ucx_am.h"
 
 namespace shelfmark {
 
@@ -58,11 +59,17 @@ struct Client::Impl {
   ErrorCode SetUpStaging();
 
   // --- reads (dst: registered memory of at least loc.info.size bytes) ---
-  // MEMORY replicas only, this host's first; the lease counted from start_ms.
-  ObjectLocation Order(GetReplicaListResponse info, int64_t start_ms) const;
+  // MEMORY replicas (this host's first) and LOCAL_DISK ones, in the order
+  // of client.h; the lease counted from start_ms.
+  ObjectLocation Order(std::string_view tenant, std::string_view key, GetReplicaListResponse info,
+                       int64_t start_ms, bool prefer_local_disk) const;
   // Lease, then checksum, of bytes already read.
   ErrorCode CheckRead(const ObjectLocation& loc, const uint8_t* bytes) const;
   ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica, uint8_t* dst);
+  // The ucx engine's active messages (nullptr: no ucx engine).
+  UcxAm* am() const;
+  // ReadLocalDisk from the replica's node, copied to dst, then CheckRead.
+  ErrorCode ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica, uint8_t* dst);
   // Every replica in order until one succeeds (see client.h, Failover).
   ErrorCode Read(const ObjectLocation& loc, uint8_t* dst);
   Result<std::string> ReadToString(const ObjectLocation& loc);

@@ -1,6 +1,7 @@
 // Client against the real master service (RpcServer + Directory on
 // 127.0.0.1:0) and real Nodes whose segments are registered with loopback
-// engines: bytes really move (memcpy with the owner-side checks).
+// engines: bytes really move (memcpy with the owner-side checks). LOCAL_DISK
+// reads go over real UCX to a real LocalDiskService on real files.
 #include "control/client.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,11 @@
 #include "control/rpc_server.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
+#include "ssdstore/io_test_util.h"
+#include "ssdstore/local_disk_service.h"
+#include "ssdstore/storage_backend_factory.h"
 #include "transport/loopback_engine.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 namespace {
@@ -276,13 +281,209 @@ TEST_F(ClientTest, UnknownProtocolAndDiskOnlyObjects) {
   EXPECT_EQ(client.Put("", "pigeon2", "0123456789", put_bogus), ErrorCode::INVALID_PARAMS);
   EXPECT_FALSE(*client.Exist("", "pigeon2"));
 
-  // An object with only a LOCAL_DISK replica (the read path comes later).
+  // An object with only a LOCAL_DISK replica, and no ucx engine in this
+  // client to reach its node: a descriptor this client cannot use.
   ASSERT_EQ(other.MountLocalDisk(false, "10.9.9.9:2"), ErrorCode::OK);
   OffloadedObject disk{"", "on-disk", StorageObjectMetadata{1, 0, 7, 100, "10.9.9.9:2"}};
   auto added = other.NotifyOffloadSuccess({disk});
   ASSERT_TRUE(added.ok());
   ASSERT_EQ((*added)[0], ErrorCode::OK);
-  EXPECT_EQ(client.Get("", "on-disk").error(), ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS);
+  EXPECT_EQ(client.Get("", "on-disk").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(client.BatchGet("", {"on-disk"})[0].error(), ErrorCode::INVALID_PARAMS);
+}
+
+// LOCAL_DISK replicas: a real LocalDiskService over a bucket backend in a
+// temporary directory, on a node-side UcxEngine listening on 127.0.0.1; the
+// client reaches it through its own UcxEngine (beside the loopback one the
+// MEMORY replicas use). The master learns of the disk copies as a node
+// reports them: MountLocalDisk + NotifyOffloadSuccess.
+class ClientLocalDiskTest : public ClientTest {
+ protected:
+  static TransportOptions UcxOptions(bool listen) {
+    TransportOptions options;
+    options.client_id = UUID::Generate();
+    options.cluster_token = "token";
+    if (listen) options.listen_ip = "127.0.0.1";
+    options.connect_timeout_ms = 3000;
+    return options;
+  }
+
+  void SetUp() override {
+    ClientTest::SetUp();
+    StorageConfig config;
+    config.backend = StorageConfig::Backend::kBucket;
+    config.storage_path = dir_path_.path();
+    std::string error;
+    auto backend = OpenStorageBackend(config, nullptr, &error);
+    ASSERT_TRUE(backend.ok()) << error;
+    backend_ = std::move(backend).value();
+    const TransportOptions node_options = UcxOptions(true);
+    auto node = UcxEngine::Create(node_options);
+    ASSERT_TRUE(node.ok());
+    node_ucx_ = std::move(node).value();
+    service_ = std::make_unique<LocalDiskService>(&node_ucx_->am(), backend_.get());
+    MasterClientOptions mo;
+    mo.address = address_;
+    mo.client_id = node_options.client_id;
+    disk_master_ = std::make_unique<MasterClient>(mo);
+    ASSERT_EQ(disk_master_->MountLocalDisk(false, node_ucx_->endpoint()), ErrorCode::OK);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    service_.reset();  // before the engine whose UcxAm it uses
+    node_ucx_.reset();
+    ClientTest::TearDown();
+  }
+
+  // A client with the slow loopback engine and a ucx engine.
+  Client& MakeDiskClient() {
+    ClientOptions options;
+    options.master = address_;
+    options.protocol = "none";
+    options.staging_bytes = 8 << 20;
+    options.clock = &client_clock_;
+    std::vector<std::unique_ptr<TransportEngine>> engines;
+    engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_));
+    auto ucx = UcxEngine::Create(UcxOptions(false));
+    EXPECT_TRUE(ucx.ok());
+    if (ucx.ok()) engines.push_back(std::move(ucx).value());
+    auto client = Client::Create(options, std::move(engines));
+    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
+    client_ = std::move(client).value();
+    return *client_;
+  }
+
+  // Stores `value` in the node's SSD store and reports it to the master.
+  void OnDisk(const std::string& tenant, const std::string& key, const std::string& value) {
+    ASSERT_TRUE(backend_->WriteBatch({{tenant, key, value}}).ok()) << key;
+    OffloadedObject item{tenant, key,
+                         StorageObjectMetadata{0, 0, static_cast<int64_t>(key.size()),
+                                               static_cast<int64_t>(value.size()),
+                                               node_ucx_->endpoint()}};
+    auto added = disk_master_->NotifyOffloadSuccess({item});
+    ASSERT_TRUE(added.ok());
+    ASSERT_EQ((*added)[0], ErrorCode::OK);
+  }
+
+  // The MEMORY replica's node loses its registration: reads of it fail.
+  void LoseMemoryReplica() {
+    for (auto& n : nodes_) n->engine->UnregisterMemory(n->node->region());
+  }
+
+  testing::TempDir dir_path_;
+  std::unique_ptr<StorageBackend> backend_;
+  std::unique_ptr<UcxEngine> node_ucx_;
+  std::unique_ptr<LocalDiskService> service_;
+  std::unique_ptr<MasterClient> disk_master_;
+};
+
+TEST_F(ClientLocalDiskTest, DiskOnlyObjectIsReadFromItsNode) {
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(300'000, 5);
+  OnDisk("t", "disk-only", value);
+  auto loc = client.Locate("t", "disk-only");
+  ASSERT_TRUE(loc.ok());
+  ASSERT_EQ(loc->info.replicas.size(), 1u);
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
+  EXPECT_EQ(loc->info.replicas[0].disk.endpoint, node_ucx_->endpoint());
+  auto got = client.Get("t", "disk-only");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  auto batch = client.BatchGet("t", {"disk-only", "missing"});
+  ASSERT_TRUE(batch[0].ok()) << ErrorCodeName(batch[0].error());
+  EXPECT_EQ(*batch[0], value);
+  EXPECT_EQ(batch[1].error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(service_->stats().requests, 2u);
+  EXPECT_EQ(service_->stats().bytes_served, 2 * value.size());
+}
+
+TEST_F(ClientLocalDiskTest, FailsOverToLocalDiskWhenMemoryReadsFail) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(70'000, 6);
+  ASSERT_EQ(client.Put("t", "both", value), ErrorCode::OK);
+  OnDisk("t", "both", value);
+  auto loc = client.Locate("t", "both");
+  ASSERT_TRUE(loc.ok());
+  ASSERT_EQ(loc->info.replicas.size(), 2u);
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::MEMORY);
+  EXPECT_EQ(loc->info.replicas[1].type, ReplicaType::LOCAL_DISK);
+  ASSERT_TRUE(client.Get("t", "both").ok());
+  EXPECT_EQ(service_->stats().requests, 0u);  // MEMORY first while it works
+
+  LoseMemoryReplica();
+  auto got = client.Get("t", "both");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  EXPECT_EQ(service_->stats().requests, 1u);
+  auto batch = client.BatchGet("t", {"both"});
+  ASSERT_TRUE(batch[0].ok()) << ErrorCodeName(batch[0].error());
+  EXPECT_EQ(*batch[0], value);
+  EXPECT_EQ(service_->stats().requests, 2u);
+}
+
+TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string in_memory = Pattern(10'000, 1);
+  const std::string on_disk = Pattern(10'000, 2);  // same size, other bytes: tells them apart
+  ASSERT_NE(in_memory, on_disk);
+  ASSERT_EQ(client.Put("t", "k", in_memory), ErrorCode::OK);
+  OnDisk("t", "k", on_disk);
+  EXPECT_EQ(*client.Get("t", "k"), in_memory);
+  GetOptions prefer;
+  prefer.prefer_local_disk = true;
+  auto got = client.Get("t", "k", prefer);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, on_disk);
+  auto loc = client.Locate("t", "k", prefer);
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
+}
+
+TEST_F(ClientLocalDiskTest, DiskBytesThatDoNotMatchTheChecksumAreChecksumMismatch) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(5000, 3);
+  std::string corrupt = value;
+  corrupt[4321] ^= 0x10;
+  PutOptions with_sum;
+  with_sum.compute_checksum = true;
+  ASSERT_EQ(client.Put("t", "sum", value, with_sum), ErrorCode::OK);
+  OnDisk("t", "sum", corrupt);
+  GetOptions prefer;
+  prefer.prefer_local_disk = true;
+  // The disk copy fails its checksum; the MEMORY replica answers.
+  auto got = client.Get("t", "sum", prefer);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  EXPECT_EQ(service_->stats().requests, 1u);
+  LoseMemoryReplica();
+  EXPECT_EQ(client.Get("t", "sum").error(), ErrorCode::CHECKSUM_MISMATCH);
+}
+
+TEST_F(ClientLocalDiskTest, DiskReadFinishingAfterTheLeaseIsLeaseExpired) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  ASSERT_EQ(client.Put("t", "leased", "value"), ErrorCode::OK);
+  OnDisk("t", "leased", "value");
+  LoseMemoryReplica();
+  // The failed MEMORY read takes the whole lease; the disk read then ends late.
+  advance_ms_ = kLeaseTtlMs;
+  EXPECT_EQ(client.Get("t", "leased").error(), ErrorCode::LEASE_EXPIRED);
+  EXPECT_EQ(service_->stats().requests, 1u);
+  advance_ms_ = 0;
+  EXPECT_EQ(*client.Get("t", "leased"), "value");
+}
+
+TEST_F(ClientLocalDiskTest, NodeGoneIsTransferFail) {
+  Client& client = MakeDiskClient();
+  OnDisk("t", "gone", "bytes");
+  EXPECT_EQ(*client.Get("t", "gone"), "bytes");
+  service_.reset();
+  node_ucx_.reset();
+  EXPECT_EQ(client.Get("t", "gone").error(), ErrorCode::TRANSFER_FAIL);
 }
 
 TEST_F(ClientTest, BatchPutGetExist) {

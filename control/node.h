@@ -9,13 +9,26 @@
 //           expired us) remounts the same segment -> Stop() -> unmount and
 //           return.
 //
+// SSD store (optional, NodeOptions::disk): the node serves LOCAL_DISK reads
+// of `disk` on `disk_am` (a LocalDiskService, alive as long as the node) and,
+// after every (re)mount, registers its disk at the master (MountLocalDisk,
+// offloading enabled, endpoint = disk_endpoint) and re-reports every object
+// the backend holds (NotifyOffloadSuccess), so a restarted master relearns
+// the SSD data. Each ping period it also takes up to kOffloadBatch offload
+// tasks (OffloadHeartbeat), copies each object's bytes from its MEMORY
+// replica in this node's segment (found with GetReplicaList) into the
+// backend (WriteBatch) and reports them. Keys the backend evicts are queued
+// by its evict callback (any thread) and sent as EvictDiskReplica from
+// Run()'s thread.
+//
 // The segment mounted is Segment{id, name, base = the memory's address, size,
 // endpoint = engine.endpoint(), protocol = engine.protocol(), rkey = the
 // registered region's rkey}; the same id is used for every (re)mount.
 //
 // Thread safety: Run() is called once, from one thread (it owns the master
 // connection); Stop(), the counters and segment() may be called from any
-// thread. `on_mounted` runs on Run()'s thread after each successful mount.
+// thread. `on_mounted` runs on Run()'s thread after each successful mount
+// (after the disk report), `on_ping` after each ping round.
 #pragma once
 
 #include <atomic>
@@ -24,10 +37,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/mutex.h"
 #include "common/result.h"
 #include "directory/types.h"
+#include "ssdstore/local_disk_service.h"
+#include "ssdstore/storage_backend.h"
 #include "transport/transport.h"
 
 namespace shelfmark {
@@ -42,6 +59,15 @@ struct NodeOptions {
   int64_t rpc_timeout_ms = 5'000;
   // Called after each successful mount (first mount and remounts).
   std::function<void(const Segment&)> on_mounted;
+  // Called on Run()'s thread after each answered ping's round (offload and
+  // evictions included).
+  std::function<void()> on_ping;
+  // The SSD store: all three set, or `disk` null (no SSD store). `disk` and
+  // `disk_am` must outlive the node; disk_endpoint is where clients reach
+  // disk_am (the UCX engine's endpoint).
+  StorageBackend* disk = nullptr;
+  UcxAm* disk_am = nullptr;
+  std::string disk_endpoint;
 };
 
 struct NodeCounters {
@@ -49,12 +75,22 @@ struct NodeCounters {
   uint64_t ping_failures = 0;  // Ping calls that failed (RPC_FAIL, ...)
   uint64_t mounts = 0;         // successful MountSegment calls
   uint64_t remounts = 0;       // NEED_REMOUNT answers seen
+  uint64_t disk_mounts = 0;    // successful MountLocalDisk calls
+  uint64_t disk_reported = 0;  // objects re-reported from the SSD store
+  uint64_t offloaded = 0;      // offload tasks written to SSD and reported
+  uint64_t offload_failures = 0;
+  uint64_t disk_evictions = 0;  // EvictDiskReplica calls answered
 };
+
+class MasterClient;
 
 class Node {
  public:
+  static constexpr uint64_t kOffloadBatch = 64;  // tasks per OffloadHeartbeat
+
   // Maps and populates the segment and registers it with `engine` (which
-  // must outlive the node). INVALID_PARAMS for a zero size or bad options;
+  // must outlive the node), and starts the LOCAL_DISK service when `disk` is
+  // set. INVALID_PARAMS for a zero size or bad options (a partial disk set);
   // NO_AVAILABLE_HANDLE when the memory cannot be mapped; the engine's code
   // when registration fails.
   static Result<std::unique_ptr<Node>> Create(NodeOptions options, TransportEngine* engine);
@@ -78,6 +114,15 @@ class Node {
   Node(NodeOptions options, TransportEngine* engine);
   // Sleeps up to `ms` or until Stop(); true when stopping.
   bool SleepOrStop(int64_t ms);
+  // MountLocalDisk + re-report of every stored object; the master's code.
+  ErrorCode ReportDisk(MasterClient& master);
+  // One offload round (OffloadHeartbeat, copy, WriteBatch, report).
+  void Offload(MasterClient& master);
+  // Reads the key's bytes from its MEMORY replica in this node's segment.
+  Result<std::string> ReadOwnReplica(MasterClient& master, const OffloadTask& task);
+  OffloadedObject Reported(const StoredLocation& location) const;
+  // Sends queued evictions; stops at the first RPC failure (kept queued).
+  void SendEvictions(MasterClient& master);
 
   const NodeOptions options_;
   TransportEngine* const engine_;
@@ -87,6 +132,11 @@ class Node {
 
   std::atomic<bool> mounted_{false};
   std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
+  std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
+      disk_evictions_{0};
+  std::unique_ptr<LocalDiskService> disk_service_;
+  Mutex evict_mu_;
+  std::vector<std::pair<std::string, std::string>> evictions_ GUARDED_BY(evict_mu_);
   Mutex stop_mu_;
   std::condition_variable_any stop_cv_;
   bool stop_ GUARDED_BY(stop_mu_) = false;

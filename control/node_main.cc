@@ -11,8 +11,18 @@
 // engine), else ucx. /metrics has the process, segment and ping gauges, and
 // with rdma shelfmark_node_rdma_{accepted,rejected}_connections (the verbs
 // listener's counters). Exit codes: 0 stopped by a signal, 1 start-up failure,
-// 2 bad flags (the message names the flag).
+// 2 bad flags (the message names the flag) or a bad SSD store setting.
+//
+// SSD store: when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set, the node opens
+// the store configured by the MOONCAKE_OFFLOAD_* variables
+// (ssdstore/storage_config.h), serves LOCAL_DISK reads on a UCX engine's
+// active messages (the data-plane engine with ucx; with rdma a second UCX
+// engine on --listen_ip, any free port), registers the disk at the master and
+// offloads the objects the master asks for (control/node.h). It prints
+//   shelfmark-node: ssd store <config> endpoint <ip:port>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -24,7 +34,10 @@
 #include "control/process_stats.h"
 #include "control/rdma_plugin.h"
 #include "control/service_main.h"
+#include "ssdstore/storage_backend_factory.h"
+#include "ssdstore/storage_config.h"
 #include "transport/transport_set.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 namespace {
@@ -105,6 +118,53 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
                    [n] { return static_cast<double>(n->counters().ping_failures); });
   metrics.AddGauge("shelfmark_node_remounts", "NEED_REMOUNT answers (master restarts)",
                    [n] { return static_cast<double>(n->counters().remounts); });
+  metrics.AddGauge("shelfmark_node_offloaded", "objects offloaded to the SSD store",
+                   [n] { return static_cast<double>(n->counters().offloaded); });
+  metrics.AddGauge("shelfmark_node_offload_failures", "offload tasks that failed",
+                   [n] { return static_cast<double>(n->counters().offload_failures); });
+  metrics.AddGauge("shelfmark_node_disk_evictions", "SSD evictions reported to the master",
+                   [n] { return static_cast<double>(n->counters().disk_evictions); });
+}
+
+// The SSD store when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set.
+struct SsdStore {
+  std::unique_ptr<StorageBackend> backend;  // null: no SSD store
+  UcxEngine* ucx = nullptr;                 // serves LOCAL_DISK reads
+};
+
+// Exit code on failure (2: a bad setting, 1: the store or engine fails).
+int OpenSsdStore(TransportSet& transports, TransportEngine* data_engine,
+                 const TransportOptions& to, SsdStore* store) {
+  const char* path = std::getenv(std::string(kEnvStoragePath).c_str());
+  if (path == nullptr || *path == '\0') return 0;
+  std::string error;
+  auto config = StorageConfigFromEnvironment(&error);
+  if (!config.ok()) {
+    std::fprintf(stderr, "shelfmark-node: %s\n", error.c_str());
+    return 2;
+  }
+  auto backend = OpenStorageBackend(*config, nullptr, &error);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "shelfmark-node: cannot open the ssd store: %s\n", error.c_str());
+    return 1;
+  }
+  store->backend = std::move(*backend);
+  TransportEngine* engine = data_engine;
+  if (engine->protocol() != UcxEngine::kProtocol) {
+    TransportOptions uo = to;
+    uo.listen_port = 0;
+    auto ucx = transports.Open(UcxEngine::kProtocol, uo);
+    if (!ucx.ok()) {
+      std::fprintf(stderr, "shelfmark-node: cannot start the ucx engine for LOCAL_DISK reads: %s\n",
+                   std::string(ErrorCodeName(ucx.error())).c_str());
+      return 1;
+    }
+    engine = *ucx;
+  }
+  store->ucx = static_cast<UcxEngine*>(engine);
+  std::fprintf(stderr, "shelfmark-node: ssd store %s endpoint %s\n", config->ToString().c_str(),
+               store->ucx->endpoint().c_str());
+  return 0;
 }
 
 int Run(const NodeFlags& f) {
@@ -130,7 +190,14 @@ int Run(const NodeFlags& f) {
                  std::string(ErrorCodeName(engine.error())).c_str());
     return 1;
   }
+  SsdStore ssd;
+  if (int rc = OpenSsdStore(transports, *engine, to, &ssd); rc != 0) return rc;
   NodeOptions no;
+  if (ssd.backend) {
+    no.disk = ssd.backend.get();
+    no.disk_am = &ssd.ucx->am();
+    no.disk_endpoint = ssd.ucx->endpoint();
+  }
   no.master = f.master;
   no.client_id = to.client_id;
   no.segment_size = static_cast<uint64_t>(f.segment_size);
@@ -173,6 +240,13 @@ int Run(const NodeFlags& f) {
                  std::string(ErrorCodeName(unmounted)).c_str());
   }
   http.Stop();
+  node->reset();  // the LOCAL_DISK service stops before the store closes
+  if (ssd.backend) {
+    if (ErrorCode rc = ssd.backend->Close(); rc != ErrorCode::OK) {
+      std::fprintf(stderr, "shelfmark-node: closing the ssd store: %s\n",
+                   std::string(ErrorCodeName(rc)).c_str());
+    }
+  }
   return 0;
 }
 
