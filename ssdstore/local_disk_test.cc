@@ -153,10 +153,10 @@ TEST(StorageBackendFactoryTest, MapsConfigAndKeepsFileIoAlive) {
 // ------------------------------------------------- service + client, UCX
 
 // A real backend whose reads of `gated_key` wait until Release().
-class GatedBackend final : public StorageBackend {
+class GatedBackend final : public ForwardingBackend {
  public:
   GatedBackend(StorageBackend* inner, std::string gated_key)
-      : inner_(inner), gated_key_(std::move(gated_key)) {}
+      : ForwardingBackend(inner), gated_key_(std::move(gated_key)) {}
   void WaitEntered() {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [this] { return entered_; });
@@ -167,10 +167,6 @@ class GatedBackend final : public StorageBackend {
     cv_.notify_all();
   }
 
-  std::string_view name() const override { return inner_->name(); }
-  Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& b) override {
-    return inner_->WriteBatch(b);
-  }
   ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
                  std::string* out) override {
     if (key == gated_key_) {
@@ -179,19 +175,10 @@ class GatedBackend final : public StorageBackend {
       cv_.notify_all();
       cv_.wait(lock, [this] { return released_; });
     }
-    return inner_->Read(tenant, key, expected_size, out);
+    return ForwardingBackend::Read(tenant, key, expected_size, out);
   }
-  ErrorCode Remove(std::string_view tenant, std::string_view key) override {
-    return inner_->Remove(tenant, key);
-  }
-  std::vector<StoredLocation> List() const override { return inner_->List(); }
-  uint64_t object_count() const override { return inner_->object_count(); }
-  uint64_t used_bytes() const override { return inner_->used_bytes(); }
-  void SetEvictCallback(EvictCallback cb) override { inner_->SetEvictCallback(std::move(cb)); }
-  ErrorCode Close() override { return inner_->Close(); }
 
  private:
-  StorageBackend* const inner_;
   const std::string gated_key_;
   std::mutex mu_;
   std::condition_variable cv_;

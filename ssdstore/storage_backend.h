@@ -28,6 +28,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -70,6 +71,33 @@ class StorageBackend {
   virtual void SetEvictCallback(EvictCallback cb) = 0;
   // Clean shutdown (relaxed persistence: a final checkpoint).
   virtual ErrorCode Close() = 0;
+};
+
+// A decorator's base: forwards every call to `inner` (not owned, must
+// outlive it); a decorator overrides only what it changes.
+class ForwardingBackend : public StorageBackend {
+ public:
+  explicit ForwardingBackend(StorageBackend* inner) : inner_(inner) {}
+
+  std::string_view name() const override { return inner_->name(); }
+  Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override {
+    return inner_->WriteBatch(batch);
+  }
+  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                 std::string* out) override {
+    return inner_->Read(tenant, key, expected_size, out);
+  }
+  ErrorCode Remove(std::string_view tenant, std::string_view key) override {
+    return inner_->Remove(tenant, key);
+  }
+  std::vector<StoredLocation> List() const override { return inner_->List(); }
+  uint64_t object_count() const override { return inner_->object_count(); }
+  uint64_t used_bytes() const override { return inner_->used_bytes(); }
+  void SetEvictCallback(EvictCallback cb) override { inner_->SetEvictCallback(std::move(cb)); }
+  ErrorCode Close() override { return inner_->Close(); }
+
+ private:
+  StorageBackend* const inner_;
 };
 
 }  // namespace shelfmark

@@ -9,32 +9,15 @@ namespace shelfmark {
 namespace {
 
 // A backend that also owns the FileIo it borrows: `io_` is declared first so
-// it is destroyed after `inner_`.
-class IoOwningBackend final : public StorageBackend {
+// it is destroyed after `owned_`.
+class IoOwningBackend final : public ForwardingBackend {
  public:
   IoOwningBackend(std::shared_ptr<FileIo> io, std::unique_ptr<StorageBackend> inner)
-      : io_(std::move(io)), inner_(std::move(inner)) {}
-
-  std::string_view name() const override { return inner_->name(); }
-  Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override {
-    return inner_->WriteBatch(batch);
-  }
-  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                 std::string* out) override {
-    return inner_->Read(tenant, key, expected_size, out);
-  }
-  ErrorCode Remove(std::string_view tenant, std::string_view key) override {
-    return inner_->Remove(tenant, key);
-  }
-  std::vector<StoredLocation> List() const override { return inner_->List(); }
-  uint64_t object_count() const override { return inner_->object_count(); }
-  uint64_t used_bytes() const override { return inner_->used_bytes(); }
-  void SetEvictCallback(EvictCallback cb) override { inner_->SetEvictCallback(std::move(cb)); }
-  ErrorCode Close() override { return inner_->Close(); }
+      : ForwardingBackend(inner.get()), io_(std::move(io)), owned_(std::move(inner)) {}
 
  private:
   std::shared_ptr<FileIo> io_;
-  std::unique_ptr<StorageBackend> inner_;
+  std::unique_ptr<StorageBackend> owned_;
 };
 
 BucketBackendOptions BucketOptionsFromConfig(const StorageConfig& config) {
