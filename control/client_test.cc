@@ -25,6 +25,7 @@
 #include "ssdstore/storage_backend_factory.h"
 #include "transport/loopback_engine.h"
 #include "transport/ucx_engine.h"
+#include "transport/transport_test_util.h"
 
 namespace shelfmark {
 namespace {
@@ -299,15 +300,6 @@ TEST_F(ClientTest, UnknownProtocolAndDiskOnlyObjects) {
 // reports them: MountLocalDisk + NotifyOffloadSuccess.
 class ClientLocalDiskTest : public ClientTest {
  protected:
-  static TransportOptions UcxOptions(bool listen) {
-    TransportOptions options;
-    options.client_id = UUID::Generate();
-    options.cluster_token = "token";
-    if (listen) options.listen_ip = "127.0.0.1";
-    options.connect_timeout_ms = 3000;
-    return options;
-  }
-
   void SetUp() override {
     ClientTest::SetUp();
     StorageConfig config;
@@ -317,7 +309,7 @@ class ClientLocalDiskTest : public ClientTest {
     auto backend = OpenStorageBackend(config, nullptr, &error);
     ASSERT_TRUE(backend.ok()) << error;
     backend_ = std::move(backend).value();
-    const TransportOptions node_options = UcxOptions(true);
+    const TransportOptions node_options = testing::UcxTestOptions(true);
     auto node = UcxEngine::Create(node_options);
     ASSERT_TRUE(node.ok());
     node_ucx_ = std::move(node).value();
@@ -345,7 +337,7 @@ class ClientLocalDiskTest : public ClientTest {
     options.clock = &client_clock_;
     std::vector<std::unique_ptr<TransportEngine>> engines;
     engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_));
-    auto ucx = UcxEngine::Create(UcxOptions(false));
+    auto ucx = UcxEngine::Create(testing::UcxTestOptions(false));
     EXPECT_TRUE(ucx.ok());
     if (ucx.ok()) engines.push_back(std::move(ucx).value());
     auto client = Client::Create(options, std::move(engines));

@@ -24,6 +24,7 @@
 #include "ssdstore/storage_backend_factory.h"
 #include "transport/loopback_engine.h"
 #include "transport/ucx_engine.h"
+#include "transport/transport_test_util.h"
 
 namespace shelfmark {
 namespace {
@@ -156,21 +157,6 @@ TEST(NodeTest, CreateRejectsBadOptions) {
 
 constexpr int64_t kReadTimeoutMs = 10'000;
 
-std::string Pattern(size_t size, char seed) {
-  std::string s(size, '\0');
-  for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>(seed + (i * 7 + i / 251) % 61);
-  return s;
-}
-
-TransportOptions UcxOptions(bool listen) {
-  TransportOptions o;
-  o.client_id = UUID::Generate();
-  o.cluster_token = "token";
-  if (listen) o.listen_ip = "127.0.0.1";
-  o.connect_timeout_ms = 3000;
-  return o;
-}
-
 // A node with a bucket SSD store in a temp dir, on a real UCX engine (its
 // segment and its LOCAL_DISK service), plus a client UCX engine.
 struct DiskNode {
@@ -181,10 +167,10 @@ struct DiskNode {
     auto opened = OpenStorageBackend(config, nullptr, nullptr);
     EXPECT_TRUE(opened.ok());
     if (opened.ok()) backend = std::move(*opened);
-    auto e = UcxEngine::Create(UcxOptions(true));
+    auto e = UcxEngine::Create(testing::UcxTestOptions(true));
     EXPECT_TRUE(e.ok());
     if (e.ok()) engine = std::move(*e);
-    auto c = UcxEngine::Create(UcxOptions(false));
+    auto c = UcxEngine::Create(testing::UcxTestOptions(false));
     EXPECT_TRUE(c.ok());
     if (c.ok()) client = std::move(*c);
   }
@@ -244,7 +230,7 @@ void ExpectDiskReplica(Directory& directory, std::string_view key, const DiskNod
 
 TEST(NodeDiskTest, ReportsStoredObjectsOnStartAndAfterMasterRestart) {
   DiskNode n;
-  const std::string a = Pattern(5000, 'a'), b = Pattern(70000, 'b');
+  const std::string a = testing::TestPattern(5000, 'a'), b = testing::TestPattern(70000, 'b');
   ASSERT_TRUE(n.backend->WriteBatch({{"t", "k1", a}, {"t", "k2", b}}).ok());
   auto master = std::make_unique<Master>(0);
   const uint16_t port = master->port;
@@ -292,7 +278,7 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   Master master(0, /*enable_offload=*/true);
   ASSERT_TRUE(n.Start(master.port));
   n.watch.WaitFor(1);
-  const std::string a = Pattern(3000, 'c'), b = Pattern(9000, 'd');
+  const std::string a = testing::TestPattern(3000, 'c'), b = testing::TestPattern(9000, 'd');
   PutIntoNode(*master.directory, n, "k1", a);
   n.watch.WaitUntil([&] { return n.node->counters().offloaded >= 1; });
   ExpectDiskReplica(*master.directory, "k1", n, a.size());

@@ -19,6 +19,7 @@
 #include "ssdstore/local_disk_wire.h"
 #include "ssdstore/storage_backend_factory.h"
 #include "transport/ucx_engine.h"
+#include "transport/transport_test_util.h"
 
 namespace shelfmark {
 namespace {
@@ -26,21 +27,6 @@ namespace {
 using testing::TempDir;
 
 constexpr int64_t kTimeoutMs = 10000;
-
-std::string Pattern(size_t size, char seed) {
-  std::string s(size, '\0');
-  for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>(seed + (i * 7 + i / 251) % 61);
-  return s;
-}
-
-TransportOptions Options(bool listen) {
-  TransportOptions options;
-  options.client_id = UUID::Generate();
-  options.cluster_token = "token";
-  if (listen) options.listen_ip = "127.0.0.1";
-  options.connect_timeout_ms = 3000;
-  return options;
-}
 
 StorageConfig Config(StorageConfig::Backend backend, const std::string& path) {
   StorageConfig config;
@@ -194,10 +180,10 @@ class LocalDiskTest : public ::testing::TestWithParam<StorageConfig::Backend> {
     auto backend = OpenStorageBackend(Config(GetParam(), dir_.path()), io_, &error);
     ASSERT_TRUE(backend.ok()) << error;
     backend_ = std::move(backend).value();
-    auto node = UcxEngine::Create(Options(true));
+    auto node = UcxEngine::Create(testing::UcxTestOptions(true));
     ASSERT_TRUE(node.ok());
     node_ = std::move(node).value();
-    auto client = UcxEngine::Create(Options(false));
+    auto client = UcxEngine::Create(testing::UcxTestOptions(false));
     ASSERT_TRUE(client.ok());
     client_ = std::move(client).value();
     service_ = std::make_unique<LocalDiskService>(&node_->am(), backend_.get());
@@ -238,10 +224,10 @@ TEST_P(LocalDiskTest, RoundTripsOneByteToFourMiB) {
   const std::vector<size_t> sizes = {1, 100, 4096, 4097, 64 << 10, (1 << 20) + 3, 4 << 20};
   uint64_t total = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    Put("t", "k" + std::to_string(i), Pattern(sizes[i], static_cast<char>('A' + i)));
+    Put("t", "k" + std::to_string(i), testing::TestPattern(sizes[i], static_cast<char>('A' + i)));
   }
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const std::string want = Pattern(sizes[i], static_cast<char>('A' + i));
+    const std::string want = testing::TestPattern(sizes[i], static_cast<char>('A' + i));
     auto read = Read("t", "k" + std::to_string(i), sizes[i]);
     ASSERT_TRUE(read.ok()) << sizes[i] << " " << ErrorCodeName(read.error());
     EXPECT_TRUE(read->data == want) << sizes[i];
