@@ -2,6 +2,8 @@
 //   shelfmark-perf master --master=HOST:PORT [...]   master RPC throughput, latency, DRAM/object
 //   shelfmark-perf read --master=HOST:PORT --protocol=rdma|ucx [...]   MEMORY read latency vs raw engine
 //   shelfmark-perf snapshot --objects=N[,N...] [...]   snapshot pause, size, copy-on-write, restore
+//   shelfmark-perf get --master=HOST:PORT --replica=memory|local_disk|all [...]   get latency per replica type
+//   shelfmark-perf disk --objects=N [...]   SSD backends: batch writes and restart (index rebuild) time
 // The subcommand is the first positional argument; its flags follow anywhere.
 #include <cstdio>
 #include <cstring>
@@ -9,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "perf/disk_bench.h"
+#include "perf/get_bench.h"
 #include "perf/master_bench.h"
 #include "perf/read_bench.h"
 #include "perf/snapshot_bench.h"
@@ -21,7 +25,7 @@ struct Subcommand {
   int (*run)(int argc, const char* const* argv);
 };
 
-// New benchmarks (get, snapshot) add a row here.
+// New benchmarks add a row here.
 constexpr Subcommand kSubcommands[] = {
     {"master", "master RPC throughput and latency (put, get_replica_list), DRAM per object",
      shelfmark::RunMasterBench},
@@ -29,6 +33,10 @@ constexpr Subcommand kSubcommands[] = {
      shelfmark::RunReadBench},
     {"snapshot", "snapshot pause (lock + fork), child time, bytes, copy-on-write, restore",
      shelfmark::RunSnapshotBench},
+    {"get", "get latency per replica type (MEMORY, LOCAL_DISK): lookup, transfer, whole get",
+     shelfmark::RunGetBench},
+    {"disk", "SSD backends (bucket, offset allocator): batch writes, restart time",
+     shelfmark::RunDiskBench},
 };
 
 void PrintUsage(FILE* out) {

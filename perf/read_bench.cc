@@ -43,22 +43,6 @@ struct Row {
   double raw_p50_us = 0, raw_p99_us = 0, raw_gbps = 0;
 };
 
-// "4096,65536" -> sizes; false on an empty, zero or malformed entry.
-bool ParseSizes(const std::string& text, std::vector<uint64_t>* out) {
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t comma = text.find(',', at);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(at, comma - at);
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v == 0 || item[0] == '-') return false;
-    out->push_back(v);
-    at = comma + 1;
-  }
-  return !out->empty();
-}
-
 // --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
 // message for values that do not parse.
 bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
@@ -78,7 +62,7 @@ bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
     std::fprintf(stderr, "%s: flag --master expects HOST:PORT\n", argv[0]);
     return false;
   }
-  if (!ParseSizes(o->sizes_text, &o->sizes)) {
+  if (!ParseSizeList(o->sizes_text, &o->sizes)) {
     std::fprintf(stderr, "%s: flag --size expects positive integers separated by commas\n",
                  argv[0]);
     return false;

@@ -13,6 +13,8 @@ PACKAGES=(
   redis-server redis-tools
   # The soft-RoCE VM suite (tests/softroce) boots Debian's kernel under QEMU.
   qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers ibverbs-utils perftest
+  # shelfmark-perf get --plot draws with gnuplot.
+  gnuplot-nox
 )
 
 missing=()

@@ -438,8 +438,8 @@ void BucketBackend::FinishVictims(std::vector<Victim> victims) {
   // Dropping `victims` removes each .bucket unless a read still holds it.
 }
 
-ErrorCode BucketBackend::Read(std::string_view tenant, std::string_view key,
-                              uint64_t expected_size, std::string* out) {
+ErrorCode BucketBackend::ReadValue(std::string_view tenant, std::string_view key,
+                                   uint64_t expected_size, std::string* out, DiskPlace* place) {
   const IndexKey k{std::string(EffectiveTenant(tenant)), std::string(key)};
   std::shared_ptr<Bucket> bucket;
   Location loc;
@@ -453,7 +453,11 @@ ErrorCode BucketBackend::Read(std::string_view tenant, std::string_view key,
     bucket = buckets_.at(loc.bucket_id);
     bucket->last_used = ++tick_;
   }
-  return ReadAt(bucket, loc, out);
+  const ErrorCode ec = ReadAt(bucket, loc, out);
+  if (ec == ErrorCode::OK && place != nullptr) {
+    *place = {static_cast<int64_t>(loc.bucket_id), static_cast<int64_t>(loc.offset)};
+  }
+  return ec;
 }
 
 ErrorCode BucketBackend::ReadAt(const std::shared_ptr<Bucket>& bucket, const Location& loc,

@@ -82,8 +82,8 @@ class BucketBackend final : public StorageBackend {
   // kDefaultTenant), INVALID_PARAMS for a batch that exceeds total_bytes or
   // total_keys alone; FILE_* on I/O errors (nothing of the batch visible).
   Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override;
-  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                 std::string* out) override;
+  ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                      std::string* out, DiskPlace* place) override;
   ErrorCode Remove(std::string_view tenant, std::string_view key) override;
   std::vector<StoredLocation> List() const override;
   uint64_t object_count() const override;

@@ -39,4 +39,11 @@ Result<LocalDiskRead> ReadLocalDisk(UcxAm& am, std::string_view endpoint, std::s
   return read;
 }
 
+ErrorCode ProbeLocalDisk(UcxAm& am, std::string_view endpoint, uint64_t size, int64_t timeout_ms) {
+  if (size > kMaxProbeBytes) return ErrorCode::INVALID_PARAMS;
+  auto reply = am.Call(endpoint, kLocalDiskProbeAmId, EncodeLocalDiskProbe(size), "", timeout_ms);
+  if (!reply.ok()) return reply.error();
+  return reply->data.size() == size ? ErrorCode::OK : ErrorCode::DATA_CORRUPTED;
+}
+
 }  // namespace shelfmark

@@ -23,12 +23,18 @@ namespace shelfmark {
 
 struct LocalDiskRead {
   std::string data;
-  int64_t bucket_id = 0;  // where the node holds it (0 while nodes report no location)
+  int64_t bucket_id = 0;  // where the node found the bytes (DiskPlace)
   int64_t offset = 0;
 };
 
 Result<LocalDiskRead> ReadLocalDisk(UcxAm& am, std::string_view endpoint, std::string_view tenant,
                                     std::string_view key, uint64_t expected_size,
                                     int64_t timeout_ms);
+
+// The transport-only round trip of the same shape: a probe AM
+// (kLocalDiskProbeAmId) answered with `size` bytes, no disk involved. OK when
+// exactly `size` bytes came back; INVALID_PARAMS for size > kMaxProbeBytes;
+// DATA_CORRUPTED for another length; UcxAm's errors as they are.
+ErrorCode ProbeLocalDisk(UcxAm& am, std::string_view endpoint, uint64_t size, int64_t timeout_ms);
 
 }  // namespace shelfmark

@@ -10,6 +10,18 @@
 #include "ssdstore/local_disk_wire.h"
 
 namespace shelfmark {
+namespace {
+
+// On the progress thread: `size` bytes (zeros) or, for a malformed request,
+// an empty reply (the probe has no status; the caller checks the size).
+void AnswerProbe(const AmRequest& request, AmResponder& responder) {
+  auto size = DecodeLocalDiskProbe(request.header);
+  std::string data;
+  if (size.ok() && request.payload.empty()) data.resize(*size);
+  responder.Reply({}, std::move(data));
+}
+
+}  // namespace
 
 struct LocalDiskService::Core {
   struct Job {
@@ -29,9 +41,14 @@ struct LocalDiskService::Core {
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> malformed{0};
 
-  void Answer(AmResponder& responder, ErrorCode status, std::string data) {
+  void Answer(AmResponder& responder, ErrorCode status, std::string data,
+              const DiskPlace& place = {}) {
     LocalDiskReply reply;
     reply.status = status;
+    if (status == ErrorCode::OK) {
+      reply.bucket_id = place.bucket_id;
+      reply.offset = place.offset;
+    }
     reply.data_size = status == ErrorCode::OK ? data.size() : 0;
     if (status == ErrorCode::OK) {
       bytes_served.fetch_add(data.size(), std::memory_order_relaxed);
@@ -64,9 +81,10 @@ struct LocalDiskService::Core {
 
   void Serve(Job& job) {
     std::string data;
-    const ErrorCode status = backend->Read(job.request.tenant, job.request.key,
-                                           job.request.expected_size, &data);
-    Answer(job.responder, status, std::move(data));
+    DiskPlace place;
+    const ErrorCode status = backend->ReadValue(job.request.tenant, job.request.key,
+                                                job.request.expected_size, &data, &place);
+    Answer(job.responder, status, std::move(data), place);
   }
 
   void WorkerLoop() {
@@ -103,9 +121,13 @@ LocalDiskService::LocalDiskService(UcxAm* am, StorageBackend* backend,
   am_->SetHandler(kLocalDiskReadAmId, [core = core_](AmRequest request, AmResponder responder) {
     core->OnRequest(std::move(request), std::move(responder));
   });
+  am_->SetHandler(kLocalDiskProbeAmId, [](AmRequest request, AmResponder responder) {
+    AnswerProbe(request, responder);
+  });
 }
 
 LocalDiskService::~LocalDiskService() {
+  am_->SetHandler(kLocalDiskProbeAmId, nullptr);
   am_->SetHandler(kLocalDiskReadAmId, nullptr);
   core_->Stop();
   for (std::thread& t : workers_) t.join();

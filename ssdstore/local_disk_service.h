@@ -10,8 +10,12 @@
 //    for a malformed request or a size that differs from expected_size;
 //    FILE_READ_FAIL when the read fails; other backend codes as they are;
 //    UNAVAILABLE_IN_CURRENT_STATUS once the service is shutting down.
-//  - bucket_id and offset are 0 for now: StorageBackend has no cheap
-//    per-key location lookup (only List()).
+//  - bucket_id and offset say where this read found the bytes
+//    (StorageBackend::ReadValue's DiskPlace); 0 in error replies.
+//
+// It also answers the probe (kLocalDiskProbeAmId, local_disk_wire.h) on the
+// progress thread: `size` zero bytes and no disk access, the transport-only
+// baseline of `shelfmark-perf get --replica=local_disk`.
 //
 // Lifetime: `am` and `backend` must outlive the service; the destructor
 // unregisters the handler (later requests: INVALID_PARAMS from UcxAm),

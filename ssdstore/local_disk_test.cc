@@ -17,6 +17,7 @@
 #include "ssdstore/local_disk_client.h"
 #include "ssdstore/local_disk_service.h"
 #include "ssdstore/local_disk_wire.h"
+#include "ssdstore/offset_backend.h"
 #include "ssdstore/storage_backend_factory.h"
 #include "transport/ucx_engine.h"
 #include "transport/transport_test_util.h"
@@ -96,6 +97,22 @@ TEST(LocalDiskWireTest, ReplyRoundTripAndTruncation) {
   EXPECT_EQ(DecodeLocalDiskReply(odd)->status, ErrorCode::INTERNAL_ERROR);
 }
 
+TEST(LocalDiskWireTest, ProbeRoundTripAndLimits) {
+  for (uint64_t size : {uint64_t{0}, uint64_t{4096}, kMaxProbeBytes}) {
+    auto decoded = DecodeLocalDiskProbe(EncodeLocalDiskProbe(size));
+    ASSERT_TRUE(decoded.ok()) << size;
+    EXPECT_EQ(*decoded, size);
+  }
+  const std::string bytes = EncodeLocalDiskProbe(10);
+  EXPECT_EQ(DecodeLocalDiskProbe(EncodeLocalDiskProbe(kMaxProbeBytes + 1)).error(),
+            ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(DecodeLocalDiskProbe(bytes.substr(0, bytes.size() - 1)).error(),
+            ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(DecodeLocalDiskProbe(bytes + "x").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(DecodeLocalDiskProbe(EncodeLocalDiskRequest({1, "t", "k", 0})).error(),
+            ErrorCode::INVALID_PARAMS);
+}
+
 // -------------------------------------------------------------- factory
 
 TEST(StorageBackendFactoryTest, BadOptionsNameBackendAndPath) {
@@ -153,15 +170,15 @@ class GatedBackend final : public ForwardingBackend {
     cv_.notify_all();
   }
 
-  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                 std::string* out) override {
+  ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                      std::string* out, DiskPlace* place) override {
     if (key == gated_key_) {
       std::unique_lock lock(mu_);
       entered_ = true;
       cv_.notify_all();
       cv_.wait(lock, [this] { return released_; });
     }
-    return ForwardingBackend::Read(tenant, key, expected_size, out);
+    return ForwardingBackend::ReadValue(tenant, key, expected_size, out, place);
   }
 
  private:
@@ -240,6 +257,43 @@ TEST_P(LocalDiskTest, RoundTripsOneByteToFourMiB) {
   EXPECT_EQ(stats.requests, 2 * sizes.size());
   EXPECT_EQ(stats.bytes_served, total);
   EXPECT_EQ(stats.errors, 0u);
+}
+
+TEST_P(LocalDiskTest, ReplyCarriesWhereTheBytesLie) {
+  for (int i = 0; i < 5; ++i) {
+    Put("t", "k" + std::to_string(i), testing::TestPattern(5000 + i, static_cast<char>('a' + i)));
+  }
+  const std::vector<StoredLocation> listed = backend_->List();
+  ASSERT_EQ(listed.size(), 5u);
+  for (const StoredLocation& where : listed) {
+    auto read = Read(where.tenant, where.key, 0);
+    ASSERT_TRUE(read.ok()) << where.key;
+    EXPECT_EQ(read->bucket_id, where.bucket_id) << where.key;
+    EXPECT_EQ(read->offset, where.offset) << where.key;
+    // The bytes really lie there in the backend's file.
+    const std::string file = GetParam() == StorageConfig::Backend::kBucket
+                                 ? std::to_string(where.bucket_id) + ".bucket"
+                                 : std::string(kOffsetDataFileName);
+    const std::string whole = testing::ReadWholeFile(dir_.Join(file));
+    ASSERT_GE(whole.size(), static_cast<size_t>(where.offset) + read->data.size());
+    EXPECT_TRUE(whole.compare(where.offset, read->data.size(), read->data) == 0) << where.key;
+  }
+}
+
+TEST_P(LocalDiskTest, ProbeAnswersTheAskedSizeWithoutTheDisk) {
+  for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{4096}, uint64_t{1} << 20}) {
+    EXPECT_EQ(ProbeLocalDisk(client_->am(), node_->endpoint(), size, kTimeoutMs), ErrorCode::OK)
+        << size;
+  }
+  EXPECT_EQ(ProbeLocalDisk(client_->am(), node_->endpoint(), kMaxProbeBytes + 1, kTimeoutMs),
+            ErrorCode::INVALID_PARAMS);
+  // A malformed probe gets an empty answer; the service keeps serving.
+  auto raw = client_->am().Call(node_->endpoint(), kLocalDiskProbeAmId, "junk", "", kTimeoutMs);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_TRUE(raw->data.empty());
+  EXPECT_EQ(service_->stats().requests, 0u) << "probes are not disk reads";
+  Put("t", "k", "value");
+  EXPECT_EQ(Read("t", "k", 5)->data, "value");
 }
 
 TEST_P(LocalDiskTest, TenantsAreSeparateAndEmptyMeansDefault) {

@@ -57,4 +57,20 @@ Result<LocalDiskReply> DecodeLocalDiskReply(std::string_view bytes) {
   return reply;
 }
 
+std::string EncodeLocalDiskProbe(uint64_t size) {
+  ucx_wire::Writer w;
+  w.Put(kLocalDiskProbeMagic).Put(size);
+  return w.Take();
+}
+
+Result<uint64_t> DecodeLocalDiskProbe(std::string_view bytes) {
+  ucx_wire::Reader r(bytes.data(), bytes.size());
+  const uint32_t magic = r.Get<uint32_t>();
+  const uint64_t size = r.Get<uint64_t>();
+  if (!r.done() || magic != kLocalDiskProbeMagic || size > kMaxProbeBytes) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  return size;
+}
+
 }  // namespace shelfmark

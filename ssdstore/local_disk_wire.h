@@ -10,6 +10,9 @@
 //                   (u64); the AM reply data is the object's bytes (empty
 //                   unless status is OK).
 //
+//   probe request:  magic "SMLP" (u32), size (u64, at most kMaxProbeBytes);
+//                   the reply has no header and `size` bytes of data.
+//
 // Decoding is bounds-checked: bad magic or version, a truncated message,
 // trailing bytes, an empty key, a key longer than kMaxKeyLength or a tenant
 // longer than kMaxTenantLength (common/object_key.h) are INVALID_PARAMS
@@ -33,6 +36,11 @@ inline constexpr uint16_t kLocalDiskReadAmId = 0x4c44;  // "LD"
 inline constexpr uint32_t kLocalDiskRequestMagic = 0x514c4d53;  // "SMLQ"
 inline constexpr uint32_t kLocalDiskReplyMagic = 0x524c4d53;    // "SMLR"
 inline constexpr uint8_t kLocalDiskWireVersion = 1;
+// The UcxAm handler id of the probe: an AM round trip that returns `size`
+// bytes without touching the disk (the benchmark's transport baseline).
+inline constexpr uint16_t kLocalDiskProbeAmId = 0x4c50;  // "LP"
+inline constexpr uint32_t kLocalDiskProbeMagic = 0x504c4d53;  // "SMLP"
+inline constexpr uint64_t kMaxProbeBytes = 64ull << 20;
 
 struct LocalDiskRequest {
   uint64_t request_id = 0;
@@ -55,6 +63,10 @@ std::string EncodeLocalDiskRequest(const LocalDiskRequest& request);
 Result<LocalDiskRequest> DecodeLocalDiskRequest(std::string_view bytes);
 
 std::string EncodeLocalDiskReply(const LocalDiskReply& reply);
+
+// INVALID_PARAMS for bad magic, a wrong length or size > kMaxProbeBytes.
+std::string EncodeLocalDiskProbe(uint64_t size);
+Result<uint64_t> DecodeLocalDiskProbe(std::string_view bytes);
 Result<LocalDiskReply> DecodeLocalDiskReply(std::string_view bytes);
 
 }  // namespace shelfmark

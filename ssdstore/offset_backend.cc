@@ -412,8 +412,8 @@ Result<std::vector<StoredLocation>> OffsetBackend::WriteBatch(
   return out;
 }
 
-ErrorCode OffsetBackend::Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                              std::string* out) {
+ErrorCode OffsetBackend::ReadValue(std::string_view tenant, std::string_view key,
+                                   uint64_t expected_size, std::string* out, DiskPlace* place) {
   std::shared_ptr<Extent> extent;
   uint64_t value_size = 0;
   uint64_t value_offset = 0;
@@ -443,6 +443,7 @@ ErrorCode OffsetBackend::Read(std::string_view tenant, std::string_view key, uin
     out->clear();
     return ErrorCode::FILE_READ_FAIL;
   }
+  if (place != nullptr) *place = {0, static_cast<int64_t>(value_offset)};
   return ErrorCode::OK;
 }
 

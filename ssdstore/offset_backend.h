@@ -112,8 +112,8 @@ class OffsetBackend final : public StorageBackend {
   // evicted (or the batch alone has more than max_objects keys); INVALID_KEY / INVALID_PARAMS for bad keys or tenants (an empty
   // tenant means kDefaultTenant); FILE_WRITE_FAIL on I/O errors.
   Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override;
-  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                 std::string* out) override;
+  ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                      std::string* out, DiskPlace* place) override;
   ErrorCode Remove(std::string_view tenant, std::string_view key) override;
   std::vector<StoredLocation> List() const override;
   uint64_t object_count() const override;

@@ -13,7 +13,9 @@
 //  - Read fills `out` with exactly the stored bytes; OBJECT_NOT_FOUND for an
 //    unknown key; INVALID_PARAMS when expected_size differs from the stored
 //    size (0: any size); FILE_READ_FAIL on I/O error. Lookups never read SSD
-//    metadata: the index is in DRAM.
+//    metadata: the index is in DRAM. ReadValue does the same and, when
+//    `place` is not null and the read succeeds, says where the bytes came
+//    from (the file and offset the index pointed at for this very read).
 //  - Eviction: before space holding an object is reused or a file removed,
 //    `on_evict` is called for each evicted key (the node tells the master,
 //    EvictDiskReplica); in-flight reads of an evicted object finish first.
@@ -53,6 +55,14 @@ struct StoredLocation {
   int64_t data_size = 0;
 };
 
+// Where one read found an object's value bytes: bucket backend
+// `<bucket_id>.bucket` at `offset`; offset backend kv_cache.data at `offset`
+// (bucket_id 0).
+struct DiskPlace {
+  int64_t bucket_id = 0;
+  int64_t offset = 0;
+};
+
 using EvictCallback =
     std::function<void(std::string_view tenant, std::string_view key)>;
 
@@ -61,8 +71,12 @@ class StorageBackend {
   virtual ~StorageBackend() = default;
   virtual std::string_view name() const = 0;
   virtual Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) = 0;
-  virtual ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                         std::string* out) = 0;
+  virtual ErrorCode ReadValue(std::string_view tenant, std::string_view key,
+                              uint64_t expected_size, std::string* out, DiskPlace* place) = 0;
+  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                 std::string* out) {
+    return ReadValue(tenant, key, expected_size, out, nullptr);
+  }
   virtual ErrorCode Remove(std::string_view tenant, std::string_view key) = 0;
   // Every stored object (re-reported to a master that lost them).
   virtual std::vector<StoredLocation> List() const = 0;
@@ -83,9 +97,9 @@ class ForwardingBackend : public StorageBackend {
   Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override {
     return inner_->WriteBatch(batch);
   }
-  ErrorCode Read(std::string_view tenant, std::string_view key, uint64_t expected_size,
-                 std::string* out) override {
-    return inner_->Read(tenant, key, expected_size, out);
+  ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                      std::string* out, DiskPlace* place) override {
+    return inner_->ReadValue(tenant, key, expected_size, out, place);
   }
   ErrorCode Remove(std::string_view tenant, std::string_view key) override {
     return inner_->Remove(tenant, key);

@@ -1,0 +1,53 @@
+// `shelfmark-perf get`: latency of a whole get per replica type, with the
+// master lookup and the data transfer timed apart.
+//
+//   shelfmark-perf get --master=HOST:PORT --replica=memory|local_disk|all
+//       [--protocol=rdma|ucx|auto] [--size=4096,65536,1048576] [--iters=N]
+//       [--warmup=N] [--concurrency=N] [--keys=N] [--key_dist=uniform|zipf]
+//       [--zipf_theta=0.99] [--batch=N] [--disk_dirs=DIR[,DIR]]
+//       [--offload_wait_s=S] [--json] [--plot=FILE.png]
+//
+// Needs a running master and nodes (it starts nothing; scripts/demo.sh and
+// scripts/bench_get.sh do). Per size it puts --keys objects (MEMORY
+// replicas; checksummed), and for local_disk waits until every one also has
+// a LOCAL_DISK replica (the master needs --enable_offload and a node an SSD
+// store). Then per replica type and size, --iters gets spread over
+// --concurrency threads, each get one Client::Locate (the lookup: one
+// GetReplicaList RPC) and one Client::Read (the transfer, into a registered
+// buffer; for local_disk the LOCAL_DISK replica is tried first,
+// GetOptions::prefer_local_disk), keys drawn uniformly or zipf. A get whose
+// first replica is not of the measured type, or that fails, or whose bytes
+// differ from what was put, fails the run (exit 1). --batch=N>1 (memory
+// only) times one BatchGet of N keys per operation instead.
+//
+// Baselines of local_disk rows, measured in the same run on the same keys:
+//   - baseline_am: a probe active message to the same node returning the
+//     same number of bytes without touching the disk (kLocalDiskProbeAmId);
+//   - baseline_pread: pread() of the same size at the same offset of the
+//     same file (the node says where, LocalDiskRead::bucket_id/offset; the
+//     file is looked for under --disk_dirs and must hold the same bytes).
+// The goal of the path: transfer p50 within 1.2x of am + pread p50.
+//
+// Output per (replica, size): the perftest columns t_min, t_max, t_typical
+// (median), t_avg, stdev, p99, p99.9 in microseconds for the whole get,
+// lookup and transfer p50s, ops/s and GB/s (wall clock over all threads);
+// a table, or with --json one object per line:
+//   {"bench":"get","replica":..,"protocol":..,"size":..,"iters":..,
+//    "concurrency":..,"batch":..,"t_min_us":..,"t_max_us":..,"t_typical_us":..,
+//    "t_avg_us":..,"stdev_us":..,"p50_us":..,"p99_us":..,"p999_us":..,
+//    "lookup_p50_us":..,"transfer_p50_us":..,"ops_per_s":..,"gbytes_per_s":..,
+//    ["baseline_am_p50_us":..,"baseline_pread_p50_us":..,"ratio":..,]
+//    "interrupted":false}
+// --plot writes the latency distributions (CDF, one curve per replica type
+// and size) to a PNG with gnuplot. A line per second of progress goes to
+// stderr; Ctrl-C stops the loops and prints what was measured so far
+// ("interrupted":true). The objects are removed at the end.
+#pragma once
+
+namespace shelfmark {
+
+// argv[0] names the subcommand. Exit code: 0 success, 1 a failed get or
+// setup, 2 bad usage, 130 interrupted (after printing the partial results).
+int RunGetBench(int argc, const char* const* argv);
+
+}  // namespace shelfmark

@@ -1,0 +1,66 @@
+#include "perf/get_report.h"
+
+#include <cstdio>
+
+#include "common/json_line.h"
+
+namespace shelfmark {
+
+double GetRow::BaselineRatio() const {
+  if (!has_baselines || baseline_pread_p50_us < 0) return 0;
+  const double base = baseline_am_p50_us + baseline_pread_p50_us;
+  return base > 0 ? transfer_p50_us / base : 0;
+}
+
+std::string GetRowJson(const GetRow& r) {
+  JsonObject j;
+  j.Str("bench", "get").Str("replica", r.replica).Str("protocol", r.protocol)
+      .Uint("size", r.size).Uint("iters", r.get.count).Int("concurrency", r.concurrency)
+      .Int("batch", r.batch).Num("t_min_us", r.get.min_us, 2).Num("t_max_us", r.get.max_us, 2)
+      .Num("t_typical_us", r.get.typical_us, 2).Num("t_avg_us", r.get.avg_us, 2)
+      .Num("stdev_us", r.get.stdev_us, 2).Num("p50_us", r.get.typical_us, 2)
+      .Num("p99_us", r.get.p99_us, 2).Num("p999_us", r.get.p999_us, 2)
+      .Num("lookup_p50_us", r.lookup_p50_us, 2).Num("transfer_p50_us", r.transfer_p50_us, 2)
+      .Num("ops_per_s", r.ops_per_s, 1).Num("gbytes_per_s", r.gbytes_per_s, 4);
+  if (r.has_baselines) {
+    j.Num("baseline_am_p50_us", r.baseline_am_p50_us, 2);
+    if (r.baseline_pread_p50_us >= 0) {
+      j.Num("baseline_pread_p50_us", r.baseline_pread_p50_us, 2).Num("ratio", r.BaselineRatio(), 3);
+    } else {
+      j.Null("baseline_pread_p50_us").Null("ratio");
+    }
+  }
+  j.Bool("interrupted", r.interrupted);
+  return j.str();
+}
+
+std::string GetTableHeader() {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "%-10s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s %7s %8s %8s %6s",
+                "replica", "proto", "size", "iters", "t_min", "t_typ", "t_avg", "stdev", "p99",
+                "p99.9", "lookup", "xfer", "ops/s", "GB/s", "base_am", "base_rd", "ratio");
+  return line;
+}
+
+std::string GetTableRow(const GetRow& r) {
+  char base[64] = "       -        -      -";
+  if (r.has_baselines && r.baseline_pread_p50_us >= 0) {
+    std::snprintf(base, sizeof(base), "%8.1f %8.1f %6.2f", r.baseline_am_p50_us,
+                  r.baseline_pread_p50_us, r.BaselineRatio());
+  } else if (r.has_baselines) {
+    std::snprintf(base, sizeof(base), "%8.1f        -      -", r.baseline_am_p50_us);
+  }
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "%-10s %-5s %8llu %8llu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.0f "
+                "%7.3f %s%s",
+                r.replica.c_str(), r.protocol.c_str(), static_cast<unsigned long long>(r.size),
+                static_cast<unsigned long long>(r.get.count), r.get.min_us, r.get.typical_us,
+                r.get.avg_us, r.get.stdev_us, r.get.p99_us, r.get.p999_us, r.lookup_p50_us,
+                r.transfer_p50_us, r.ops_per_s, r.gbytes_per_s, base,
+                r.interrupted ? " (interrupted)" : "");
+  return line;
+}
+
+}  // namespace shelfmark
