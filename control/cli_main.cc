@@ -6,7 +6,14 @@
 //     rm KEY [--force]               remove one object
 //     put KEY FILE [--replicas=N]    store FILE's bytes under KEY (with a checksum)
 //     get KEY [FILE]                 the object's bytes, into FILE or to stdout
-//   put and get move the bytes themselves (--protocol=auto|rdma|ucx,
+//     fill PREFIX --count=N --size=B [--replicas=N] [--retry_ms=MS]
+//                                    put PREFIX-0 .. PREFIX-(N-1), bytes derived
+//                                    from each key (control/object_load.h)
+//     verify PREFIX --count=N --size=B
+//                                    get them all back, compare, and count where
+//                                    they were served from (MEMORY, LOCAL_DISK,
+//                                    evicted); exit 1 on wrong bytes or errors
+//   put, get, fill and verify move the bytes themselves (--protocol=auto|rdma|ucx,
 //   --cluster_token=T, --device=NAME: the RDMA device the client's QPs use,
 //   "" = the first); the other subcommands only talk to the master. With
 //   --verbose they print the engines' transfer counters on stderr after the
@@ -30,6 +37,7 @@
 #include "common/object_key.h"
 #include "control/client.h"
 #include "control/master_client.h"
+#include "control/object_load.h"
 #include "control/rdma_plugin.h"
 
 namespace shelfmark {
@@ -50,6 +58,9 @@ struct CliOptions {
   std::string cluster_token;
   std::string device;
   bool verbose = false;
+  int64_t count = 0;
+  int64_t size = 0;
+  int64_t retry_ms = 10'000;
 };
 
 struct Context {
@@ -296,6 +307,70 @@ int RunGet(const Context& c) {
   return 0;
 }
 
+void AddLoadFlags(FlagSet* f, CliOptions* o) {
+  AddDataFlags(f, o);
+  f->AddInt64("count", &o->count, "objects", 1, 1'000'000'000);
+  f->AddInt64("size", &o->size, "bytes per object", 1, 1LL << 32);
+}
+
+void AddFillFlags(FlagSet* f, CliOptions* o) {
+  AddLoadFlags(f, o);
+  f->AddInt64("replicas", &o->replicas, "MEMORY replicas on distinct segments", 1, 32);
+  f->AddInt64("retry_ms", &o->retry_ms,
+              "how long a put answered NO_AVAILABLE_HANDLE is retried (eviction frees space)", 0,
+              3'600'000);
+}
+
+// The load subcommands' shared checks; 0 when fine, else the exit code.
+int CheckLoadArgs(const Context& c) {
+  if (c.o.count == 0 || c.o.size == 0) {
+    std::fprintf(stderr, "shelfmark-cli: flags --count and --size are required\n");
+    return 2;
+  }
+  if (ValidateKey(LoadKey(c.args[0], c.o.count - 1)) != ErrorCode::OK) {
+    std::fprintf(stderr, "shelfmark-cli: PREFIX-<index> must be 1..%zu bytes\n", kMaxKeyLength);
+    return 2;
+  }
+  return 0;
+}
+
+int RunFill(const Context& c) {
+  if (int rc = CheckLoadArgs(c); rc != 0) return rc;
+  auto client = MakeDataClient(c.o);
+  if (client == nullptr) return 1;
+  const FillReport r = FillObjects(*client, c.o.tenant, c.args[0], c.o.count, c.o.size,
+                                   static_cast<uint32_t>(c.o.replicas), c.o.retry_ms);
+  std::printf("fill %s: %" PRIu64 " objects of %" PRId64 " bytes stored, %" PRIu64
+              " retries while memory was full\n",
+              c.args[0].c_str(), r.stored, c.o.size, r.retries);
+  if (r.error != ErrorCode::OK) return Fail("put " + r.failed_key, r.error);
+  return 0;
+}
+
+int RunVerify(const Context& c) {
+  if (int rc = CheckLoadArgs(c); rc != 0) return rc;
+  auto client = MakeDataClient(c.o);
+  if (client == nullptr) return 1;
+  const VerifyReport r = VerifyObjects(*client, c.o.tenant, c.args[0], c.o.count, c.o.size);
+  if (c.o.json) {
+    std::printf("%s\n", JsonObject()
+                             .Str("prefix", c.args[0]).Uint("memory_only", r.memory_only)
+                             .Uint("memory_and_disk", r.memory_and_disk)
+                             .Uint("disk_only", r.disk_only).Uint("evicted", r.evicted)
+                             .Uint("wrong_bytes", r.wrong_bytes).Uint("errors", r.errors)
+                             .str().c_str());
+  } else {
+    std::printf("verify %s: %" PRIu64 " served byte-exact (%" PRIu64 " MEMORY only, %" PRIu64
+                " MEMORY + LOCAL_DISK, %" PRIu64 " LOCAL_DISK only), %" PRIu64
+                " evicted, %" PRIu64 " wrong, %" PRIu64 " errors\n",
+                c.args[0].c_str(), r.memory_only + r.memory_and_disk + r.disk_only,
+                r.memory_only, r.memory_and_disk, r.disk_only, r.evicted, r.wrong_bytes,
+                r.errors);
+  }
+  if (!r.ok()) return Fail("verify " + r.first_failed_key, r.first_error);
+  return 0;
+}
+
 void NoFlags(FlagSet*, CliOptions*) {}
 
 constexpr Subcommand kSubcommands[] = {
@@ -308,6 +383,10 @@ constexpr Subcommand kSubcommands[] = {
      2, true, AddPutFlags, RunPut},
     {"get", "get KEY [FILE] [--protocol=P] [--cluster_token=T] [--device=D] [--verbose]", 1, 2,
      true, AddDataFlags, RunGet},
+    {"fill", "fill PREFIX --count=N --size=BYTES [--replicas=N] [--retry_ms=MS] [--protocol=P]",
+     1, 1, false, AddFillFlags, RunFill},
+    {"verify", "verify PREFIX --count=N --size=BYTES [--protocol=P]", 1, 1, false, AddLoadFlags,
+     RunVerify},
 };
 
 void AddGlobalFlags(FlagSet* f, CliOptions* o) {

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "control/master_client.h"
 #include "control/node.h"
+#include "control/object_load.h"
 #include "control/rpc_server.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
@@ -171,6 +172,50 @@ TEST_F(ClientTest, PutGetRoundTripOfManySizes) {
   }
   EXPECT_EQ(client.Get("", "missing").error(), ErrorCode::OBJECT_NOT_FOUND);
   EXPECT_EQ(client.Put("", "k1", "again"), ErrorCode::OBJECT_ALREADY_EXISTS);
+}
+
+// ---- object load (shelfmark-cli fill / verify) ------------------------------
+
+TEST(ObjectLoad, ValuesAreAFunctionOfKeyAndSize) {
+  EXPECT_EQ(LoadValue("k-1", 1000), LoadValue("k-1", 1000));
+  EXPECT_NE(LoadValue("k-1", 1000), LoadValue("k-2", 1000));
+  EXPECT_EQ(LoadValue("k-1", 1001).substr(0, 1000), LoadValue("k-1", 1000));
+  EXPECT_EQ(LoadValue("k", 3).size(), 3u);
+  EXPECT_EQ(LoadKey("demo", 12), "demo-12");
+}
+
+TEST_F(ClientTest, FillThenVerifyCountsEvictedAndCorruptObjects) {
+  StartNode("load");
+  Client& client = MakeClient();
+  const FillReport fill = FillObjects(client, "t", "obj", 40, 3000, 1, 1000);
+  ASSERT_EQ(fill.error, ErrorCode::OK) << ErrorCodeName(fill.error) << " " << fill.failed_key;
+  EXPECT_EQ(fill.stored, 40u);
+  VerifyReport all = VerifyObjects(client, "t", "obj", 40, 3000);
+  EXPECT_TRUE(all.ok());
+  EXPECT_EQ(all.memory_only, 40u);
+  // Two objects gone (as eviction would leave them), one corrupted in place.
+  ASSERT_EQ(client.Remove("t", LoadKey("obj", 3), true), ErrorCode::OK);
+  ASSERT_EQ(client.Remove("t", LoadKey("obj", 9), true), ErrorCode::OK);
+  auto loc = client.Locate("t", LoadKey("obj", 5));
+  ASSERT_TRUE(loc.ok());
+  NodeOf(loc->info.replicas[0].memory)->At(loc->info.replicas[0].memory.buffer_address)[7] ^= 1;
+  const VerifyReport after = VerifyObjects(client, "t", "obj", 40, 3000);
+  EXPECT_FALSE(after.ok());
+  EXPECT_EQ(after.evicted, 2u);
+  EXPECT_EQ(after.memory_only, 37u);
+  EXPECT_EQ(after.errors, 1u);
+  EXPECT_EQ(after.first_error, ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(after.first_failed_key, LoadKey("obj", 5));
+}
+
+TEST_F(ClientTest, FillStopsWhenMemoryStaysFull) {
+  StartNode("small", 1 << 20);
+  Client& client = MakeClient();
+  const FillReport fill = FillObjects(client, "t", "big", 10, 300 << 10, 1, 200);
+  EXPECT_EQ(fill.error, ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_LT(fill.stored, 10u);
+  EXPECT_GT(fill.retries, 0u);
+  EXPECT_EQ(fill.failed_key, LoadKey("big", fill.stored));
 }
 
 TEST_F(ClientTest, TenantsExistAndRemove) {

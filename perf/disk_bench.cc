@@ -198,7 +198,7 @@ class DiskBench {
 
 bool DiskBench::CheckSpace(const std::string& dir, StorageConfig::Backend backend) const {
   struct statvfs vfs {};
-  if (::statvfs(dir.c_str(), &vfs) != 0) return Fail("cannot statvfs " + dir);
+  if (::statvfs(dir.c_str(), &vfs) != 0) return Fail("cannot statvfs " + dir + " (see --dir)");
   const uint64_t available = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   const uint64_t needed = SpaceNeeded(backend);
   if (available >= needed) return true;
@@ -245,7 +245,9 @@ bool DiskBench::Write(StorageBackend* b, Figures* f) const {
     const auto start = Clock::now();
     auto written = b->WriteBatch(objects);
     const auto end = Clock::now();
-    if (!written.ok()) return Fail("WriteBatch at object " + std::to_string(first), written.error());
+    if (!written.ok()) {
+      return Fail("WriteBatch at object " + std::to_string(first), written.error());
+    }
     batch_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
   }
   int64_t total_ns = 0;
@@ -290,9 +292,9 @@ bool DiskBench::Run(StorageConfig::Backend backend, Figures* f) {
   f->backend = BackendName(backend);
   const std::string base =
       o_.dir.empty() ? std::filesystem::temp_directory_path().string() : o_.dir;
+  if (!CheckSpace(base, backend)) return false;
   ScratchDir dir(base);
   if (dir.path().empty()) return Fail("cannot create a directory in " + base + " (see --dir)");
-  if (!CheckSpace(dir.path(), backend)) return false;
   const StorageConfig config = Config(backend, dir.path());
   {
     auto b = Open(config);
@@ -301,8 +303,9 @@ bool DiskBench::Run(StorageConfig::Backend backend, Figures* f) {
     (*b)->SetEvictCallback([&evicted](std::string_view, std::string_view) { ++evicted; });
     if (!Write(b->get(), f)) return false;
     if (evicted != 0 || (*b)->object_count() != objects_) {
-      return Fail(f->backend + " holds " + std::to_string((*b)->object_count()) + " objects after " +
-                  std::to_string(objects_) + " writes (" + std::to_string(evicted) + " evicted)");
+      return Fail(f->backend + " holds " + std::to_string((*b)->object_count()) +
+                  " objects after " + std::to_string(objects_) + " writes (" +
+                  std::to_string(evicted) + " evicted)");
     }
     const auto start = Clock::now();
     ErrorCode rc = (*b)->Close();
@@ -390,12 +393,12 @@ int RunDiskBench(int argc, const char* const* argv) {
   std::vector<StorageConfig::Backend> backends;
   if (o.backend != "offset") backends.push_back(StorageConfig::Backend::kBucket);
   if (o.backend != "bucket") backends.push_back(StorageConfig::Backend::kOffsetAllocator);
-  if (!o.json) PrintHeader();
   DiskBench bench(o);
   bool any_warm = false;
   for (StorageConfig::Backend backend : backends) {
     Figures f;
     if (!bench.Run(backend, &f)) return 1;
+    if (!o.json && backend == backends.front()) PrintHeader();
     Report(o, f);
     any_warm = any_warm || !f.cache_dropped;
   }

@@ -2,8 +2,9 @@
 // no network): batch write throughput and restart time (Open rebuilding the
 // DRAM index from the recovery files) for N objects, for both backends.
 //
-//   shelfmark-perf disk [--objects=1000000] [--value_size=N] [--batch=N]
-//       [--backend=bucket|offset|all] [--dir=PATH] [--json]
+//   shelfmark-perf disk [--objects=1000000] [--value_size=N] [--key_size=N]
+//       [--batch=N] [--verify=N] [--backend=bucket|offset|all] [--dir=PATH]
+//       [--drop_caches] [--json]
 //
 // See perf/disk_bench.cc for what is timed and the output fields.
 #pragma once

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "control/client.h"
+#include "control/object_load.h"
 #include "control/rdma_plugin.h"
 #include "perf/bench_util.h"
 #include "perf/get_options.h"
@@ -93,12 +94,20 @@ class GetBench {
  public:
   explicit GetBench(GetBenchOptions o) : o_(std::move(o)) {}
   ~GetBench() {
+    if (json_out_ != nullptr) std::fclose(json_out_);
     for (DiskTarget& t : targets_) {
       if (t.fd >= 0) close(t.fd);
     }
   }
 
   int Run() {
+    if (!o_.json_out.empty()) {
+      json_out_ = std::fopen(o_.json_out.c_str(), "w");
+      if (json_out_ == nullptr) {
+        std::fprintf(stderr, "%s: --json_out: cannot create %s\n", kProgram, o_.json_out.c_str());
+        return 1;
+      }
+    }
     if (!SetUp()) return 1;
     if (!o_.json) std::printf("%s\n", GetTableHeader().c_str());
     int rc = 0;
@@ -151,8 +160,12 @@ class GetBench {
   // Puts --keys objects of `size` (and waits for their LOCAL_DISK replicas
   // when local_disk is measured), then reads each back in full once.
   bool PutObjects(uint64_t size) {
+    PutOptions po;
+    po.config.hard_pin = true;  // the master's eviction must not take them mid-run
     for (int64_t i = 0; i < o_.keys; ++i) {
-      const ErrorCode rc = client_->Put(o_.tenant, Key(size, i), MakeValue(i, size));
+      uint64_t retries = 0;
+      const ErrorCode rc = PutRetryingWhileFull(*client_, o_.tenant, Key(size, i),
+                                                MakeValue(i, size), po, 10'000, &retries);
       if (rc != ErrorCode::OK) return Fail("put " + Key(size, i), rc);
     }
     if (std::find(o_.replicas.begin(), o_.replicas.end(), kReplicaLocalDisk) !=
@@ -443,6 +456,10 @@ class GetBench {
   void Emit(const GetRow& row) {
     std::printf("%s\n", o_.json ? GetRowJson(row).c_str() : GetTableRow(row).c_str());
     std::fflush(stdout);
+    if (json_out_ != nullptr) {
+      std::fprintf(json_out_, "%s\n", GetRowJson(row).c_str());
+      std::fflush(json_out_);
+    }
   }
 
   int Plot() {
@@ -460,6 +477,7 @@ class GetBench {
   std::string run_id_;
   std::vector<DiskTarget> targets_;  // per key of the size being measured
   std::vector<LatencySeries> plot_;
+  std::FILE* json_out_ = nullptr;
 };
 
 }  // namespace

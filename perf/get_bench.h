@@ -5,20 +5,22 @@
 //       [--protocol=rdma|ucx|auto] [--size=4096,65536,1048576] [--iters=N]
 //       [--warmup=N] [--concurrency=N] [--keys=N] [--key_dist=uniform|zipf]
 //       [--zipf_theta=0.99] [--batch=N] [--disk_dirs=DIR[,DIR]]
-//       [--offload_wait_s=S] [--json] [--plot=FILE.png]
+//       [--offload_wait_s=S] [--json] [--json_out=FILE] [--plot=FILE.png]
 //
 // Needs a running master and nodes (it starts nothing; scripts/demo.sh and
 // scripts/bench_get.sh do). Per size it puts --keys objects (MEMORY
-// replicas; checksummed), and for local_disk waits until every one also has
-// a LOCAL_DISK replica (the master needs --enable_offload and a node an SSD
-// store). Then per replica type and size, --iters gets spread over
-// --concurrency threads, each get one Client::Locate (the lookup: one
-// GetReplicaList RPC) and one Client::Read (the transfer, into a registered
-// buffer; for local_disk the LOCAL_DISK replica is tried first,
-// GetOptions::prefer_local_disk), keys drawn uniformly or zipf. A get whose
-// first replica is not of the measured type, or that fails, or whose bytes
-// differ from what was put, fails the run (exit 1). --batch=N>1 (memory
-// only) times one BatchGet of N keys per operation instead.
+// replicas, hard-pinned so that eviction leaves them alone; a put finding
+// memory full is retried for up to 10 s while eviction runs), and for
+// local_disk waits until every one also has a LOCAL_DISK replica (the
+// master needs --enable_offload and a node an SSD store). Then per replica
+// type and size, --iters gets are spread over --concurrency threads; each
+// get is one Client::Locate (the lookup: one GetReplicaList RPC) and one
+// Client::Read (the transfer, into a registered buffer; for local_disk the
+// LOCAL_DISK replica is tried first, GetOptions::prefer_local_disk), keys
+// drawn uniformly or zipf. A get whose first replica is not of the measured
+// type, that fails, or whose bytes differ from what was put fails the run
+// (exit 1). --batch=N>1 (memory only) times one BatchGet of N keys per
+// operation instead.
 //
 // Baselines of local_disk rows, measured in the same run on the same keys:
 //   - baseline_am: a probe active message to the same node returning the
@@ -31,7 +33,8 @@
 // Output per (replica, size): the perftest columns t_min, t_max, t_typical
 // (median), t_avg, stdev, p99, p99.9 in microseconds for the whole get,
 // lookup and transfer p50s, ops/s and GB/s (wall clock over all threads);
-// a table, or with --json one object per line:
+// a table, or with --json one object per line (--json_out writes those
+// lines to a file as well, next to the table on stdout):
 //   {"bench":"get","replica":..,"protocol":..,"size":..,"iters":..,
 //    "concurrency":..,"batch":..,"t_min_us":..,"t_max_us":..,"t_typical_us":..,
 //    "t_avg_us":..,"stdev_us":..,"p50_us":..,"p99_us":..,"p999_us":..,

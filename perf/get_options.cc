@@ -27,6 +27,7 @@ void AddFlags(FlagSet* f, GetBenchOptions* o) {
   f->AddInt64("offload_wait_s", &o->offload_wait_s,
               "seconds to wait for LOCAL_DISK replicas to appear", 1, 3600);
   f->AddBool("json", &o->json, "one JSON object per result line");
+  f->AddString("json_out", &o->json_out, "also write the JSON lines to this file");
   f->AddString("plot", &o->plot, "write the latency distributions to this PNG (gnuplot)");
   f->AddString("cluster_token", &o->cluster_token, "token the nodes expect");
   f->AddString("device", &o->device, "RDMA device for the client's QPs (\"\" = the first)");

@@ -31,6 +31,7 @@ struct GetBenchOptions {
   std::string disk_dirs_text;  // where nodes keep their SSD files (pread baseline)
   int64_t offload_wait_s = 60;
   bool json = false;
+  std::string json_out;  // also write the JSON lines to this file ("" = no)
   std::string plot;  // PNG path; "" = none
   std::string cluster_token;
   std::string device;

@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
 # The main job on one machine: a local Shelfmark cluster doing real puts and
-# gets. Starts a shelfmark-master (snapshots to a temporary directory) and a
-# shelfmark-node (a DRAM segment read with one-sided UCX RMA: this machine has
-# no RDMA device; tests/softroce runs the same flow over RDMA in a VM), puts
-# and gets files with shelfmark-cli, measures the master and the read path
-# (shelfmark-perf), then kills the master with SIGKILL, restarts it from its
-# snapshot and gets every object again through the remounted node. Stops
-# everything it started, by process id, whether it succeeds or fails.
+# gets, and how fast a get is per replica type.
 #
-# Usage: scripts/demo.sh [BUILD_DIR]
+# Starts a shelfmark-master (offload on, snapshots to a temporary directory)
+# and two shelfmark-nodes, each with a DRAM segment and an SSD store under
+# the same temporary directory (node A: bucket backend, node B: offset
+# allocator backend with relaxed persistence). Puts a few thousand objects
+# of three sizes (more than the DRAM holds, so the master evicts MEMORY
+# replicas while the nodes offload to SSD), reads every object back and
+# counts where each was served from, runs `shelfmark-perf get` for both
+# replica types and prints its table (and a latency plot), then kills the
+# master with SIGKILL, restarts it from its snapshot and reads everything
+# again. Stops everything it started, by process id, whether it succeeds or
+# fails.
+#
+# This machine has no RDMA device, so MEMORY reads use UCX RMA; with --vm the
+# same cluster runs inside the soft-RoCE VM (tests/softroce) and MEMORY reads
+# go over RDMA.
+#
+# Usage: scripts/demo.sh [--vm] [BUILD_DIR]
+# Environment: DEMO_OUT (default out/demo): the table (get.txt), JSON lines
+# (get.jsonl) and the plot (get.png) of the last run.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -17,7 +29,23 @@ script=demo
 # shellcheck source=scripts/lib/cluster.sh
 . "$root/scripts/lib/cluster.sh"
 
+vm=0
+if [ "${1:-}" = "--vm" ]; then
+  vm=1
+  shift
+fi
 build="$(build_tree "${1:-}")"
+out="${DEMO_OUT:-$root/out/demo}"
+mkdir -p "$out"
+
+if [ "$vm" = 1 ]; then
+  echo "== the demo cluster inside the soft-RoCE VM (MEMORY reads over RDMA)"
+  SHELFMARK_VM_MODE=demo "$root/tests/softroce/run_vm_suite.sh" "$build"
+  cp "$build/softroce/get.txt" "$out/get-vm.txt"
+  cat "$out/get-vm.txt"
+  exit 0
+fi
+
 master_bin="$(find_binary "$build" shelfmark-master)"
 node_bin="$(find_binary "$build" shelfmark-node)"
 cli_bin="$(find_binary "$build" shelfmark-cli)"
@@ -25,52 +53,100 @@ perf_bin="$(find_binary "$build" shelfmark-perf)"
 
 work="$(mktemp -d -t shelfmark-demo.XXXXXX)"
 master_pid=""
-node_pid=""
+node_pids=()
 cleanup() {
-  stop_pid "$node_pid" || true
+  for pid in "${node_pids[@]}"; do stop_pid "$pid" || true; done
   stop_pid "$master_pid" || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 export MOONCAKE_SNAPSHOT_LOCAL_PATH="$work/snapshots"
-master_flags=(--memory_allocator=offset --enable_snapshot=true --enable_snapshot_restore=true
+master_flags=(--memory_allocator=offset --enable_offload
+  --enable_snapshot=true --enable_snapshot_restore=true
   --snapshot_object_store_type=local --snapshot_catalog_store_type=embedded
   --snapshot_interval_seconds=2 --snapshot_child_timeout_seconds=300 --snapshot_retention_count=2
-  --client_ttl=10 --default_kv_lease_ttl=5000)
+  --client_ttl=10 --default_kv_lease_ttl=2000
+  --eviction_high_watermark_ratio=0.85 --eviction_ratio=0.10)
 
 start_master "$master_bin" "$work/master.log" "${master_flags[@]}"
 echo "== master: rpc 127.0.0.1:$rpc_port, metrics http://127.0.0.1:$metrics_port/metrics"
 
-# The node keeps the master's address across the master's restart below, so
-# the restarted master must come back on the same RPC port.
-"$node_bin" --master="127.0.0.1:$rpc_port" --segment_size=$((256 << 20)) --protocol=auto \
-  --metrics_port=0 >"$work/node.log" 2>&1 &
-node_pid=$!
-wait_line "$work/node.log" "^node " >/dev/null || die "shelfmark-node did not start"
-echo "== $(grep -m1 '^node ' "$work/node.log")"
+# start_node NAME BACKEND: a node with a 64 MiB segment and an SSD store in
+# $work/ssd-NAME. The nodes keep the master's address across its restart
+# below, so the restarted master comes back on the same RPC port.
+start_node() {
+  mkdir -p "$work/ssd-$1"
+  MOONCAKE_OFFLOAD_FILE_STORAGE_PATH="$work/ssd-$1" \
+  MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR="$2" \
+  MOONCAKE_OFFSET_PERSIST_MODE=relaxed MOONCAKE_OFFSET_PERSIST_INTERVAL_SECONDS=5 \
+  MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES=1G \
+    "$node_bin" --master="127.0.0.1:$rpc_port" --segment_size=$((64 << 20)) --protocol=auto \
+    --segment_name="node-$1" --listen_ip=127.0.0.1 --ping_interval_ms=500 --metrics_port=0 \
+    >"$work/node-$1.log" 2>&1 &
+  node_pids+=($!)
+  wait_line "$work/node-$1.log" "^node " >/dev/null || die "shelfmark-node $1 did not start"
+  echo "== node $1 ($2): $(grep -m1 '^node ' "$work/node-$1.log" | cut -d' ' -f3-)"
+}
+start_node a bucket_storage_backend
+start_node b offset_allocator_storage_backend
 
 cli=("$cli_bin" --master="127.0.0.1:$rpc_port")
-echo "== shelfmark-cli put / get: 20 files of 1 KiB .. 4 MiB, read back and compared"
-mkdir -p "$work/in" "$work/out"
-for i in $(seq 1 20); do
-  head -c $(((i * i * 10007) % (4 << 20) + 1024)) /dev/urandom >"$work/in/$i"
-  "${cli[@]}" put "demo/file-$i" "$work/in/$i" >/dev/null
-done
-for i in $(seq 1 20); do
-  "${cli[@]}" get "demo/file-$i" "$work/out/$i"
-  cmp -s "$work/in/$i" "$work/out/$i" || die "demo/file-$i came back different"
-done
-"${cli[@]}" count
-"${cli[@]}" stat demo/file-7
+sets=("small 2000 4096" "medium 500 65536" "large 120 1048576")
+fill() {
+  read -r name count size <<<"$1"
+  "${cli[@]}" fill "demo-$name" --count="$count" --size="$size"
+}
 
-echo "== shelfmark-perf master: puts and GetReplicaList, batch 128"
-"$perf_bin" master --master="127.0.0.1:$rpc_port" --metrics="127.0.0.1:$metrics_port" \
-  --connections=2 --batch=128 --seconds=2
+# The nodes offload in the background; wait_offload waits until their SSD
+# stores stop growing (or 60 s).
+disk_objects() {
+  local total=0 port v
+  for log in "$work"/node-*.log; do
+    port="$(sed -n 's/.*metrics port \([0-9]*\).*/\1/p' "$log" | head -n 1)"
+    v="$(curl -fsS "http://127.0.0.1:$port/metrics" |
+           sed -n 's/^shelfmark_node_disk_objects \([0-9.]*\).*/\1/p')"
+    total=$((total + ${v%.*}))
+  done
+  echo "$total"
+}
+wait_offload() {
+  local last=-1 now
+  for _ in $(seq 60); do
+    now="$(disk_objects)"
+    [ "$now" = "$last" ] && break
+    last="$now"
+    sleep 1
+  done
+  echo "== objects on the nodes' SSDs: $(disk_objects)"
+}
 
-echo "== shelfmark-perf read: MEMORY reads through Shelfmark vs the raw engine"
-"$perf_bin" read --master="127.0.0.1:$rpc_port" --protocol=ucx --size=4096,65536,1048576 \
-  --iters=500
+echo "== shelfmark-cli fill: 2620 objects (2000 x 4 KiB, 500 x 64 KiB, 120 x 1 MiB = 159 MiB"
+echo "   for 128 MiB of DRAM: the master evicts MEMORY replicas, the nodes offload to SSD)"
+for s in "${sets[@]}"; do fill "$s"; done
+wait_offload
+echo "== 40 more 1 MiB objects: eviction now takes MEMORY replicas of offloaded objects,"
+echo "   which stay readable from LOCAL_DISK"
+sets+=("extra 40 1048576")
+fill "extra 40 1048576"
+wait_offload
+
+verify_all() {
+  for s in "${sets[@]}"; do
+    read -r name count size <<<"$s"
+    "${cli[@]}" verify "demo-$name" --count="$count" --size="$size"
+  done
+}
+echo "== shelfmark-cli verify: every object read back, compared, and where it was served from"
+verify_all
+
+echo "== shelfmark-perf get: latency per replica type (microseconds; lookup = the master's"
+echo "   GetReplicaList, xfer = the data transfer; LOCAL_DISK rows with the same run's"
+echo "   baselines: a UCX active-message round trip and a pread of the same bytes)"
+"$perf_bin" get --master="127.0.0.1:$rpc_port" --replica=all --size=4096,65536,1048576 \
+  --iters=1000 --keys=16 --disk_dirs="$work/ssd-a,$work/ssd-b" --plot="$out/get.png" \
+  --json_out="$out/get.jsonl" | tee "$out/get.txt"
+echo "   (JSON lines: $out/get.jsonl; latency distribution plot: $out/get.png)"
 
 echo "== waiting for a snapshot"
 for _ in $(seq 1 100); do
@@ -83,15 +159,13 @@ curl -fsS "http://127.0.0.1:$metrics_port/metrics" | grep -E '^shelfmark_master_
 echo "== kill -9 the master, restart it from its snapshot on the same port"
 kill -9 "$master_pid"
 wait "$master_pid" 2>/dev/null || true
-old_port="$rpc_port"
-"$master_bin" --rpc_port="$old_port" --metrics_port=0 "${master_flags[@]}" \
+"$master_bin" --rpc_port="$rpc_port" --metrics_port=0 "${master_flags[@]}" \
   >"$work/master2.log" 2>&1 &
 master_pid=$!
 wait_line "$work/master2.log" "rpc port" >/dev/null || die "the master did not restart"
 grep -E "restored|no usable snapshot" "$work/master2.log" || true
-for i in $(seq 1 20); do
-  "${cli[@]}" get "demo/file-$i" "$work/out/$i"
-  cmp -s "$work/in/$i" "$work/out/$i" || die "demo/file-$i differs after the restart"
-done
-echo "== all 20 demo objects served, byte-identical, after the restart"
-echo "== stopping node and master"
+# The nodes remount within a ping and re-report their SSD contents.
+sleep 2
+echo "== shelfmark-cli verify after the restart"
+verify_all
+echo "== stopping the nodes and the master"
