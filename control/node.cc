@@ -64,6 +64,10 @@ NodeCounters Node::counters() const {
                       offloaded_.load(),     offload_failures_.load(), disk_evictions_.load()};
 }
 
+LocalDiskStats Node::disk_stats() const {
+  return disk_service_ ? disk_service_->stats() : LocalDiskStats{};
+}
+
 void Node::Stop() {
   MutexLock lock(&stop_mu_);
   stop_ = true;

@@ -26,9 +26,9 @@
 // registered region's rkey}; the same id is used for every (re)mount.
 //
 // Thread safety: Run() is called once, from one thread (it owns the master
-// connection); Stop(), the counters and segment() may be called from any
-// thread. `on_mounted` runs on Run()'s thread after each successful mount
-// (after the disk report), `on_ping` after each ping round.
+// connection); Stop(), the counters, disk_stats() and segment() may be
+// called from any thread. `on_mounted` runs on Run()'s thread after each
+// successful mount (after the disk report), `on_ping` after each ping round.
 #pragma once
 
 #include <atomic>
@@ -109,6 +109,9 @@ class Node {
   const MemoryRegion& region() const { return region_; }
   bool mounted() const { return mounted_.load(); }
   NodeCounters counters() const;
+  // The LOCAL_DISK service's counters (requests served from the SSD store);
+  // all zero without an SSD store.
+  LocalDiskStats disk_stats() const;
 
  private:
   Node(NodeOptions options, TransportEngine* engine);

@@ -10,8 +10,10 @@
 // `auto` picks rdma when an RDMA device exists (and this build has the verbs
 // engine), else ucx. /metrics has the process, segment and ping gauges, and
 // with rdma shelfmark_node_rdma_{accepted,rejected}_connections (the verbs
-// listener's counters). Exit codes: 0 stopped by a signal, 1 start-up failure,
-// 2 bad flags (the message names the flag) or a bad SSD store setting.
+// listener's counters), and with an SSD store the shelfmark_node_disk_*
+// gauges (LOCAL_DISK reads served, objects stored and re-reported). Exit
+// codes: 0 stopped by a signal, 1 start-up failure, 2 bad flags (the message
+// names the flag) or a bad SSD store setting.
 //
 // SSD store: when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set, the node opens
 // the store configured by the MOONCAKE_OFFLOAD_* variables
@@ -126,6 +128,28 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
                    [n] { return static_cast<double>(n->counters().disk_evictions); });
 }
 
+// The SSD store's gauges: the LOCAL_DISK service's counters prove which
+// node's disk served a read; the store's contents and the restart re-report.
+void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBackend& disk) {
+  const Node* n = &node;
+  auto served = [&](const char* name, const char* help, uint64_t LocalDiskStats::*field) {
+    metrics.AddGauge(name, help,
+                     [n, field] { return static_cast<double>(n->disk_stats().*field); });
+  };
+  served("shelfmark_node_disk_requests", "LOCAL_DISK read requests received",
+         &LocalDiskStats::requests);
+  served("shelfmark_node_disk_bytes_served", "object bytes in OK LOCAL_DISK replies",
+         &LocalDiskStats::bytes_served);
+  served("shelfmark_node_disk_errors", "LOCAL_DISK replies with an error status",
+         &LocalDiskStats::errors);
+  const StorageBackend* d = &disk;
+  metrics.AddGauge("shelfmark_node_disk_objects", "objects in the SSD store",
+                   [d] { return static_cast<double>(d->object_count()); });
+  metrics.AddGauge("shelfmark_node_disk_reported",
+                   "stored objects re-reported to the master after a (re)mount",
+                   [n] { return static_cast<double>(n->counters().disk_reported); });
+}
+
 // The SSD store when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set.
 struct SsdStore {
   std::unique_ptr<StorageBackend> backend;  // null: no SSD store
@@ -225,6 +249,7 @@ int Run(const NodeFlags& f) {
   MetricsRegistry metrics;
   AddProcessMetrics(metrics);
   AddNodeMetrics(metrics, **node);
+  if (ssd.backend) AddDiskMetrics(metrics, **node, *ssd.backend);
   if (*protocol == "rdma") AddRdmaMetrics(metrics, **engine, rdma.counters);
   HttpServer http;
   auto http_port = ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node");

@@ -39,7 +39,7 @@ std::string Quote(const std::string& text) {
 bool WriteScript(const std::vector<LatencySeries>& series, const std::string& data,
                  const std::string& png, const std::string& path) {
   std::ofstream out(path);
-  out << "set terminal png size 1100,650\n"
+  out << "set terminal png size 1100,650 noenhanced\n"
       << "set output " << Quote(png) << "\n"
       << "set title 'Shelfmark get latency distribution'\n"
       << "set xlabel 'latency (us, log scale)'\nset ylabel 'share of gets <= latency'\n"
