@@ -126,7 +126,9 @@ ErrorCode Node::Run() {
     }
     if (options_.disk != nullptr) {
       if (!disk_reported) disk_reported = ReportDisk(master) == ErrorCode::OK;
-      if (disk_reported) Offload(master);
+      for (int round = 0; disk_reported && round < kMaxOffloadRounds; ++round) {
+        if (Offload(master) < kOffloadBatch) break;
+      }
       SendEvictions(master);
     }
     if (options_.on_ping) options_.on_ping();
@@ -182,9 +184,9 @@ Result<std::string> Node::ReadOwnReplica(MasterClient& master, const OffloadTask
   return ErrorCode::OBJECT_NOT_FOUND;
 }
 
-void Node::Offload(MasterClient& master) {
+size_t Node::Offload(MasterClient& master) {
   auto tasks = master.OffloadHeartbeat(kOffloadBatch);
-  if (!tasks.ok() || tasks->empty()) return;
+  if (!tasks.ok() || tasks->empty()) return 0;
   std::vector<std::string> values;
   std::vector<StoredObject> batch;
   values.reserve(tasks->size());
@@ -197,20 +199,21 @@ void Node::Offload(MasterClient& master) {
     values.push_back(std::move(*bytes));
     batch.push_back(StoredObject{task.tenant, task.key, values.back()});
   }
-  if (batch.empty()) return;
+  if (batch.empty()) return tasks->size();
   auto stored = options_.disk->WriteBatch(batch);
   if (!stored.ok()) {
     offload_failures_.fetch_add(batch.size());
-    return;
+    return tasks->size();
   }
   std::vector<OffloadedObject> items;
   for (const StoredLocation& l : *stored) items.push_back(Reported(l));
   auto codes = master.NotifyOffloadSuccess(items);
   if (!codes.ok()) {
     offload_failures_.fetch_add(items.size());
-    return;
+    return tasks->size();
   }
   for (ErrorCode c : *codes) (c == ErrorCode::OK ? offloaded_ : offload_failures_).fetch_add(1);
+  return tasks->size();
 }
 
 void Node::SendEvictions(MasterClient& master) {

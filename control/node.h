@@ -14,8 +14,9 @@
 // after every (re)mount, registers its disk at the master (MountLocalDisk,
 // offloading enabled, endpoint = disk_endpoint) and re-reports every object
 // the backend holds (NotifyOffloadSuccess), so a restarted master relearns
-// the SSD data. Each ping period it also takes up to kOffloadBatch offload
-// tasks (OffloadHeartbeat), copies each object's bytes from its MEMORY
+// the SSD data. Each ping period it also takes offload tasks in rounds of up
+// to kOffloadBatch (OffloadHeartbeat; a full round is followed by another, at
+// most kMaxOffloadRounds per period, so the node keeps up with puts), copies each object's bytes from its MEMORY
 // replica in this node's segment (found with GetReplicaList) into the
 // backend (WriteBatch) and reports them. Keys the backend evicts are queued
 // by its evict callback (any thread) and sent as EvictDiskReplica from
@@ -87,6 +88,7 @@ class MasterClient;
 class Node {
  public:
   static constexpr uint64_t kOffloadBatch = 64;  // tasks per OffloadHeartbeat
+  static constexpr int kMaxOffloadRounds = 16;    // OffloadHeartbeats per ping period
 
   // Maps and populates the segment and registers it with `engine` (which
   // must outlive the node), and starts the LOCAL_DISK service when `disk` is
@@ -119,8 +121,9 @@ class Node {
   bool SleepOrStop(int64_t ms);
   // MountLocalDisk + re-report of every stored object; the master's code.
   ErrorCode ReportDisk(MasterClient& master);
-  // One offload round (OffloadHeartbeat, copy, WriteBatch, report).
-  void Offload(MasterClient& master);
+  // One offload round (OffloadHeartbeat, copy, WriteBatch, report); the
+  // number of tasks the master handed out.
+  size_t Offload(MasterClient& master);
   // Reads the key's bytes from its MEMORY replica in this node's segment.
   Result<std::string> ReadOwnReplica(MasterClient& master, const OffloadTask& task);
   OffloadedObject Reported(const StoredLocation& location) const;
