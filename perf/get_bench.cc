@@ -1,7 +1,6 @@
 #include "perf/get_bench.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "control/client.h"
 #include "control/object_load.h"
 #include "control/rdma_plugin.h"
+#include "perf/bench_main.h"
 #include "perf/bench_util.h"
 #include "perf/get_options.h"
 #include "perf/get_report.h"
@@ -30,11 +30,7 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 constexpr const char* kProgram = "shelfmark-perf get";
-constexpr int64_t kBaselineTimeoutMs = 5000;
-
-std::atomic<bool> g_interrupted{false};
-
-void OnSigint(int) { g_interrupted.store(true); }
+constexpr int64_t kBaselineTimeoutMs = 30'000;
 
 int64_t NsSince(SteadyClock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
@@ -117,18 +113,18 @@ class GetBench {
         break;
       }
       for (const std::string& replica : o_.replicas) {
-        if (g_interrupted.load()) break;
+        if (InterruptFlag().load()) break;
         if (!MeasureOne(replica, size)) {
           rc = 1;
           break;
         }
       }
       RemoveObjects(size);
-      if (rc != 0 || g_interrupted.load()) break;
+      if (rc != 0 || InterruptFlag().load()) break;
     }
     PrintTransferCounters(*client_, kProgram);
     if (rc == 0 && !o_.plot.empty()) rc = Plot();
-    if (rc == 0 && g_interrupted.load()) rc = 130;
+    if (rc == 0 && InterruptFlag().load()) rc = 130;
     return rc;
   }
 
@@ -199,7 +195,7 @@ class GetBench {
         ++i;
         continue;
       }
-      if (SteadyClock::now() > deadline || g_interrupted.load()) {
+      if (SteadyClock::now() > deadline || InterruptFlag().load()) {
         std::fprintf(stderr,
                      "%s: %s has no LOCAL_DISK replica after %lld s: does the master run with "
                      "--enable_offload and a node with an SSD store "
@@ -291,7 +287,7 @@ class GetBench {
       return;
     }
     s->get_ns.reserve(iters);
-    for (int64_t n = 0; n < o_.warmup + iters && !g_interrupted.load(); ++n) {
+    for (int64_t n = 0; n < o_.warmup + iters && !InterruptFlag().load(); ++n) {
       const bool timed = n >= o_.warmup;
       const bool ok = batched ? OneBatch(size, chooser, timed, s)
                               : OneGet(replica, size, static_cast<uint32_t>(chooser.Next()),
@@ -340,7 +336,7 @@ class GetBench {
     const double keys_read = static_cast<double>(row.get.count * o_.batch);
     row.ops_per_s = keys_read / wall_s;
     row.gbytes_per_s = keys_read * static_cast<double>(size) / wall_s / 1e9;
-    row.interrupted = g_interrupted.load();
+    row.interrupted = InterruptFlag().load();
     if (replica == kReplicaLocalDisk && !row.interrupted && !MeasureBaselines(size, &row)) {
       return false;
     }
@@ -354,7 +350,7 @@ class GetBench {
     const auto start = SteadyClock::now();
     auto last = start;
     int64_t last_done = 0;
-    while (done.load() < total && !g_interrupted.load()) {
+    while (done.load() < total && !InterruptFlag().load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (SteadyClock::now() - last < std::chrono::seconds(1)) continue;
       const int64_t now_done = done.load();
@@ -433,12 +429,16 @@ class GetBench {
     std::vector<int64_t> am_ns, pread_ns;
     std::vector<char> buf(size);
     const int64_t n = std::min<int64_t>(o_.iters, 20'000);
-    for (int64_t k = 0; k < o_.warmup + n && !g_interrupted.load(); ++k) {
+    for (int64_t k = 0; k < o_.warmup + n && !InterruptFlag().load(); ++k) {
       const DiskTarget& t = targets_[chooser.Next()];
       const auto t0 = SteadyClock::now();
       const ErrorCode rc = ProbeLocalDisk(ucx->am(), t.endpoint, size, kBaselineTimeoutMs);
       const int64_t am = NsSince(t0);
-      if (rc != ErrorCode::OK) return Fail("probe " + t.endpoint, rc);
+      if (rc != ErrorCode::OK) {
+        return Fail("probe " + t.endpoint + " (" + std::to_string(size) + " B, call " +
+                        std::to_string(k + 1) + ", " + std::to_string(am / 1000) + " us)",
+                    rc);
+      }
       if (k >= o_.warmup) am_ns.push_back(am);
       if (!have_pread) continue;
       const auto t1 = SteadyClock::now();
@@ -485,19 +485,9 @@ class GetBench {
 int RunGetBench(int argc, const char* const* argv) {
   GetBenchOptions o;
   std::string message;
-  switch (ParseGetBenchOptions(argc, argv, &o, &message)) {
-    case FlagOutcome::kHelp:
-      std::printf("%s", message.c_str());
-      return 0;
-    case FlagOutcome::kBadUsage:
-      std::fprintf(stderr, "%s", message.c_str());
-      return 2;
-    case FlagOutcome::kOk:
-      break;
-  }
-  struct sigaction sa {};
-  sa.sa_handler = OnSigint;
-  sigaction(SIGINT, &sa, nullptr);
+  const int exit_code = ExitCodeFor(ParseGetBenchOptions(argc, argv, &o, &message), message);
+  if (exit_code >= 0) return exit_code;
+  InterruptFlag();  // Ctrl-C stops the loops; what was measured is printed
   return GetBench(std::move(o)).Run();
 }
 

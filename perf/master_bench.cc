@@ -16,6 +16,7 @@
 #include "common/object_key.h"
 #include "control/master_client.h"
 #include "perf/bench_keys.h"
+#include "perf/bench_main.h"
 #include "perf/bench_util.h"
 #include "perf/master_options.h"
 #include "perf/master_report.h"
@@ -33,19 +34,6 @@ constexpr int64_t kRemoveBatch = 1024;
 // allocator alignment, so eviction (watermark 0.90) never removes benchmark keys.
 constexpr double kCapacityGuard = 0.8;
 constexpr uint64_t kPessimisticAlignment = 4096;
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void OnSigint(int) { g_interrupted.store(true); }
-
-void InstallSigintHandler() {
-  struct sigaction sa {};
-  sa.sa_handler = OnSigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART | SA_RESETHAND;  // a second ^C kills at once
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
 
 uint64_t RoundUp(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
@@ -273,7 +261,7 @@ bool MasterBench::RunThroughput() {
   std::atomic<bool> capped{false};
 
   PhaseSpec put{.label = "put" + shape, .workers = conns, .seconds = o_.seconds,
-                .stop = &g_interrupted};
+                .stop = &InterruptFlag()};
   PhaseOutcome put_out = RunPhase(put, PutWorkers(keys, &next, limit, o_.batch, &capped));
   if (put_out.setup_error != ErrorCode::OK) {
     std::fprintf(stderr, "shelfmark-perf master: connect failed: %s\n",
@@ -285,9 +273,9 @@ bool MasterBench::RunThroughput() {
   put_result.capped = capped.load();
   Emit(put_result);
 
-  if (!g_interrupted.load() && put_out.ok > 0) {
+  if (!InterruptFlag().load() && put_out.ok > 0) {
     PhaseSpec get{.label = "get_replica_list" + shape, .workers = conns, .seconds = o_.seconds,
-                  .stop = &g_interrupted};
+                  .stop = &InterruptFlag()};
     PhaseOutcome get_out = RunPhase(get, GetWorkers(keys, attempted, o_.batch));
     if (get_out.setup_error == ErrorCode::OK) {
       Emit(ResultOf("get_replica_list", o_.batch, conns, &get_out));
@@ -330,7 +318,7 @@ bool MasterBench::RunMemory() {
 
   std::atomic<uint64_t> next{0};
   PhaseSpec put{.label = "memory put objects=" + std::to_string(n), .workers = conns,
-                .seconds = 0, .stop = &g_interrupted};
+                .seconds = 0, .stop = &InterruptFlag()};
   PhaseOutcome out = RunPhase(put, PutWorkers(keys, &next, n, kMemoryBatch, nullptr));
   if (out.setup_error != ErrorCode::OK) {
     std::fprintf(stderr, "shelfmark-perf master: connect failed: %s\n",
@@ -386,7 +374,7 @@ int MasterBench::Run() {
     std::fprintf(stderr, "shelfmark-perf master: %llu pings failed\n",
                  static_cast<unsigned long long>(ping_failures));
   }
-  if (g_interrupted.load()) return 130;
+  if (InterruptFlag().load()) return 130;
   if (!ok) return 1;
   if (errors_ > 0) {
     std::fprintf(stderr, "shelfmark-perf master: %llu non-OK answers\n",
@@ -401,17 +389,9 @@ int MasterBench::Run() {
 int RunMasterBench(int argc, const char* const* argv) {
   MasterBenchOptions o;
   std::string message;
-  switch (ParseMasterBenchOptions(argc, argv, &o, &message)) {
-    case FlagOutcome::kHelp:
-      std::printf("%s", message.c_str());
-      return 0;
-    case FlagOutcome::kBadUsage:
-      std::fprintf(stderr, "%s", message.c_str());
-      return 2;
-    case FlagOutcome::kOk:
-      break;
-  }
-  InstallSigintHandler();
+  const int exit_code = ExitCodeFor(ParseMasterBenchOptions(argc, argv, &o, &message), message);
+  if (exit_code >= 0) return exit_code;
+  InterruptFlag();  // Ctrl-C ends the current phase
   return MasterBench(std::move(o)).Run();
 }
 

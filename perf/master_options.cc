@@ -67,23 +67,9 @@ std::string Check(const FlagSet& flags, MasterBenchOptions* o) {
 
 FlagOutcome ParseMasterBenchOptions(int argc, const char* const* argv, MasterBenchOptions* o,
                                     std::string* message) {
-  FlagSet flags(argv[0]);
-  AddFlags(&flags, o);
-  std::string error;
-  if (!flags.Parse(argc, argv, &error)) {
-    *message = error + "\n" + flags.Usage();
-    return FlagOutcome::kBadUsage;
-  }
-  if (flags.help_requested()) {
-    *message = flags.Usage();
-    return FlagOutcome::kHelp;
-  }
-  std::string problem = Check(flags, o);
-  if (!problem.empty()) {
-    *message = std::string(argv[0]) + ": " + problem + "\n";
-    return FlagOutcome::kBadUsage;
-  }
-  return FlagOutcome::kOk;
+  return ParseBenchFlags(
+      argc, argv, [o](FlagSet* f) { AddFlags(f, o); },
+      [o](const FlagSet& f) { return Check(f, o); }, message);
 }
 
 }  // namespace shelfmark

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "perf/bench_main.h"
 #include "perf/bench_util.h"
 
 namespace shelfmark {
@@ -28,8 +29,6 @@ struct MasterBenchOptions {
   bool json = false;
   HostPort metrics_at;  // resolved from `metrics` (or the default)
 };
-
-enum class FlagOutcome { kOk, kHelp, kBadUsage };
 
 // Parses argv[1..argc) (argv[0] names the program in messages). kHelp: the
 // usage text is in *message. kBadUsage: *message names the flag and ends
