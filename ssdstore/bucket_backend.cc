@@ -440,6 +440,20 @@ void BucketBackend::FinishVictims(std::vector<Victim> victims) {
 
 ErrorCode BucketBackend::ReadValue(std::string_view tenant, std::string_view key,
                                    uint64_t expected_size, std::string* out, DiskPlace* place) {
+  bool served = false;
+  return ReadIndexed(tenant, key, expected_size, out, place, /*cached_only=*/false, &served);
+}
+
+ErrorCode BucketBackend::ReadValueCached(std::string_view tenant, std::string_view key,
+                                         uint64_t expected_size, std::string* out,
+                                         DiskPlace* place, bool* served) {
+  return ReadIndexed(tenant, key, expected_size, out, place, /*cached_only=*/true, served);
+}
+
+ErrorCode BucketBackend::ReadIndexed(std::string_view tenant, std::string_view key,
+                                     uint64_t expected_size, std::string* out, DiskPlace* place,
+                                     bool cached_only, bool* served) {
+  *served = true;
   const IndexKey k{std::string(EffectiveTenant(tenant)), std::string(key)};
   std::shared_ptr<Bucket> bucket;
   Location loc;
@@ -453,19 +467,23 @@ ErrorCode BucketBackend::ReadValue(std::string_view tenant, std::string_view key
     bucket = buckets_.at(loc.bucket_id);
     bucket->last_used = ++tick_;
   }
-  const ErrorCode ec = ReadAt(bucket, loc, out);
-  if (ec == ErrorCode::OK && place != nullptr) {
+  const ErrorCode ec = ReadAt(bucket, loc, out, cached_only, served);
+  if (ec == ErrorCode::OK && *served && place != nullptr) {
     *place = {static_cast<int64_t>(loc.bucket_id), static_cast<int64_t>(loc.offset)};
   }
   return ec;
 }
 
 ErrorCode BucketBackend::ReadAt(const std::shared_ptr<Bucket>& bucket, const Location& loc,
-                                std::string* out) {
+                                std::string* out, bool cached_only, bool* served) {
   std::shared_ptr<OpenFd> fd;
   {
     MutexLock lock(&mu_);
     fd = bucket->fd;
+  }
+  if (fd == nullptr && cached_only) {  // opening the file could wait for the device
+    *served = false;
+    return ErrorCode::OK;
   }
   if (fd == nullptr) {
     Result<int> raw = io_->Open(bucket->path, O_RDONLY);
@@ -495,7 +513,10 @@ ErrorCode BucketBackend::ReadAt(const std::shared_ptr<Bucket>& bucket, const Loc
   }
   out->resize(loc.data_size);
   if (loc.data_size == 0) return ErrorCode::OK;
-  ErrorCode ec = io_->PRead(fd->fd, out->data(), loc.data_size, loc.offset);
+  ErrorCode ec = cached_only ? io_->PReadCached(fd->fd, out->data(), loc.data_size, loc.offset,
+                                                served)
+                             : io_->PRead(fd->fd, out->data(), loc.data_size, loc.offset);
+  if (ec == ErrorCode::OK && !*served) out->clear();
   if (ec != ErrorCode::OK) {
     out->clear();
     return ErrorCode::FILE_READ_FAIL;

@@ -84,6 +84,9 @@ class BucketBackend final : public StorageBackend {
   Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override;
   ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
                       std::string* out, DiskPlace* place) override;
+  ErrorCode ReadValueCached(std::string_view tenant, std::string_view key,
+                            uint64_t expected_size, std::string* out, DiskPlace* place,
+                            bool* served) override;
   ErrorCode Remove(std::string_view tenant, std::string_view key) override;
   std::vector<StoredLocation> List() const override;
   uint64_t object_count() const override;
@@ -131,7 +134,12 @@ class BucketBackend final : public StorageBackend {
   uint64_t PickVictimLocked() const REQUIRES(mu_);
   // Callbacks, then .meta removal; the .bucket goes with the last reference.
   void FinishVictims(std::vector<Victim> victims);
-  ErrorCode ReadAt(const std::shared_ptr<Bucket>& bucket, const Location& loc, std::string* out);
+  // Looks the key up and reads it (cached_only: PReadCached, and no open of
+  // a bucket file; *served false when that would have to wait).
+  ErrorCode ReadIndexed(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                        std::string* out, DiskPlace* place, bool cached_only, bool* served);
+  ErrorCode ReadAt(const std::shared_ptr<Bucket>& bucket, const Location& loc, std::string* out,
+                   bool cached_only, bool* served);
 
   const BucketBackendOptions options_;
   const std::shared_ptr<FileIo> io_;

@@ -229,6 +229,18 @@ ErrorCode FaultyFileIo::PRead(int fd, void* buf, uint64_t len, uint64_t offset) 
   return base_->PRead(fd, buf, len, offset);
 }
 
+ErrorCode FaultyFileIo::PReadCached(int fd, void* buf, uint64_t len, uint64_t offset,
+                                    bool* done) {
+  {
+    MutexLock lock(&mu_);
+    if (down_ || !faults_[static_cast<int>(Op::kPRead)].empty()) {
+      *done = false;
+      return ErrorCode::OK;
+    }
+  }
+  return base_->PReadCached(fd, buf, len, offset, done);
+}
+
 ErrorCode FaultyFileIo::Write(int fd, std::span<const iovec> iov, uint64_t offset) {
   uint64_t total = TotalLength(iov);
   uint64_t allowed = total;

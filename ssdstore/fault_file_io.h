@@ -99,6 +99,9 @@ class FaultyFileIo final : public FileIo {
   Result<int> Open(const std::string& path, int flags) override;
   ErrorCode Close(int fd) override;
   ErrorCode PRead(int fd, void* buf, uint64_t len, uint64_t offset) override;
+  // The inner PReadCached, unless the file layer is down or a PRead fault is
+  // pending: then *done false (the caller's PRead meets the fault).
+  ErrorCode PReadCached(int fd, void* buf, uint64_t len, uint64_t offset, bool* done) override;
   ErrorCode PWrite(int fd, const void* buf, uint64_t len, uint64_t offset) override;
   ErrorCode PWriteV(int fd, std::span<const iovec> iov, uint64_t offset) override;
   ErrorCode Fallocate(int fd, uint64_t offset, uint64_t len) override;

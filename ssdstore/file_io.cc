@@ -65,6 +65,27 @@ class PosixFileIo final : public FileIo {
     return ErrorCode::OK;
   }
 
+  ErrorCode PReadCached(int fd, void* buf, uint64_t len, uint64_t offset, bool* done) override {
+    *done = false;
+    char* p = static_cast<char*>(buf);
+    while (len > 0) {
+      iovec iov{p, static_cast<size_t>(std::min<uint64_t>(len, SSIZE_MAX))};
+      ssize_t n = RetryEintr(
+          [&] { return ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT); });
+      if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP)) return ErrorCode::OK;
+      if (n < 0) return ErrorCode::FILE_READ_FAIL;
+      if (n == 0) {  // end of file before `len` bytes
+        errno = 0;
+        return ErrorCode::FILE_READ_FAIL;
+      }
+      p += n;
+      len -= static_cast<uint64_t>(n);
+      offset += static_cast<uint64_t>(n);
+    }
+    *done = true;
+    return ErrorCode::OK;
+  }
+
   ErrorCode PRead(int fd, void* buf, uint64_t len, uint64_t offset) override {
     char* p = static_cast<char*>(buf);
     while (len > 0) {

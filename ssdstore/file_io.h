@@ -10,6 +10,10 @@
 //    List: FILE_READ_FAIL when reading the directory fails midway.
 //  - PRead, FileSize: FILE_READ_FAIL; a read that reaches end of file before
 //    `len` bytes is FILE_READ_FAIL with errno 0.
+//  - PReadCached: PRead that never waits for the device: OK with *done true
+//    when every byte came from the page cache; OK with *done false when some
+//    did not (or the file system cannot tell: the base class always says
+//    so), after which the caller reads with PRead; FILE_READ_FAIL as PRead.
 //  - PWrite, PWriteV, Fallocate, FDataSync, FSync, Truncate, Close:
 //    FILE_WRITE_FAIL (disk full: errno ENOSPC).
 //  - Rename, Remove: FILE_NOT_FOUND (ENOENT), else FILE_WRITE_FAIL.
@@ -37,6 +41,11 @@ class FileIo {
   virtual Result<int> Open(const std::string& path, int flags) = 0;
   virtual ErrorCode Close(int fd) = 0;
   virtual ErrorCode PRead(int fd, void* buf, uint64_t len, uint64_t offset) = 0;  // exactly len
+  virtual ErrorCode PReadCached(int /*fd*/, void* /*buf*/, uint64_t /*len*/, uint64_t /*offset*/,
+                                bool* done) {
+    *done = false;
+    return ErrorCode::OK;
+  }
   virtual ErrorCode PWrite(int fd, const void* buf, uint64_t len, uint64_t offset) = 0;
   virtual ErrorCode PWriteV(int fd, std::span<const iovec> iov, uint64_t offset) = 0;
   virtual ErrorCode Fallocate(int fd, uint64_t offset, uint64_t len) = 0;
@@ -52,7 +61,8 @@ class FileIo {
   virtual Result<std::vector<std::string>> List(const std::string& dir) = 0;
 };
 
-// The real thing (POSIX calls, EINTR retried, short writes continued).
+// The real thing (POSIX calls, EINTR retried, short writes continued;
+// PReadCached is preadv2 with RWF_NOWAIT).
 std::unique_ptr<FileIo> MakePosixFileIo();
 
 }  // namespace shelfmark

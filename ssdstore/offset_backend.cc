@@ -414,6 +414,20 @@ Result<std::vector<StoredLocation>> OffsetBackend::WriteBatch(
 
 ErrorCode OffsetBackend::ReadValue(std::string_view tenant, std::string_view key,
                                    uint64_t expected_size, std::string* out, DiskPlace* place) {
+  bool served = false;
+  return ReadIndexed(tenant, key, expected_size, out, place, /*cached_only=*/false, &served);
+}
+
+ErrorCode OffsetBackend::ReadValueCached(std::string_view tenant, std::string_view key,
+                                         uint64_t expected_size, std::string* out,
+                                         DiskPlace* place, bool* served) {
+  return ReadIndexed(tenant, key, expected_size, out, place, /*cached_only=*/true, served);
+}
+
+ErrorCode OffsetBackend::ReadIndexed(std::string_view tenant, std::string_view key,
+                                     uint64_t expected_size, std::string* out, DiskPlace* place,
+                                     bool cached_only, bool* served) {
+  *served = true;
   std::shared_ptr<Extent> extent;
   uint64_t value_size = 0;
   uint64_t value_offset = 0;
@@ -431,7 +445,9 @@ ErrorCode OffsetBackend::ReadValue(std::string_view tenant, std::string_view key
     ++active_reads_;
   }
   out->resize(value_size);
-  ErrorCode rc = io_->PRead(data_fd_, out->data(), value_size, value_offset);
+  ErrorCode rc = cached_only
+                     ? io_->PReadCached(data_fd_, out->data(), value_size, value_offset, served)
+                     : io_->PRead(data_fd_, out->data(), value_size, value_offset);
   {
     MutexLock l(&mu_);
     if (--extent->readers == 0 && extent->released) {
@@ -442,6 +458,10 @@ ErrorCode OffsetBackend::ReadValue(std::string_view tenant, std::string_view key
   if (rc != ErrorCode::OK) {
     out->clear();
     return ErrorCode::FILE_READ_FAIL;
+  }
+  if (!*served) {
+    out->clear();
+    return ErrorCode::OK;
   }
   if (place != nullptr) *place = {0, static_cast<int64_t>(value_offset)};
   return ErrorCode::OK;

@@ -114,6 +114,9 @@ class OffsetBackend final : public StorageBackend {
   Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override;
   ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
                       std::string* out, DiskPlace* place) override;
+  ErrorCode ReadValueCached(std::string_view tenant, std::string_view key,
+                            uint64_t expected_size, std::string* out, DiskPlace* place,
+                            bool* served) override;
   ErrorCode Remove(std::string_view tenant, std::string_view key) override;
   std::vector<StoredLocation> List() const override;
   uint64_t object_count() const override;
@@ -129,6 +132,10 @@ class OffsetBackend final : public StorageBackend {
   uint64_t capacity() const { return capacity_; }
 
  private:
+  // Looks the key up, pins its extent and reads the value (cached_only:
+  // PReadCached; *served false when that would have to wait).
+  ErrorCode ReadIndexed(std::string_view tenant, std::string_view key, uint64_t expected_size,
+                        std::string* out, DiskPlace* place, bool cached_only, bool* served);
   using IndexKey = std::pair<std::string, std::string>;  // (tenant, key)
   struct IndexKeyHash {
     size_t operator()(const IndexKey& k) const;

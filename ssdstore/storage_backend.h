@@ -77,6 +77,17 @@ class StorageBackend {
                  std::string* out) {
     return ReadValue(tenant, key, expected_size, out, nullptr);
   }
+  // ReadValue that never waits for the device (it may run on a network
+  // progress thread): *served false and nothing read when the bytes are not
+  // all in the page cache or a file would have to be opened first; else
+  // *served true and ReadValue's answer (an unknown key or a size mismatch
+  // is answered here too). The default never serves.
+  virtual ErrorCode ReadValueCached(std::string_view /*tenant*/, std::string_view /*key*/,
+                                    uint64_t /*expected_size*/, std::string* /*out*/,
+                                    DiskPlace* /*place*/, bool* served) {
+    *served = false;
+    return ErrorCode::OK;
+  }
   virtual ErrorCode Remove(std::string_view tenant, std::string_view key) = 0;
   // Every stored object (re-reported to a master that lost them).
   virtual std::vector<StoredLocation> List() const = 0;
@@ -100,6 +111,11 @@ class ForwardingBackend : public StorageBackend {
   ErrorCode ReadValue(std::string_view tenant, std::string_view key, uint64_t expected_size,
                       std::string* out, DiskPlace* place) override {
     return inner_->ReadValue(tenant, key, expected_size, out, place);
+  }
+  ErrorCode ReadValueCached(std::string_view tenant, std::string_view key,
+                            uint64_t expected_size, std::string* out, DiskPlace* place,
+                            bool* served) override {
+    return inner_->ReadValueCached(tenant, key, expected_size, out, place, served);
   }
   ErrorCode Remove(std::string_view tenant, std::string_view key) override {
     return inner_->Remove(tenant, key);
