@@ -184,6 +184,28 @@ Result<std::string> Node::ReadOwnReplica(MasterClient& master, const OffloadTask
   return ErrorCode::OBJECT_NOT_FOUND;
 }
 
+Result<std::vector<StoredLocation>> Node::WriteToDisk(const std::vector<StoredObject>& batch) {
+  auto stored = options_.disk->WriteBatch(batch);
+  const bool too_big = !stored.ok() && (stored.error() == ErrorCode::INVALID_PARAMS ||
+                                        stored.error() == ErrorCode::BUFFER_OVERFLOW);
+  if (stored.ok() || !too_big || batch.size() == 1) {
+    if (!stored.ok()) offload_failures_.fetch_add(batch.size());
+    return stored;
+  }
+  // More keys or bytes than the store may hold at once: one object at a time
+  // (the store evicts older ones in between).
+  std::vector<StoredLocation> out;
+  for (const StoredObject& object : batch) {
+    auto one = options_.disk->WriteBatch({object});
+    if (one.ok()) {
+      out.insert(out.end(), one->begin(), one->end());
+    } else {
+      offload_failures_.fetch_add(1);
+    }
+  }
+  return out;
+}
+
 size_t Node::Offload(MasterClient& master) {
   auto tasks = master.OffloadHeartbeat(kOffloadBatch);
   if (!tasks.ok() || tasks->empty()) return 0;
@@ -200,11 +222,8 @@ size_t Node::Offload(MasterClient& master) {
     batch.push_back(StoredObject{task.tenant, task.key, values.back()});
   }
   if (batch.empty()) return tasks->size();
-  auto stored = options_.disk->WriteBatch(batch);
-  if (!stored.ok()) {
-    offload_failures_.fetch_add(batch.size());
-    return tasks->size();
-  }
+  auto stored = WriteToDisk(batch);
+  if (!stored.ok()) return tasks->size();
   std::vector<OffloadedObject> items;
   for (const StoredLocation& l : *stored) items.push_back(Reported(l));
   auto codes = master.NotifyOffloadSuccess(items);

@@ -126,6 +126,10 @@ class Node {
   size_t Offload(MasterClient& master);
   // Reads the key's bytes from its MEMORY replica in this node's segment.
   Result<std::string> ReadOwnReplica(MasterClient& master, const OffloadTask& task);
+  // WriteBatch; a batch the store refuses as a whole (INVALID_PARAMS or
+  // BUFFER_OVERFLOW: more than it may hold at once) is written one object
+  // at a time. Counts failed objects in offload_failures_.
+  Result<std::vector<StoredLocation>> WriteToDisk(const std::vector<StoredObject>& batch);
   OffloadedObject Reported(const StoredLocation& location) const;
   // Sends queued evictions; stops at the first RPC failure (kept queued).
   void SendEvictions(MasterClient& master);

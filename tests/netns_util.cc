@@ -43,7 +43,8 @@ std::string NetNamespace::Unavailable() {
 
 std::string NetNamespace::Launcher() { return "/usr/sbin/ip"; }
 
-std::unique_ptr<NetNamespace> NetNamespace::Create(int index, std::string* error) {
+std::unique_ptr<NetNamespace> NetNamespace::Create(int index, std::string* error,
+                                                   const std::string& bridge) {
   const int pid = static_cast<int>(getpid());
   const std::string tag = std::to_string(pid) + "n" + std::to_string(index);
   const std::string subnet =
@@ -54,16 +55,21 @@ std::unique_ptr<NetNamespace> NetNamespace::Create(int index, std::string* error
   ns->host_ip_ = subnet + "1";
   ns->ip_ = subnet + "2";
   const std::string peer = "smp" + tag;
-  const std::vector<std::vector<std::string>> steps = {
+  const std::string host_dev = bridge.empty() ? ns->host_if_ : bridge;
+  std::vector<std::vector<std::string>> steps = {
       {"ip", "netns", "add", ns->name_},
       {"ip", "link", "add", ns->host_if_, "type", "veth", "peer", "name", peer},
       {"ip", "link", "set", peer, "netns", ns->name_},
-      {"ip", "addr", "add", ns->host_ip_ + "/24", "dev", ns->host_if_},
+      {"ip", "addr", "add", ns->host_ip_ + "/24", "dev", host_dev},
       {"ip", "link", "set", ns->host_if_, "up"},
       {"ip", "-n", ns->name_, "addr", "add", ns->ip_ + "/24", "dev", peer},
       {"ip", "-n", ns->name_, "link", "set", peer, "up"},
       {"ip", "-n", ns->name_, "link", "set", "lo", "up"},
   };
+  if (!bridge.empty()) {
+    steps.insert(steps.begin() + 3, {"ip", "link", "set", ns->host_if_, "master", bridge});
+    steps.push_back({"ip", "-n", ns->name_, "route", "add", "default", "via", ns->host_ip_});
+  }
   for (const auto& step : steps) {
     std::string out;
     if (RunCommand(step, &out) != 0) {
@@ -77,6 +83,37 @@ std::unique_ptr<NetNamespace> NetNamespace::Create(int index, std::string* error
 NetNamespace::~NetNamespace() {
   if (!host_if_.empty()) RunCommand({"ip", "link", "del", host_if_});
   if (!name_.empty()) RunCommand({"ip", "netns", "del", name_});
+}
+
+std::unique_ptr<TestNetwork> TestNetwork::Create(std::string* error) {
+  std::unique_ptr<TestNetwork> net(new TestNetwork());
+  const std::string name = "smb" + std::to_string(getpid());
+  for (const auto& step : std::vector<std::vector<std::string>>{
+           {"ip", "link", "add", name, "type", "bridge"}, {"ip", "link", "set", name, "up"}}) {
+    std::string out;
+    if (RunCommand(step, &out) != 0) {
+      *error = "cannot make bridge " + name + ": " + out;
+      RunCommand({"ip", "link", "del", name});
+      return nullptr;
+    }
+  }
+  net->bridge_ = name;
+  return net;
+}
+
+TestNetwork::~TestNetwork() {
+  namespaces_.clear();
+  RunCommand({"ip", "link", "del", bridge_});
+}
+
+NetNamespace* TestNetwork::Namespace(int index, std::string* error) {
+  for (const auto& [i, ns] : namespaces_) {
+    if (i == index) return ns.get();
+  }
+  auto ns = NetNamespace::Create(index, error, bridge_);
+  if (ns == nullptr) return nullptr;
+  namespaces_.emplace_back(index, std::move(ns));
+  return namespaces_.back().second.get();
 }
 
 std::vector<std::string> NetNamespace::Wrap(const std::string& binary,

@@ -56,5 +56,33 @@ TEST(NetNamespace, ProcessesInsideReachTheHostOverTheVeth) {
   EXPECT_EQ(list.find(name + "\n"), std::string::npos);
 }
 
+TEST(TestNetwork, NamespacesShareOneBridgeAndRouteToTheHost) {
+  const std::string why = NetNamespace::Unavailable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::string error;
+  auto net = TestNetwork::Create(&error);
+  ASSERT_NE(net, nullptr) << error;
+  NetNamespace* a = net->Namespace(3, &error);
+  ASSERT_NE(a, nullptr) << error;
+  NetNamespace* b = net->Namespace(4, &error);
+  ASSERT_NE(b, nullptr) << error;
+  EXPECT_EQ(net->Namespace(3, &error), a) << "made once";
+  std::string addrs;
+  ASSERT_EQ(RunCommand({"ip", "-4", "addr", "show", "dev", net->bridge()}, &addrs), 0);
+  EXPECT_NE(addrs.find(a->host_ip() + "/24"), std::string::npos) << addrs;
+  EXPECT_NE(addrs.find(b->host_ip() + "/24"), std::string::npos) << addrs;
+  // From inside `a`, b's host address is reachable (the default route).
+  int fd = -1;
+  const int port = Listen(&fd);
+  std::vector<std::string> cmd = a->Wrap(
+      "bash", {"-c", "exec 3<>/dev/tcp/" + b->host_ip() + "/" + std::to_string(port)});
+  cmd.insert(cmd.begin(), "ip");
+  EXPECT_EQ(RunCommand(cmd), 0);
+  close(fd);
+  const std::string bridge = net->bridge();
+  net.reset();
+  EXPECT_NE(RunCommand({"ip", "link", "show", bridge}), 0) << "bridge removed";
+}
+
 }  // namespace
 }  // namespace shelfmark::testing

@@ -20,7 +20,8 @@
 # rxe0 and rxe1 on them, runs each test (verbs_engine_test; perftest's
 # ib_read_lat and ib_read_bw at 4 KiB, 64 KiB and 1 MiB; master + node + cli
 # put/get over rdma, which must show RDMA READs posted and connections the
-# node accepted and rejected; shelfmark-perf read against that cluster),
+# node accepted and rejected; shelfmark-perf read and get against that
+# cluster, the node with an SSD store in the VM's tmpfs),
 # prints "SHELFMARK-TEST <name> PASS|FAIL" per test and "SHELFMARK-VM-END"
 # last, then powers off. The benchmark figures ("SHELFMARK-PERF " lines) are
 # copied, without that prefix, to BUILD_DIR/softroce/perf.txt and printed.

@@ -180,12 +180,17 @@ reads_posted() { # reads_posted FILE: N of "rdma reads posted: N" in a tool's st
   sed -n 's/.* rdma reads posted: \([0-9]*\).*/\1/p' "$1"
 }
 cluster_up() {
-  /tests/shelfmark-master --rpc_port=50051 --metrics_port=9003 >/tmp/master.log 2>&1 &
+  /tests/shelfmark-master --rpc_port=50051 --metrics_port=9003 --enable_offload \
+    >/tmp/master.log 2>&1 &
   master_pid=$!
   wait_for 60 $cli count || { echo "master did not answer"; cat /tmp/master.log; return 1; }
+  # The node's SSD store (LOCAL_DISK replicas for perf_get) lives in the
+  # VM's tmpfs.
+  mkdir -p /tmp/ssd
+  MOONCAKE_OFFLOAD_FILE_STORAGE_PATH=/tmp/ssd \
   /tests/shelfmark-node --master=$master --segment_size=67108864 --protocol=rdma \
     --device=rxe0 --listen_ip=192.168.77.1 --metrics_port=9004 --cluster_token=vm-token \
-    >/tmp/node.log 2>&1 &
+    --ping_interval_ms=500 >/tmp/node.log 2>&1 &
   node_pid=$!
   wait_for 60 grep -q endpoint /tmp/node.log || { echo "node did not mount"; cat /tmp/node.log; return 1; }
   grep endpoint /tmp/node.log
@@ -238,6 +243,25 @@ perf_read() {
   [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "perf read posted no RDMA READ"; return 1; }
   [ "$(wc -l </tmp/perf_read.out)" -eq 3 ] || { echo "perf read did not print 3 lines"; return 1; }
 }
+# shelfmark-perf get against the same cluster: MEMORY rows over RDMA READ,
+# LOCAL_DISK rows through the node's SSD store (UCX active messages), with
+# the same run's baselines. The table and the JSON lines become perf lines
+# (scripts/demo.sh --vm prints the table).
+perf_get() {
+  /tests/shelfmark-perf get --master=$master $data --replica=all --size=4096,65536,1048576 \
+    --iters=200 --warmup=5 --keys=8 --disk_dirs=/tmp/ssd --json_out=/tmp/perf_get.jsonl \
+    >/tmp/perf_get.out 2>/tmp/perf_get.err
+  rc=$?
+  while read -r line; do echo "SHELFMARK-PERF shelfmark-perf-get-table $line"; done </tmp/perf_get.out
+  while read -r line; do echo "SHELFMARK-PERF shelfmark-perf-get $line"; done </tmp/perf_get.jsonl
+  [ $rc -eq 0 ] || { cat /tmp/perf_get.err; return 1; }
+  n=$(reads_posted /tmp/perf_get.err)
+  [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "perf get posted no RDMA READ"; return 1; }
+  [ "$(grep -c '"replica":"local_disk"' /tmp/perf_get.jsonl)" -eq 3 ] ||
+    { echo "perf get did not print 3 local_disk rows"; return 1; }
+  [ "$(grep -c '"replica":"memory","protocol":"rdma"' /tmp/perf_get.jsonl)" -eq 3 ] ||
+    { echo "perf get did not print 3 memory rows over rdma"; return 1; }
+}
 if [ -x /tests/shelfmark-master ] && [ -x /tests/shelfmark-node ] && [ -x /tests/shelfmark-cli ] &&
    [ -x /tests/shelfmark-perf ]; then
   t=$(uptime_cs)
@@ -247,6 +271,9 @@ if [ -x /tests/shelfmark-master ] && [ -x /tests/shelfmark-node ] && [ -x /tests
     t=$(uptime_cs)
     perf_read
     result perf_read $? "$t"
+    t=$(uptime_cs)
+    perf_get
+    result perf_get $? "$t"
     t=$(uptime_cs)
     cluster_down
     result cluster_down $? "$t"
