@@ -142,6 +142,9 @@ void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBac
          &LocalDiskStats::bytes_served);
   served("shelfmark_node_disk_errors", "LOCAL_DISK replies with an error status",
          &LocalDiskStats::errors);
+  served("shelfmark_node_disk_inline_reads",
+         "LOCAL_DISK reads answered on the progress thread from the page cache",
+         &LocalDiskStats::inline_reads);
   const StorageBackend* d = &disk;
   metrics.AddGauge("shelfmark_node_disk_objects", "objects in the SSD store",
                    [d] { return static_cast<double>(d->object_count()); });

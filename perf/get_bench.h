@@ -22,7 +22,9 @@
 // (exit 1). --batch=N>1 (memory only) times one BatchGet of N keys per
 // operation instead.
 //
-// Baselines of local_disk rows, measured in the same run on the same keys:
+// Baselines of local_disk rows, measured in the same run on the same keys,
+// each call after the master lookup a get makes (untimed) so that both meet
+// the node's and the client's threads in the same state:
 //   - baseline_am: a probe active message to the same node returning the
 //     same number of bytes without touching the disk (kLocalDiskProbeAmId);
 //   - baseline_pread: pread() of the same size at the same offset of the
