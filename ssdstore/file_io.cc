@@ -51,6 +51,30 @@ void Advance(std::vector<iovec>* iov, size_t* first, uint64_t n) {
   while (*first < iov->size() && (*iov)[*first].iov_len == 0) ++*first;
 }
 
+// preadv2 until `len` bytes are read. With RWF_NOWAIT in `flags`, a read
+// that would wait for the device (EAGAIN; EOPNOTSUPP where the file system
+// cannot tell) returns OK with *done false; *done true once all is read.
+ErrorCode ReadFully(int fd, void* buf, uint64_t len, uint64_t offset, int flags, bool* done) {
+  *done = false;
+  char* p = static_cast<char*>(buf);
+  while (len > 0) {
+    iovec iov{p, static_cast<size_t>(std::min<uint64_t>(len, SSIZE_MAX))};
+    ssize_t n = RetryEintr(
+        [&] { return ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), flags); });
+    if (n < 0 && flags != 0 && (errno == EAGAIN || errno == EOPNOTSUPP)) return ErrorCode::OK;
+    if (n < 0) return ErrorCode::FILE_READ_FAIL;
+    if (n == 0) {  // end of file before `len` bytes
+      errno = 0;
+      return ErrorCode::FILE_READ_FAIL;
+    }
+    p += n;
+    len -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  *done = true;
+  return ErrorCode::OK;
+}
+
 class PosixFileIo final : public FileIo {
  public:
   Result<int> Open(const std::string& path, int flags) override {
@@ -66,41 +90,12 @@ class PosixFileIo final : public FileIo {
   }
 
   ErrorCode PReadCached(int fd, void* buf, uint64_t len, uint64_t offset, bool* done) override {
-    *done = false;
-    char* p = static_cast<char*>(buf);
-    while (len > 0) {
-      iovec iov{p, static_cast<size_t>(std::min<uint64_t>(len, SSIZE_MAX))};
-      ssize_t n = RetryEintr(
-          [&] { return ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT); });
-      if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP)) return ErrorCode::OK;
-      if (n < 0) return ErrorCode::FILE_READ_FAIL;
-      if (n == 0) {  // end of file before `len` bytes
-        errno = 0;
-        return ErrorCode::FILE_READ_FAIL;
-      }
-      p += n;
-      len -= static_cast<uint64_t>(n);
-      offset += static_cast<uint64_t>(n);
-    }
-    *done = true;
-    return ErrorCode::OK;
+    return ReadFully(fd, buf, len, offset, RWF_NOWAIT, done);
   }
 
   ErrorCode PRead(int fd, void* buf, uint64_t len, uint64_t offset) override {
-    char* p = static_cast<char*>(buf);
-    while (len > 0) {
-      size_t chunk = static_cast<size_t>(std::min<uint64_t>(len, SSIZE_MAX));
-      ssize_t n = RetryEintr([&] { return ::pread(fd, p, chunk, static_cast<off_t>(offset)); });
-      if (n < 0) return ErrorCode::FILE_READ_FAIL;
-      if (n == 0) {  // end of file before `len` bytes
-        errno = 0;
-        return ErrorCode::FILE_READ_FAIL;
-      }
-      p += n;
-      len -= static_cast<uint64_t>(n);
-      offset += static_cast<uint64_t>(n);
-    }
-    return ErrorCode::OK;
+    bool done = false;
+    return ReadFully(fd, buf, len, offset, 0, &done);
   }
 
   ErrorCode PWrite(int fd, const void* buf, uint64_t len, uint64_t offset) override {

@@ -87,16 +87,6 @@ std::string RunOk(const std::vector<std::string>& argv) {
   return "`" + cmd + "` failed: " + out;
 }
 
-// Polls `done` every 20 ms until it holds; false after `timeout_ms`.
-bool Eventually(const std::function<bool()>& done, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
-
 // Test keys are "<prefix>-<i>-<size>"; the value starts with the key (so a
 // read of another object shows) and goes on with a pattern.
 std::string KeyOf(const std::string& prefix, int i, size_t size) {
@@ -166,7 +156,7 @@ struct NodeProcess {
     return reply.ok() && reply->status == 200;
   }
   bool WaitMetric(const std::string& series, const std::function<bool(double)>& done) const {
-    return Eventually([&] { return done(Metric(series)); }, kWaitMs);
+    return testing::PollUntil([&] { return done(Metric(series)); }, kWaitMs);
   }
   void Kill() const {
     process->Signal(SIGKILL);
@@ -236,14 +226,10 @@ class ClusterFaultTest : public ::testing::Test {
                              "--metrics_port=0"});
     args.insert(args.end(), flags.begin(), flags.end());
     master_ = std::make_unique<ChildProcess>("/usr/bin/env", args, log);
-    ASSERT_TRUE(WaitForText(log, "metrics port ", kStartMs)) << ReadFile(log);
-    const std::string text = ReadFile(log);
-    int rpc = 0, http = 0;
-    ASSERT_EQ(std::sscanf(text.c_str() + text.find("rpc port "), "rpc port %d, metrics port %d",
-                          &rpc, &http), 2) << text;
-    rpc_ = static_cast<uint16_t>(rpc);
-    http_ = static_cast<uint16_t>(http);
-    ASSERT_TRUE(testing::WaitHealthy(http_, kStartMs));
+    testing::ServicePorts ports;
+    ASSERT_TRUE(testing::WaitForServicePorts(log, kStartMs, &ports)) << ReadFile(log);
+    rpc_ = ports.rpc;
+    http_ = ports.http;
     master_client_ = std::make_unique<MasterClient>(MasterClientOptions{Master()});
   }
 
@@ -301,19 +287,13 @@ class ClusterFaultTest : public ::testing::Test {
       ADD_FAILURE() << "node " << spec.name << " did not come up: " << ReadFile(log);
       return node;
     }
-    const std::string text = "\n" + ReadFile(log);
-    const size_t line = text.find("\nnode ");
-    const size_t metrics = text.find("metrics port ");
-    char id[64] = {0};
-    int port = 0;
-    if (line == std::string::npos || metrics == std::string::npos ||
-        std::sscanf(text.c_str() + line, "\nnode %63s segment", id) != 1 ||
-        std::sscanf(text.c_str() + metrics, "metrics port %d", &port) != 1) {
-      ADD_FAILURE() << "unexpected ready lines from node " << spec.name << ": " << text;
+    testing::NodeReady ready;
+    if (!testing::ParseNodeReady(ReadFile(log), &ready)) {
+      ADD_FAILURE() << "unexpected ready lines from node " << spec.name << ": " << ReadFile(log);
       return node;
     }
-    node.client_id = id;
-    node.metrics_port = static_cast<uint16_t>(port);
+    node.client_id = ready.client_id;
+    node.metrics_port = ready.metrics_port;
     return node;
   }
 
@@ -349,7 +329,7 @@ class ClusterFaultTest : public ::testing::Test {
   }
 
   bool WaitOnDisk(const std::vector<std::string>& keys, const NodeProcess& node) {
-    return Eventually([&] { return ListedOnDisk(keys, node).size() == keys.size(); }, kWaitMs);
+    return testing::PollUntil([&] { return ListedOnDisk(keys, node).size() == keys.size(); }, kWaitMs);
   }
 
   static void PutAll(Client& client, const std::vector<std::string>& keys,
@@ -599,7 +579,7 @@ class FullSsdTest : public ClusterFaultTest, public ::testing::WithParamInterfac
 
   // Waits until the node has handled (offloaded or failed) `tasks` tasks.
   bool WaitHandled(const NodeProcess& node, double tasks) {
-    return Eventually([&] {
+    return testing::PollUntil([&] {
       return node.Metric("shelfmark_node_offloaded") +
                  node.Metric("shelfmark_node_offload_failures") >= tasks;
     }, kWaitMs);
@@ -659,7 +639,7 @@ TEST_P(FullSsdTest, EvictsDiskReplicasAndKeepsServing) {
       << "evictions told to the master: " << node->Metric("shelfmark_node_disk_evictions")
       << " of " << evicted;
   std::vector<std::string> listed;
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(testing::PollUntil([&] {
     listed = ListedOnDisk(keys, *node);
     return static_cast<double>(listed.size()) == stored;
   }, kWaitMs)) << listed.size() << " listed on disk, the store holds " << stored;

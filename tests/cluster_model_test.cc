@@ -355,14 +355,10 @@ class ClusterModelTest : public ::testing::Test {
         std::vector<std::string>{"--rpc_address=0.0.0.0", "--rpc_port=0", "--metrics_port=0",
                                  "--client_ttl=2", "--default_kv_lease_ttl=2000"},
         err);
-    ASSERT_TRUE(WaitForText(err, "metrics port ", kStartMs)) << ReadFile(err);
-    const std::string text = ReadFile(err);
-    int rpc = 0, http = 0;
-    ASSERT_EQ(std::sscanf(text.c_str() + text.find("rpc port "), "rpc port %d, metrics port %d",
-                          &rpc, &http), 2) << text;
-    rpc_ = static_cast<uint16_t>(rpc);
-    http_ = static_cast<uint16_t>(http);
-    ASSERT_TRUE(testing::WaitHealthy(http_, kStartMs));
+    testing::ServicePorts ports;
+    ASSERT_TRUE(testing::WaitForServicePorts(err, kStartMs, &ports)) << ReadFile(err);
+    rpc_ = ports.rpc;
+    http_ = ports.http;
   }
 
   // The interface that holds `ip` in namespace `ns` ("": the host's); "" if none.

@@ -11,25 +11,51 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 namespace shelfmark::testing {
-namespace {
-
-// Polls `done` every 20 ms until it holds; false after `timeout_ms`.
 bool PollUntil(const std::function<bool()>& done, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return false;
+  return done();
 }
 
-}  // namespace
+bool WaitForServicePorts(const std::string& log_path, int timeout_ms, ServicePorts* ports) {
+  if (!WaitForText(log_path, "metrics port ", timeout_ms)) return false;
+  const std::string text = ReadFile(log_path);
+  const size_t at = text.find("rpc port ");
+  int rpc = 0, http = 0;
+  if (at == std::string::npos ||
+      std::sscanf(text.c_str() + at, "rpc port %d, metrics port %d", &rpc, &http) != 2) {
+    return false;
+  }
+  ports->rpc = static_cast<uint16_t>(rpc);
+  ports->http = static_cast<uint16_t>(http);
+  return WaitHealthy(ports->http, timeout_ms);
+}
+
+bool ParseNodeReady(const std::string& log_text, NodeReady* ready) {
+  const std::string text = "\n" + log_text;
+  const size_t line = text.find("\nnode ");
+  const size_t metrics = text.find("metrics port ");
+  char id[64] = {0};
+  int port = 0;
+  if (line == std::string::npos || metrics == std::string::npos ||
+      std::sscanf(text.c_str() + line, "\nnode %63s segment", id) != 1 ||
+      std::sscanf(text.c_str() + metrics, "metrics port %d", &port) != 1) {
+    return false;
+  }
+  ready->client_id = id;
+  ready->metrics_port = static_cast<uint16_t>(port);
+  return true;
+}
 
 uint16_t FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -11,6 +11,28 @@
 
 namespace shelfmark::testing {
 
+// Polls `done` every 20 ms until it holds; false when it still does not
+// after `timeout_ms` (checked once more at the deadline).
+bool PollUntil(const std::function<bool()>& done, int timeout_ms);
+
+// The ports a shelfmark-master started with --rpc_port=0 --metrics_port=0
+// printed ("rpc port N, metrics port M") to the log at `log_path`, once it
+// answers /health; false (after `timeout_ms`) when it does not.
+struct ServicePorts {
+  uint16_t rpc = 0;
+  uint16_t http = 0;
+};
+bool WaitForServicePorts(const std::string& log_path, int timeout_ms, ServicePorts* ports);
+
+// What a shelfmark-node printed once mounted ("shelfmark-node: metrics port
+// M", then "node <client id> segment ..."), from its log text; false when a
+// line is missing.
+struct NodeReady {
+  std::string client_id;
+  uint16_t metrics_port = 0;
+};
+bool ParseNodeReady(const std::string& log_text, NodeReady* ready);
+
 // A TCP port that was free a moment ago (bound to 0 and released).
 uint16_t FreePort();
 

@@ -46,16 +46,6 @@ constexpr uint64_t kSegmentBytes = 32ull << 20;
 const std::string kNodeA = "ssd-a";
 const std::string kNodeB = "ssd-b";
 
-// Polls `done` every 20 ms until it holds; false after `timeout_ms`.
-bool Eventually(const std::function<bool()>& done, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
-
 // Test objects are "obj-<i>-<size>": the key alone gives the expected bytes.
 std::string KeyOf(int i, size_t size) {
   return "obj-" + std::to_string(i) + "-" + std::to_string(size);
@@ -121,14 +111,10 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
                                  "--enable_offload", "--eviction_high_watermark_ratio=0.5",
                                  "--eviction_ratio=1.0", "--default_kv_lease_ttl=2000"},
         err);
-    ASSERT_TRUE(WaitForText(err, "metrics port ", kStartMs)) << ReadFile(err);
-    const std::string text = ReadFile(err);
-    int rpc = 0, http = 0;
-    ASSERT_EQ(std::sscanf(text.c_str() + text.find("rpc port "), "rpc port %d, metrics port %d",
-                          &rpc, &http), 2) << text;
-    rpc_ = static_cast<uint16_t>(rpc);
-    http_ = static_cast<uint16_t>(http);
-    ASSERT_TRUE(testing::WaitHealthy(http_, kStartMs));
+    testing::ServicePorts ports;
+    ASSERT_TRUE(testing::WaitForServicePorts(err, kStartMs, &ports)) << ReadFile(err);
+    rpc_ = ports.rpc;
+    http_ = ports.http;
     master_client_ = std::make_unique<MasterClient>(MasterClientOptions{Master()});
     b_ = StartNode(kNodeB, "relaxed");
     ASSERT_FALSE(b_.client_id.empty());
@@ -173,19 +159,13 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
             "--listen_ip=127.0.0.1", "--segment_name=" + name, "--ping_interval_ms=300"},
         err);
     EXPECT_TRUE(WaitForText(err, " protocol ucx endpoint 127.0.0.1:", kStartMs)) << ReadFile(err);
-    const std::string text = ReadFile(err);
-    char id[64] = {0};
-    int port = 0;
-    const size_t line = text.find("\nnode ");
-    const size_t metrics = text.find("metrics port ");
-    if (line == std::string::npos || metrics == std::string::npos ||
-        std::sscanf(text.c_str() + line, "\nnode %63s segment", id) != 1 ||
-        std::sscanf(text.c_str() + metrics, "metrics port %d", &port) != 1) {
-      ADD_FAILURE() << "no ready lines from node " << name << ": " << text;
+    testing::NodeReady ready;
+    if (!testing::ParseNodeReady(ReadFile(err), &ready)) {
+      ADD_FAILURE() << "no ready lines from node " << name << ": " << ReadFile(err);
       return node;
     }
-    node.client_id = id;
-    node.metrics_port = static_cast<uint16_t>(port);
+    node.client_id = ready.client_id;
+    node.metrics_port = ready.metrics_port;
     return node;
   }
 
@@ -217,7 +197,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   }
 
   bool WaitOnDisk(const std::vector<std::string>& keys, const NodeProcess& node) {
-    return Eventually([&] {
+    return testing::PollUntil([&] {
       for (const std::string& key : keys) {
         if (!OnDiskOf(Replicas(key), node.client_id)) return false;
       }
@@ -233,7 +213,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     options.config.preferred_segments = {kNodeB};
     const std::string filler(1 << 20, 'f');
     int fills = 0;
-    return Eventually([&] {
+    return testing::PollUntil([&] {
       client_->Put("", "fill-" + std::to_string(fills++), filler, options);
       for (const std::string& key : keys) {
         if (HasMemory(Replicas(key))) return false;
@@ -246,7 +226,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   // new one are registered, and no test object keeps a MEMORY replica (they
   // were all on the old node's segment) or a LOCAL_DISK replica of it.
   bool WaitPurged(const std::string& old_client_id) {
-    return Eventually([&] {
+    return testing::PollUntil([&] {
       if (testing::ScrapeMetric(http_, "shelfmark_master_client_count") != 2) return false;
       auto keys = master_client_->ListKeys("", "obj-", 1 << 20);
       if (!keys.ok()) return false;
@@ -309,7 +289,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     if (how == Stop::kKillAfterCheckpoint && IsOffsetBackend()) {
       // Relaxed: only what a checkpoint holds survives a crash; wait for the
       // periodic one (every 5 s) to cover the acknowledged objects.
-      ASSERT_TRUE(Eventually([&] { return CheckpointLists(StoreDir(kNodeA), keys); }, kWaitMs));
+      ASSERT_TRUE(testing::PollUntil([&] { return CheckpointLists(StoreDir(kNodeA), keys); }, kWaitMs));
     }
     const std::string old_id = a_.client_id;
     if (how == Stop::kSigterm) {
