@@ -96,7 +96,13 @@ class Node {
   // NO_AVAILABLE_HANDLE when the memory cannot be mapped; the engine's code
   // when registration fails.
   static Result<std::unique_ptr<Node>> Create(NodeOptions options, TransportEngine* engine);
-  ~Node();  // unregisters and unmaps the segment (Run() must have returned)
+  // Unregisters the segment and gives its pages back to the OS (Run() must
+  // have returned). The address range stays mapped, to fresh zero pages,
+  // until the process exits: UCX over tcp emulates RMA, and a put already on
+  // its way is written by the engine's progress thread after unregistration
+  // with no check (ucp_put_handler); an unmapped range crashed the node on
+  // SIGTERM under load (cluster_model_test).
+  ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -119,6 +125,8 @@ class Node {
   Node(NodeOptions options, TransportEngine* engine);
   // Sleeps up to `ms` or until Stop(); true when stopping.
   bool SleepOrStop(int64_t ms);
+  // The destructor's release of the segment's memory (see ~Node).
+  void RetireMemory();
   // MountLocalDisk + re-report of every stored object; the master's code.
   ErrorCode ReportDisk(MasterClient& master);
   // One offload round (OffloadHeartbeat, copy, WriteBatch, report); the
