@@ -264,7 +264,11 @@ class GetBench {
         return SetError(s, keys[k] + ": wrong bytes", ErrorCode::DATA_CORRUPTED);
       }
     }
-    s->protocol = o_.protocol;
+    // BatchGet reads MEMORY replicas with the engine serving them: rdma when
+    // this client has it (and --protocol allows), else ucx.
+    s->protocol = o_.protocol != "auto" ? o_.protocol
+                  : client_->engine("rdma") != nullptr ? "rdma"
+                                                       : std::string(UcxEngine::kProtocol);
     if (timed) s->get_ns.push_back(ns);
     return true;
   }

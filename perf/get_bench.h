@@ -20,7 +20,8 @@
 // drawn uniformly or zipf. A get whose first replica is not of the measured
 // type, that fails, or whose bytes differ from what was put fails the run
 // (exit 1). --batch=N>1 (memory only) times one BatchGet of N keys per
-// operation instead.
+// operation instead (its lookup and transfer are not separable: reported 0;
+// ops/s and GB/s count keys).
 //
 // Baselines of local_disk rows, measured in the same run on the same keys,
 // each call after the master lookup a get makes (untimed) so that both meet
