@@ -41,9 +41,11 @@ mkdir -p "$out"
 if [ "$vm" = 1 ]; then
   echo "== the demo cluster inside the soft-RoCE VM (MEMORY reads over RDMA)"
   echo "   (the VM suite: verbs tests, perftest, a master + node with an SSD store over"
-  echo "   soft-RoCE, shelfmark-perf read and get; QEMU without KVM is slow: a few minutes)"
+  echo "   soft-RoCE, shelfmark-cli fill / verify of 300 objects and shelfmark-perf read and"
+  echo "   get over RDMA; QEMU without KVM is slow: a few minutes)"
   "$root/tests/softroce/run_vm_suite.sh" "$build" >"$out/vm.log" 2>&1 ||
     { tail -n 40 "$out/vm.log"; die "the VM suite failed; see $out/vm.log"; }
+  sed -n 's/^shelfmark-cli-load //p' "$build/softroce/perf.txt"
   sed -n 's/^shelfmark-perf-get-table //p' "$build/softroce/perf.txt" | tee "$out/get-vm.txt"
   sed -n 's/^shelfmark-perf-get //p' "$build/softroce/perf.txt" >"$out/get-vm.jsonl"
   echo "   (MEMORY rows: RDMA READ between rxe devices inside the VM; JSON: $out/get-vm.jsonl)"

@@ -248,6 +248,15 @@ perf_read() {
 # the same run's baselines. The table and the JSON lines become perf lines
 # (scripts/demo.sh --vm prints the table).
 perf_get() {
+  # A few hundred objects put and read back over RDMA first (the demo's
+  # fill / verify), so the node also offloads while perf get runs.
+  $cli fill vm-demo --count=300 --size=65536 $data >/tmp/fill.out 2>&1 ||
+    { cat /tmp/fill.out; return 1; }
+  $cli verify vm-demo --count=300 --size=65536 $data >/tmp/verify.out 2>&1
+  rc=$?
+  while read -r line; do echo "SHELFMARK-PERF shelfmark-cli-load $line"; done </tmp/fill.out
+  while read -r line; do echo "SHELFMARK-PERF shelfmark-cli-load $line"; done </tmp/verify.out
+  [ $rc -eq 0 ] || return 1
   /tests/shelfmark-perf get --master=$master $data --replica=all --size=4096,65536,1048576 \
     --iters=200 --warmup=5 --keys=8 --disk_dirs=/tmp/ssd --json_out=/tmp/perf_get.jsonl \
     >/tmp/perf_get.out 2>/tmp/perf_get.err
