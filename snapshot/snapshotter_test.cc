@@ -112,10 +112,12 @@ TEST_F(SnapshotterTest, PeriodicThreadSnapshotsUntilStopped) {
   std::mutex mu;
   std::condition_variable cv;
   int done = 0;
+  std::string last_ok;
   SnapshotterOptions o;
   o.interval_ms = 1;
-  o.on_result = [&](const SnapshotResult&) {
+  o.on_result = [&](const SnapshotResult& r) {
     std::lock_guard<std::mutex> lock(mu);
+    if (r.code == ErrorCode::OK) last_ok = r.snapshot_id;
     ++done;
     cv.notify_all();
   };
@@ -127,8 +129,13 @@ TEST_F(SnapshotterTest, PeriodicThreadSnapshotsUntilStopped) {
   }
   s->Stop();
   EXPECT_GE(s->Stats().succeeded, 3u);
-  EXPECT_EQ(s->Stats().failed, 0u);
-  EXPECT_EQ(*catalog_.Latest(), s->Stats().last.snapshot_id);
+  // With a 1 ms interval the next snapshot may be running when Stop() comes:
+  // that one is killed and counted as failed (as documented), none other.
+  EXPECT_LE(s->Stats().failed, 1u);
+  // Latest names the last snapshot that succeeded, or the one Stop() killed
+  // if the kill came after it was published.
+  const std::string latest = *catalog_.Latest();
+  EXPECT_TRUE(latest == last_ok || latest == s->Stats().last.snapshot_id) << latest;
 }
 
 // A pipe a child hook writes one byte into before it stops itself.
