@@ -195,10 +195,11 @@ Result<std::string> Node::ReadOwnReplica(MasterClient& master, const OffloadTask
 
 Result<std::vector<StoredLocation>> Node::WriteToDisk(const std::vector<StoredObject>& batch) {
   auto stored = options_.disk->WriteBatch(batch);
-  const bool too_big = !stored.ok() && (stored.error() == ErrorCode::INVALID_PARAMS ||
-                                        stored.error() == ErrorCode::BUFFER_OVERFLOW);
-  if (stored.ok() || !too_big || batch.size() == 1) {
-    if (!stored.ok()) offload_failures_.fetch_add(batch.size());
+  if (stored.ok()) return stored;
+  const bool too_big = stored.error() == ErrorCode::INVALID_PARAMS ||
+                       stored.error() == ErrorCode::BUFFER_OVERFLOW;
+  if (!too_big || batch.size() == 1) {
+    offload_failures_.fetch_add(batch.size());
     return stored;
   }
   // More keys or bytes than the store may hold at once: one object at a time

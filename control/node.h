@@ -16,9 +16,9 @@
 // the backend holds (NotifyOffloadSuccess), so a restarted master relearns
 // the SSD data. Each ping period it also takes offload tasks in rounds of up
 // to kOffloadBatch (OffloadHeartbeat; a full round is followed by another, at
-// most kMaxOffloadRounds per period, so the node keeps up with puts), copies each object's bytes from its MEMORY
-// replica in this node's segment (found with GetReplicaList) into the
-// backend (WriteBatch) and reports them. Keys the backend evicts are queued
+// most kMaxOffloadRounds per period, so the node keeps up with puts), copies
+// each object's bytes from its MEMORY replica in this node's segment (found
+// with GetReplicaList) into the backend (WriteBatch) and reports them. Keys the backend evicts are queued
 // by its evict callback (any thread) and sent as EvictDiskReplica from
 // Run()'s thread.
 //

@@ -22,7 +22,9 @@
 #include "perf/get_report.h"
 #include "perf/key_chooser.h"
 #include "perf/latency_plot.h"
+#include "ssdstore/bucket_backend.h"
 #include "ssdstore/local_disk_client.h"
+#include "ssdstore/offset_backend.h"
 #include "transport/ucx_engine.h"
 
 namespace shelfmark {
@@ -91,9 +93,7 @@ class GetBench {
   explicit GetBench(GetBenchOptions o) : o_(std::move(o)) {}
   ~GetBench() {
     if (json_out_ != nullptr) std::fclose(json_out_);
-    for (DiskTarget& t : targets_) {
-      if (t.fd >= 0) close(t.fd);
-    }
+    CloseTargets();
   }
 
   int Run() {
@@ -375,10 +375,7 @@ class GetBench {
   // Asks the node where each key's bytes lie (ReadLocalDisk's bucket_id and
   // offset) and opens the file under --disk_dirs that holds those bytes.
   bool FindTargets(uint64_t size) {
-    for (DiskTarget& t : targets_) {
-      if (t.fd >= 0) close(t.fd);
-    }
-    targets_.clear();
+    CloseTargets();
     auto* ucx = static_cast<UcxEngine*>(client_->engine(UcxEngine::kProtocol));
     if (ucx == nullptr) return Fail("no ucx engine for LOCAL_DISK", ErrorCode::INVALID_PARAMS);
     for (int64_t i = 0; i < o_.keys; ++i) {
@@ -398,10 +395,18 @@ class GetBench {
     return true;
   }
 
+  void CloseTargets() {
+    for (DiskTarget& t : targets_) {
+      if (t.fd >= 0) close(t.fd);
+    }
+    targets_.clear();
+  }
+
   // The file under --disk_dirs holding `read`'s bytes at its offset; -1
   // when none does.
   int OpenHolder(const LocalDiskRead& read) const {
-    const std::string names[] = {std::to_string(read.bucket_id) + ".bucket", "kv_cache.data"};
+    const std::string names[] = {BucketFileName(read.bucket_id),
+                                 std::string(kOffsetDataFileName)};
     std::string back(read.data.size(), '\0');
     for (const std::string& dir : o_.disk_dirs) {
       for (const std::string& name : names) {

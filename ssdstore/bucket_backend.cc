@@ -113,6 +113,10 @@ Result<std::unique_ptr<BucketBackend>> BucketBackend::Open(BucketBackendOptions 
   return backend;
 }
 
+std::string BucketFileName(uint64_t id) {
+  return std::to_string(id) + std::string(kBucketSuffix);
+}
+
 std::string BucketBackend::PathOf(uint64_t id, std::string_view suffix) const {
   std::string path = options_.root;
   if (path.back() != '/') path += '/';

@@ -57,6 +57,10 @@ namespace shelfmark {
 
 inline constexpr std::string_view kBucketBackendName = "bucket_storage_backend";
 
+// The file holding bucket `id`'s bytes, relative to the backend's root:
+// "<id>.bucket" (a DiskPlace's bucket_id names it).
+std::string BucketFileName(uint64_t id);
+
 enum class BucketEviction { kFifo, kLru };
 
 struct BucketBackendOptions {

@@ -49,9 +49,7 @@ struct LocalDiskService::Core {
     if (status == ErrorCode::OK) {
       reply.bucket_id = place.bucket_id;
       reply.offset = place.offset;
-    }
-    reply.data_size = status == ErrorCode::OK ? data.size() : 0;
-    if (status == ErrorCode::OK) {
+      reply.data_size = data.size();
       bytes_served.fetch_add(data.size(), std::memory_order_relaxed);
     } else {
       errors.fetch_add(1, std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/object_key.h"
+#include "ssdstore/bucket_backend.h"
 #include "ssdstore/fault_file_io.h"
 #include "ssdstore/io_test_util.h"
 #include "ssdstore/local_disk_client.h"
@@ -285,7 +286,7 @@ TEST_P(LocalDiskTest, ReplyCarriesWhereTheBytesLie) {
     EXPECT_EQ(read->offset, where.offset) << where.key;
     // The bytes really lie there in the backend's file.
     const std::string file = GetParam() == StorageConfig::Backend::kBucket
-                                 ? std::to_string(where.bucket_id) + ".bucket"
+                                 ? BucketFileName(where.bucket_id)
                                  : std::string(kOffsetDataFileName);
     const std::string whole = testing::ReadWholeFile(dir_.Join(file));
     ASSERT_GE(whole.size(), static_cast<size_t>(where.offset) + read->data.size());
