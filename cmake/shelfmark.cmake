@@ -10,7 +10,8 @@ function(shelfmark_library name)
 endfunction()
 
 # shelfmark_test(NAME SOURCES... DEPS... LABELS... [TIMEOUT s]): one GoogleTest
-# binary registered with ctest under the given labels (quick, cluster, softroce).
+# binary registered with ctest under the given labels (unit, process, s3, cluster,
+# softroce; docs/architecture.md says what each means).
 function(shelfmark_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -18,7 +19,7 @@ function(shelfmark_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT ARG_LABELS)
-    set(ARG_LABELS quick)
+    set(ARG_LABELS unit)
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
@@ -33,4 +34,13 @@ function(shelfmark_binary name)
   target_compile_options(${name} PRIVATE ${SHELFMARK_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
   install(TARGETS ${name} RUNTIME DESTINATION bin)
+endfunction()
+
+# shelfmark_link_rdma(target): links the verbs engine when it is built
+# (transport/rdma_plugin.h tests SHELFMARK_HAVE_VERBS).
+function(shelfmark_link_rdma target)
+  if(TARGET shelfmark_transport_verbs)
+    target_link_libraries(${target} PRIVATE shelfmark::transport_verbs)
+    target_compile_definitions(${target} PRIVATE SHELFMARK_HAVE_VERBS=1)
+  endif()
 endfunction()

@@ -17,7 +17,7 @@
 #include "common/thread_annotations.h"
 #include "common/uuid.h"
 #include "directory/directory_state.h"
-#include "directory/types.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

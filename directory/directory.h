@@ -37,7 +37,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "directory/directory_state.h"
-#include "directory/types.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/uuid.h"
-#include "directory/types.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/uuid.h"
-#include "directory/types.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

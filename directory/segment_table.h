@@ -20,8 +20,8 @@
 #include "common/thread_annotations.h"
 #include "common/uuid.h"
 #include "directory/directory_state.h"
-#include "directory/offset_allocator.h"
-#include "directory/types.h"
+#include "common/offset_allocator.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

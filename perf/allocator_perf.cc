@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "common/flags.h"
-#include "directory/offset_allocator.h"
+#include "common/offset_allocator.h"
 
 namespace shelfmark {
 namespace {

@@ -1,6 +1,5 @@
-// Small pure helpers of the benchmarks: latency percentiles, HOST:PORT
-// parsing, reading one value out of a Prometheus text page, and a plain
-// HTTP/1.0 GET over a socket (no extra libraries).
+// Small pure helpers of the benchmarks: latency percentiles and size lists.
+// (Reading another process's /metrics is service/http_client.h.)
 //
 // Thread safety: every function is reentrant; none keeps state.
 #pragma once
@@ -46,20 +45,5 @@ LatencyStats DescribeLatencyNs(std::vector<int64_t>* latencies_ns);
 // negative or malformed entry (`out` is then unspecified).
 bool ParseSizeList(const std::string& text, std::vector<uint64_t>* out);
 
-
-// The value of the first sample of metric `name` in Prometheus text format
-// (a line "name value" or "name{labels} value"; comments skipped). nullopt
-// when absent or unparsable.
-std::optional<double> PrometheusValue(std::string_view page, std::string_view name);
-
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
-
-// GET http://host:port/path with HTTP/1.0 ("Connection: close"), reading
-// until the server closes. RPC_FAIL when the server cannot be reached, the
-// reply is malformed or `timeout_ms` passes (connect and each read).
-Result<HttpReply> HttpGet(const HostPort& where, std::string_view path, int timeout_ms = 5000);
 
 }  // namespace shelfmark

@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "control/client.h"
-#include "control/object_load.h"
-#include "control/rdma_plugin.h"
+#include "client/client.h"
+#include "client/object_load.h"
+#include "client/data_client.h"
 #include "perf/bench_main.h"
 #include "perf/bench_util.h"
 #include "perf/get_options.h"
@@ -23,7 +23,7 @@
 #include "perf/key_chooser.h"
 #include "perf/latency_plot.h"
 #include "ssdstore/bucket_backend.h"
-#include "ssdstore/local_disk_client.h"
+#include "client/local_disk_client.h"
 #include "ssdstore/offset_backend.h"
 #include "transport/ucx_engine.h"
 
@@ -372,12 +372,18 @@ class GetBench {
 
   // --- local_disk baselines -------------------------------------------------
 
+  // The messages LOCAL_DISK reads travel on: the ucx engine's.
+  AmTransport* DiskMessages() const {
+    TransportEngine* ucx = client_->engine(UcxEngine::kProtocol);
+    return ucx == nullptr ? nullptr : ucx->messages();
+  }
+
   // Asks the node where each key's bytes lie (ReadLocalDisk's bucket_id and
   // offset) and opens the file under --disk_dirs that holds those bytes.
   bool FindTargets(uint64_t size) {
     CloseTargets();
-    auto* ucx = static_cast<UcxEngine*>(client_->engine(UcxEngine::kProtocol));
-    if (ucx == nullptr) return Fail("no ucx engine for LOCAL_DISK", ErrorCode::INVALID_PARAMS);
+    AmTransport* am = DiskMessages();
+    if (am == nullptr) return Fail("no ucx engine for LOCAL_DISK", ErrorCode::INVALID_PARAMS);
     for (int64_t i = 0; i < o_.keys; ++i) {
       GetOptions go;
       go.prefer_local_disk = true;
@@ -385,7 +391,7 @@ class GetBench {
       if (!loc.ok()) return Fail("locate " + Key(size, i), loc.error());
       DiskTarget t;
       t.endpoint = loc->info.replicas.front().disk.endpoint;
-      auto read = ReadLocalDisk(ucx->am(), t.endpoint, o_.tenant, Key(size, i), size,
+      auto read = ReadLocalDisk(*am, t.endpoint, o_.tenant, Key(size, i), size,
                                 kBaselineTimeoutMs);
       if (!read.ok()) return Fail("LOCAL_DISK read " + Key(size, i), read.error());
       t.offset = read->offset;
@@ -427,7 +433,7 @@ class GetBench {
   // get makes, as many as the measurement's gets (single thread).
   bool MeasureBaselines(uint64_t size, GetRow* row) {
     if (!FindTargets(size)) return false;
-    auto* ucx = static_cast<UcxEngine*>(client_->engine(UcxEngine::kProtocol));
+    AmTransport* am = DiskMessages();
     const bool have_pread = std::all_of(targets_.begin(), targets_.end(),
                                         [](const DiskTarget& t) { return t.fd >= 0; });
     if (!have_pread) {
@@ -436,7 +442,7 @@ class GetBench {
     }
     KeyChooser chooser(o_.keys, o_.distribution, o_.zipf_theta, size + 7);
     std::vector<int64_t> am_ns, pread_ns;
-    std::vector<char> buf(size);
+    std::vector<char> buf(size), probed(size);
     const int64_t n = std::min<int64_t>(o_.iters, 20'000);
     for (int64_t k = 0; k < o_.warmup + n && !InterruptFlag().load(); ++k) {
       const uint64_t i = chooser.Next();
@@ -446,7 +452,9 @@ class GetBench {
       // (back to back, nothing has gone to sleep: measured ~15 us faster).
       (void)client_->Locate(o_.tenant, Key(size, i));
       const auto t0 = SteadyClock::now();
-      const ErrorCode rc = ProbeLocalDisk(ucx->am(), t.endpoint, size, kBaselineTimeoutMs);
+      // Into a buffer, as a get's LOCAL_DISK reply lands in the caller's.
+      const ErrorCode rc =
+          ProbeLocalDisk(*am, t.endpoint, size, kBaselineTimeoutMs, probed.data());
       const int64_t am = NsSince(t0);
       if (rc != ErrorCode::OK) {
         return Fail("probe " + t.endpoint + " (" + std::to_string(size) + " B, call " +

@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "common/object_key.h"
-#include "control/master_client.h"
+#include "rpc/master_client.h"
 #include "perf/bench_keys.h"
 #include "perf/bench_main.h"
 #include "perf/bench_util.h"
+#include "service/http_client.h"
 #include "perf/master_options.h"
 #include "perf/master_report.h"
 #include "perf/phase_runner.h"

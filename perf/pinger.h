@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "control/master_client.h"
-#include "directory/types.h"
+#include "rpc/master_client.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

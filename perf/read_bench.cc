@@ -12,8 +12,8 @@
 
 #include "common/flags.h"
 #include "common/json_line.h"
-#include "control/client.h"
-#include "control/rdma_plugin.h"
+#include "client/client.h"
+#include "client/data_client.h"
 #include "perf/bench_util.h"
 #include "transport/ucx_engine.h"
 #if defined(SHELFMARK_HAVE_VERBS)

@@ -15,7 +15,7 @@
 
 #include "common/flags.h"
 #include "common/json_line.h"
-#include "control/process_stats.h"
+#include "service/process_stats.h"
 #include "directory/directory.h"
 #include "perf/bench_keys.h"
 #include "snapshot/local_store.h"

@@ -18,7 +18,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "tests/process_util.h"
+#include "testing/process_util.h"
 
 namespace shelfmark {
 namespace {

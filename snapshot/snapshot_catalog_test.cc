@@ -26,7 +26,7 @@ class SnapshotCatalogTest : public ::testing::Test {
     return ids;
   }
 
-  testing::TempDirectory dir_;
+  testing::TempDir dir_;
   std::unique_ptr<LocalStore> store_ = testing::OpenLocalStore(dir_.path());
   SnapshotCatalog catalog_{store_.get(), "c1"};
 };

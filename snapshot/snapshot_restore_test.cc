@@ -71,7 +71,7 @@ class SnapshotRestoreTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  testing::TempDirectory dir_;
+  testing::TempDir dir_;
   std::unique_ptr<LocalStore> store_ = testing::OpenLocalStore(dir_.path());
   SnapshotCatalog catalog_{store_.get(), "c1"};
   std::unique_ptr<Directory> source_ = testing::MakeDirectory(&clock_);

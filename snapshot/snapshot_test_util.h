@@ -1,4 +1,4 @@
-// Test helpers of the snapshot tests: a temporary directory, a LocalStore
+// Test helpers of the snapshot tests (TempDir: testing/temp_dir.h): a LocalStore
 // in it, a directory holding every kind of state, and a text dump of a
 // directory's exported state for comparisons.
 #pragma once
@@ -17,28 +17,9 @@
 #include "directory/directory_test_util.h"
 #include "directory/shard.h"
 #include "snapshot/local_store.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark::testing {
-
-// A fresh directory under the test temp dir, removed with its contents.
-class TempDirectory {
- public:
-  TempDirectory() {
-    std::string tmpl = ::testing::TempDir() + "/shelfmark_snapshot_XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = std::filesystem::absolute(tmpl).string();
-  }
-  ~TempDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDirectory(const TempDirectory&) = delete;
-  TempDirectory& operator=(const TempDirectory&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 inline std::unique_ptr<LocalStore> OpenLocalStore(const std::string& base) {
   auto store = LocalStore::Open(base);

@@ -53,7 +53,7 @@ class SnapshotterTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  testing::TempDirectory tmp_;
+  testing::TempDir tmp_;
   std::unique_ptr<LocalStore> store_ = testing::OpenLocalStore(tmp_.path());
   SnapshotCatalog catalog_{store_.get(), "c1"};
   std::unique_ptr<Directory> dir_ = testing::MakeDirectory(&clock_);
@@ -260,7 +260,7 @@ class FullDiskTest : public SnapshotterTest {
     }
   }
 
-  testing::TempDirectory disk_;
+  testing::TempDir disk_;
   bool mounted_ = false;
   std::unique_ptr<LocalStore> small_;
 };

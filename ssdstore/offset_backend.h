@@ -62,7 +62,7 @@
 
 #include "common/mutex.h"
 #include "common/result.h"
-#include "directory/offset_allocator.h"
+#include "common/offset_allocator.h"
 #include "ssdstore/file_io.h"
 #include "ssdstore/offset_checkpoint.h"
 #include "ssdstore/storage_backend.h"

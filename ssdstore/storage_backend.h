@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "directory/types.h"
+#include "common/types.h"
 
 namespace shelfmark {
 

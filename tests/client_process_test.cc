@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "control/client.h"
-#include "tests/process_util.h"
+#include "client/client.h"
+#include "testing/process_util.h"
 
 namespace shelfmark {
 namespace {

@@ -47,12 +47,12 @@
 #include <vector>
 
 #include "common/host_port.h"
-#include "control/client.h"
-#include "control/master_client.h"
-#include "perf/bench_util.h"
+#include "client/client.h"
+#include "rpc/master_client.h"
+#include "service/http_client.h"
 #include "ssdstore/storage_config.h"
 #include "tests/netns_util.h"
-#include "tests/process_util.h"
+#include "testing/process_util.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -156,7 +156,7 @@ struct NodeProcess {
     return reply.ok() && reply->status == 200;
   }
   bool WaitMetric(const std::string& series, const std::function<bool(double)>& done) const {
-    return testing::PollUntil([&] { return done(Metric(series)); }, kWaitMs);
+    return testing::WaitFor([&] { return done(Metric(series)); }, kWaitMs);
   }
   void Kill() const {
     process->Signal(SIGKILL);
@@ -329,7 +329,7 @@ class ClusterFaultTest : public ::testing::Test {
   }
 
   bool WaitOnDisk(const std::vector<std::string>& keys, const NodeProcess& node) {
-    return testing::PollUntil([&] { return ListedOnDisk(keys, node).size() == keys.size(); }, kWaitMs);
+    return testing::WaitFor([&] { return ListedOnDisk(keys, node).size() == keys.size(); }, kWaitMs);
   }
 
   static void PutAll(Client& client, const std::vector<std::string>& keys,
@@ -579,7 +579,7 @@ class FullSsdTest : public ClusterFaultTest, public ::testing::WithParamInterfac
 
   // Waits until the node has handled (offloaded or failed) `tasks` tasks.
   bool WaitHandled(const NodeProcess& node, double tasks) {
-    return testing::PollUntil([&] {
+    return testing::WaitFor([&] {
       return node.Metric("shelfmark_node_offloaded") +
                  node.Metric("shelfmark_node_offload_failures") >= tasks;
     }, kWaitMs);
@@ -639,7 +639,7 @@ TEST_P(FullSsdTest, EvictsDiskReplicasAndKeepsServing) {
       << "evictions told to the master: " << node->Metric("shelfmark_node_disk_evictions")
       << " of " << evicted;
   std::vector<std::string> listed;
-  ASSERT_TRUE(testing::PollUntil([&] {
+  ASSERT_TRUE(testing::WaitFor([&] {
     listed = ListedOnDisk(keys, *node);
     return static_cast<double>(listed.size()) == stored;
   }, kWaitMs)) << listed.size() << " listed on disk, the store holds " << stored;

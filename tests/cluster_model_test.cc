@@ -46,9 +46,9 @@
 #include <thread>
 #include <vector>
 
-#include "control/client.h"
+#include "client/client.h"
 #include "tests/netns_util.h"
-#include "tests/process_util.h"
+#include "testing/process_util.h"
 
 namespace shelfmark {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "control/master_client.h"
+#include "rpc/master_client.h"
 #include "directory/directory_test_util.h"
-#include "tests/process_util.h"
+#include "testing/process_util.h"
 
 namespace shelfmark {
 namespace {

@@ -26,11 +26,11 @@
 #include <thread>
 #include <vector>
 
-#include "control/client.h"
-#include "control/master_client.h"
+#include "client/client.h"
+#include "rpc/master_client.h"
 #include "ssdstore/offset_checkpoint.h"
 #include "ssdstore/storage_config.h"
-#include "tests/process_util.h"
+#include "testing/process_util.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -197,7 +197,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   }
 
   bool WaitOnDisk(const std::vector<std::string>& keys, const NodeProcess& node) {
-    return testing::PollUntil([&] {
+    return testing::WaitFor([&] {
       for (const std::string& key : keys) {
         if (!OnDiskOf(Replicas(key), node.client_id)) return false;
       }
@@ -213,7 +213,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     options.config.preferred_segments = {kNodeB};
     const std::string filler(1 << 20, 'f');
     int fills = 0;
-    return testing::PollUntil([&] {
+    return testing::WaitFor([&] {
       client_->Put("", "fill-" + std::to_string(fills++), filler, options);
       for (const std::string& key : keys) {
         if (HasMemory(Replicas(key))) return false;
@@ -226,7 +226,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   // new one are registered, and no test object keeps a MEMORY replica (they
   // were all on the old node's segment) or a LOCAL_DISK replica of it.
   bool WaitPurged(const std::string& old_client_id) {
-    return testing::PollUntil([&] {
+    return testing::WaitFor([&] {
       if (testing::ScrapeMetric(http_, "shelfmark_master_client_count") != 2) return false;
       auto keys = master_client_->ListKeys("", "obj-", 1 << 20);
       if (!keys.ok()) return false;
@@ -289,7 +289,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     if (how == Stop::kKillAfterCheckpoint && IsOffsetBackend()) {
       // Relaxed: only what a checkpoint holds survives a crash; wait for the
       // periodic one (every 5 s) to cover the acknowledged objects.
-      ASSERT_TRUE(testing::PollUntil([&] { return CheckpointLists(StoreDir(kNodeA), keys); }, kWaitMs));
+      ASSERT_TRUE(testing::WaitFor([&] { return CheckpointLists(StoreDir(kNodeA), keys); }, kWaitMs));
     }
     const std::string old_id = a_.client_id;
     if (how == Stop::kSigterm) {

@@ -95,7 +95,8 @@ TransferStatus CheckRemote(const TransferOp& op, const EngineEntry& self,
 
 LoopbackEngine::LoopbackEngine(TransportOptions options)
     : options_(std::move(options)),
-      endpoint_("loopback:" + std::to_string(TheRegistry().next_engine.fetch_add(1))) {
+      endpoint_("loopback:" + std::to_string(TheRegistry().next_engine.fetch_add(1))),
+      am_(std::make_unique<LoopbackAm>(endpoint_, options_)) {
   Registry& registry = TheRegistry();
   WriterLock lock(&registry.mu);
   registry.engines[endpoint_].cluster_token = options_.cluster_token;

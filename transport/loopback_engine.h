@@ -27,6 +27,7 @@
 //                                                   -> else TRANSFER_FAIL
 //        "remote access error".
 //    Either every op's bytes move or (on a check failure) none do.
+//  - messages(): a LoopbackAm on the same endpoint and token.
 //
 // Thread safety: every method may be called from any thread. Copies run under
 // the registry's shared lock, so an owner cannot unregister a region while a
@@ -39,6 +40,7 @@
 #include <string>
 #include <string_view>
 
+#include "transport/loopback_am.h"
 #include "transport/transport.h"
 
 namespace shelfmark {
@@ -60,10 +62,13 @@ class LoopbackEngine final : public TransportEngine {
   void UnregisterMemory(const MemoryRegion& region) override;
   TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
                           int64_t timeout_ms) override;
+  // Request/response messages on the same endpoint (loopback_am.h).
+  AmTransport* messages() override { return am_.get(); }
 
  private:
   const TransportOptions options_;
   const std::string endpoint_;
+  std::unique_ptr<LoopbackAm> am_;
 };
 
 }  // namespace shelfmark

@@ -32,7 +32,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,9 +42,11 @@
 
 #include "common/result.h"
 #include "common/uuid.h"
-#include "directory/types.h"
+#include "common/types.h"
 
 namespace shelfmark {
+
+class AmTransport;
 
 struct MemoryRegion {
   void* addr = nullptr;
@@ -88,6 +92,12 @@ struct EngineCounters {
   uint64_t rejected = 0;  // listening side: connect requests rejected (e.g. a wrong token)
 };
 
+class TransportEngine;
+
+// Reads an engine's counters; nullopt when it keeps none (the verbs engine
+// keeps them: transport/rdma_plugin.h supplies the reader to binaries).
+using EngineCountersReader = std::function<std::optional<EngineCounters>(const TransportEngine&)>;
+
 class TransportEngine {
  public:
   virtual ~TransportEngine() = default;
@@ -99,6 +109,10 @@ class TransportEngine {
   virtual void UnregisterMemory(const MemoryRegion& region) = 0;
   virtual TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
                                   int64_t timeout_ms) = 0;
+  // The request/response messages this engine carries on its own endpoint
+  // and connections (am_transport.h: LOCAL_DISK reads), nullptr when it
+  // carries none (rdma). Owned by the engine.
+  virtual AmTransport* messages() { return nullptr; }
 };
 
 }  // namespace shelfmark

@@ -4,14 +4,15 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 
 shelfmark_library(transport
-  SOURCES loopback_engine.cc transport_set.cc ucx_context.cc ucx_engine.cc ucx_am.cc
-  DEPS shelfmark::directory PkgConfig::UCX Threads::Threads)
+  SOURCES am_transport.cc loopback_am.cc loopback_engine.cc transport_set.cc ucx_context.cc
+          ucx_engine.cc ucx_am.cc
+  DEPS shelfmark::common PkgConfig::UCX Threads::Threads)
 
 shelfmark_test(loopback_engine_test SOURCES loopback_engine_test.cc DEPS shelfmark::transport
-  LABELS quick TIMEOUT 60)
+  LABELS unit TIMEOUT 60)
 shelfmark_test(transport_set_test SOURCES transport_set_test.cc DEPS shelfmark::transport
-  LABELS quick TIMEOUT 60)
+  LABELS unit TIMEOUT 60)
 shelfmark_test(ucx_engine_test SOURCES ucx_engine_test.cc DEPS shelfmark::transport
-  LABELS quick TIMEOUT 120)
+  LABELS unit TIMEOUT 120)
 shelfmark_test(ucx_am_test SOURCES ucx_am_test.cc DEPS shelfmark::transport
-  LABELS quick TIMEOUT 120)
+  LABELS unit TIMEOUT 120)

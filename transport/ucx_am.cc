@@ -1,5 +1,7 @@
 #include "transport/ucx_am.h"
 
+#include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,7 +22,9 @@ constexpr size_t kFraming = 24;  // our fields before the user header, both dire
 // may still write into it (the waiter, a rendezvous receive in flight).
 struct PendingCall {
   bool done = false;
+  bool receiving = false;  // a rendezvous receive into `target` is in flight
   ErrorCode status = ErrorCode::OK;
+  AmReplyTarget target;    // the caller's buffer, or none (reply.data)
   AmReply reply;
 };
 
@@ -36,11 +40,17 @@ struct AmLink {
   UcxContext* context GUARDED_BY(mu) = nullptr;
 };
 
-struct AmResponder::State {
-  std::shared_ptr<AmLink> link;
-  uint64_t conn_id = 0;
-  uint64_t request_id = 0;
-  bool sent = false;  // guarded by the responder's single owner
+// The reply of one request: a response AM on the connection it came from.
+class UcxReplySink final : public AmReplySink {
+ public:
+  UcxReplySink(std::shared_ptr<AmLink> link, uint64_t conn_id, uint64_t request_id)
+      : link_(std::move(link)), conn_id_(conn_id), request_id_(request_id) {}
+  bool Send(ErrorCode status, std::string header, std::string data) override;
+
+ private:
+  const std::shared_ptr<AmLink> link_;
+  const uint64_t conn_id_;
+  const uint64_t request_id_;
 };
 
 // ---- UcxAm internals -----------------------------------------------------------
@@ -60,7 +70,7 @@ namespace {
 struct IncomingRequest {
   UcxAmState* state = nullptr;
   AmRequest request;
-  std::shared_ptr<AmResponder::State> responder;
+  std::unique_ptr<UcxReplySink> sink;
 };
 
 // The framing both directions share: magic, version, `Field` (the handler
@@ -118,22 +128,19 @@ void ReceiveRendezvous(UcxContext* context, void* data, char* into, size_t size,
 
 class UcxAmAccess {
  public:
-  static AmResponder MakeResponder(std::shared_ptr<AmResponder::State> state) {
-    return AmResponder(std::move(state));
-  }
-
   // Runs the handler on the progress thread (outside the worker lock).
-  static void Dispatch(UcxAmState* state, AmRequest request,
-                       std::shared_ptr<AmResponder::State> responder) {
+  static void Dispatch(UcxAmState* state, AmRequest request, std::unique_ptr<UcxReplySink> sink) {
+    // std::function must be copyable: the sink travels in a shared holder.
+    auto holder = std::make_shared<std::unique_ptr<UcxReplySink>>(std::move(sink));
     state->context->RunOnProgressThreadLocked(
-        [state, request = std::move(request), responder = std::move(responder)]() mutable {
+        [state, request = std::move(request), holder]() mutable {
           AmHandler handler;
           {
             MutexLock lock(&state->handlers_mu);
             auto it = state->handlers.find(request.id);
             if (it != state->handlers.end()) handler = it->second;
           }
-          AmResponder reply = MakeResponder(std::move(responder));
+          AmResponder reply(std::move(*holder));
           if (!handler) {
             reply.Fail(ErrorCode::INVALID_PARAMS);
             return;
@@ -146,7 +153,7 @@ class UcxAmAccess {
                                void* user_data) NO_THREAD_SAFETY_ANALYSIS {
     auto* incoming = static_cast<IncomingRequest*>(user_data);
     if (status == UCS_OK) {
-      Dispatch(incoming->state, std::move(incoming->request), std::move(incoming->responder));
+      Dispatch(incoming->state, std::move(incoming->request), std::move(incoming->sink));
     } else {
       incoming->state->context->CountDropped();
     }
@@ -171,13 +178,10 @@ class UcxAmAccess {
     auto* incoming = new IncomingRequest;
     incoming->state = state;
     incoming->request = AmRequest{client, frame.field, std::move(frame.user_header), {}};
-    incoming->responder = std::make_shared<AmResponder::State>();
-    incoming->responder->link = state->link;
-    incoming->responder->conn_id = conn_id;
-    incoming->responder->request_id = frame.request_id;
+    incoming->sink = std::make_unique<UcxReplySink>(state->link, conn_id, frame.request_id);
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
       incoming->request.payload.assign(static_cast<const char*>(data), length);
-      Dispatch(state, std::move(incoming->request), std::move(incoming->responder));
+      Dispatch(state, std::move(incoming->request), std::move(incoming->sink));
       delete incoming;
       return UCS_OK;
     }
@@ -191,6 +195,7 @@ class UcxAmAccess {
                           void* user_data) {
     auto* call = static_cast<std::shared_ptr<PendingCall>*>(user_data);
     (*call)->status = status == UCS_OK ? ErrorCode::OK : ErrorCode::TRANSFER_FAIL;
+    (*call)->receiving = false;
     (*call)->done = true;
     delete call;
     if (request != nullptr) ucp_request_free(request);
@@ -217,63 +222,57 @@ class UcxAmAccess {
       call->done = true;
       return UCS_OK;
     }
-    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-      call->reply.data.assign(static_cast<const char*>(data), length);
+    call->reply.data_size = length;
+    char* into = static_cast<char*>(call->target.data);
+    if (into != nullptr && length > call->target.capacity) {
+      call->status = ErrorCode::BUFFER_OVERFLOW;  // a rendezvous not taken is dropped by UCX
       call->done = true;
       return UCS_OK;
     }
-    call->reply.data.resize(length);
-    ReceiveRendezvous(context, data, call->reply.data.data(), length, &UcxAmAccess::OnReplyData,
+    const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    if (!rendezvous) {
+      if (into != nullptr) {
+        std::memcpy(into, data, length);
+      } else {
+        call->reply.data.assign(static_cast<const char*>(data), length);
+      }
+      call->done = true;
+      return UCS_OK;
+    }
+    if (into == nullptr) {
+      call->reply.data.resize(length);
+      into = call->reply.data.data();
+    }
+    call->receiving = true;
+    ReceiveRendezvous(context, data, into, length, &UcxAmAccess::OnReplyData,
                       new std::shared_ptr<PendingCall>(call));
     return UCS_INPROGRESS;
   }
 };
 
-// ---- AmResponder -------------------------------------------------------------
+// ---- UcxReplySink -----------------------------------------------------------
 
-AmResponder::AmResponder(std::shared_ptr<State> state) : state_(std::move(state)) {}
-
-AmResponder::~AmResponder() {
-  if (state_ != nullptr && !state_->sent) Send(ErrorCode::INTERNAL_ERROR, {}, {});
-}
-
-AmResponder::AmResponder(AmResponder&& other) noexcept = default;
-
-AmResponder& AmResponder::operator=(AmResponder&& other) noexcept {
-  if (this != &other) {
-    if (state_ != nullptr && !state_->sent) Send(ErrorCode::INTERNAL_ERROR, {}, {});
-    state_ = std::move(other.state_);
-  }
-  return *this;
-}
-
-bool AmResponder::Reply(std::string header, std::string data) {
-  return Send(ErrorCode::OK, std::move(header), std::move(data));
-}
-
-bool AmResponder::Fail(ErrorCode code) {
-  return Send(code == ErrorCode::OK ? ErrorCode::INTERNAL_ERROR : code, {}, {});
-}
-
-bool AmResponder::Send(ErrorCode status, std::string header, std::string data) {
-  if (state_ == nullptr || state_->sent) return false;
-  state_->sent = true;
-  auto wire = EncodeFrame(static_cast<int32_t>(status), state_->request_id, header);
-  auto payload = std::make_shared<std::string>(std::move(data));
-  MutexLock link_lock(&state_->link->mu);
-  UcxContext* context = state_->link->context;
+bool UcxReplySink::Send(ErrorCode status, std::string header, std::string data) {
+  auto wire = EncodeFrame(static_cast<int32_t>(status), request_id_, header);
+  MutexLock link_lock(&link_->mu);
+  UcxContext* context = link_->context;
   if (context == nullptr) return false;
-  if (wire->size() > context->max_am_header()) {
-    return Send(ErrorCode::INVALID_PARAMS, {}, {}) && false;
+  const bool fits = wire->size() <= context->max_am_header();
+  if (!fits) {
+    // The caller learns at once that this reply cannot travel, instead of
+    // waiting for its deadline.
+    wire = EncodeFrame(static_cast<int32_t>(ErrorCode::INVALID_PARAMS), request_id_, "");
+    data.clear();
   }
+  auto payload = std::make_shared<std::string>(std::move(data));
   bool ok = false;
   {
     MutexLock lock(&context->mu());
-    ucp_ep_h ep = context->NodeEpLocked(state_->conn_id);
+    ucp_ep_h ep = context->NodeEpLocked(conn_id_);
     ok = ep != nullptr && context->SendOwnedLocked(ep, kUcxAmResponse, wire, payload);
   }
   context->Signal();
-  return ok;
+  return ok && fits;
 }
 
 // ---- UcxAm -----------------------------------------------------------------------
@@ -310,8 +309,9 @@ size_t UcxAm::max_header_size() const {
 
 uint64_t UcxAm::dropped_messages() const { return state_->context->dropped(); }
 
-Result<AmReply> UcxAm::Call(std::string_view endpoint, uint16_t id, std::string_view header,
-                            std::string_view payload, int64_t timeout_ms) {
+Result<AmReply> UcxAm::CallInto(std::string_view endpoint, uint16_t id, std::string_view header,
+                                std::string_view payload, AmReplyTarget into,
+                                int64_t timeout_ms) {
   if (header.size() > max_header_size()) return ErrorCode::INVALID_PARAMS;
   UcxContext* context = state_->context;
   const int64_t deadline = UcxNowMs() + timeout_ms;
@@ -324,6 +324,7 @@ Result<AmReply> UcxAm::Call(std::string_view endpoint, uint16_t id, std::string_
   if (conn == nullptr) return code;
   const uint64_t request_id = state_->next_request++;
   auto call = std::make_shared<PendingCall>();
+  call->target = into;
   state_->pending[request_id] = call;
   auto wire = EncodeFrame(id, request_id, header);
   auto data = std::make_shared<std::string>(payload);
@@ -339,6 +340,14 @@ Result<AmReply> UcxAm::Call(std::string_view endpoint, uint16_t id, std::string_
     return std::move(call->reply);
   }
   state_->pending.erase(request_id);  // a late reply is dropped as unmatched
+  if (call->receiving) {
+    // The reply's data is on its way into the caller's buffer: closing the
+    // connection makes UCX complete or cancel that receive, and the buffer
+    // is not the caller's again until it has.
+    context->CloseLocked(conn);
+    context->WaitLocked(lock, [&] { return call->done; }, std::numeric_limits<int64_t>::max());
+    return ErrorCode::TRANSFER_FAIL;
+  }
   if (conn->state == ClientConn::State::FAILED) context->CloseLocked(conn);
   return ErrorCode::TRANSFER_FAIL;
 }

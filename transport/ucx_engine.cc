@@ -73,6 +73,7 @@ Result<std::unique_ptr<UcxEngine>> UcxEngine::Create(const TransportOptions& opt
 
 std::string UcxEngine::endpoint() const { return context_->endpoint(); }
 UcxAm& UcxEngine::am() { return *am_; }
+AmTransport* UcxEngine::messages() { return am_.get(); }
 UcxContext& UcxEngine::context() { return *context_; }
 
 Result<MemoryRegion> UcxEngine::RegisterMemory(void* addr, uint64_t size, bool remote_access) {

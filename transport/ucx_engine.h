@@ -70,11 +70,11 @@
 
 #include "common/result.h"
 #include "transport/transport.h"
+#include "transport/ucx_am.h"
 
 namespace shelfmark {
 
 class UcxContext;
-class UcxAm;
 struct UcxRegions;
 
 class UcxEngine final : public TransportEngine {
@@ -96,6 +96,7 @@ class UcxEngine final : public TransportEngine {
   TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
                           int64_t timeout_ms) override;
 
+  AmTransport* messages() override;
   // Active messages on this engine's worker and connections.
   UcxAm& am();
   UcxContext& context();

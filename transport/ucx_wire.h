@@ -1,15 +1,10 @@
-// Byte packing for the UCX engine's own active-message headers (hello,
-// request, reply): fixed-width little-endian integers appended to or read
-// from a byte string. Reads are bounds-checked: a short or malformed
-// message makes Reader::ok() false, never a read past the end.
-//
-// Thread safety: value types; one thread each.
+// The UCX engine's own message constants (hello, active-message framing);
+// the byte packing itself is common/wire_bytes.h.
 #pragma once
 
 #include <cstdint>
-#include <cstring>
-#include <string>
-#include <string_view>
+
+#include "common/wire_bytes.h"
 
 namespace shelfmark::ucx_wire {
 
@@ -17,59 +12,7 @@ inline constexpr uint32_t kMagicHello = 0x4c484d53;  // "SMHL"
 inline constexpr uint32_t kMagicAm = 0x4d414d53;     // "SMAM"
 inline constexpr uint8_t kVersion = 1;
 
-class Writer {
- public:
-  template <typename T>
-  Writer& Put(T value) {
-    char bytes[sizeof(T)];
-    std::memcpy(bytes, &value, sizeof(T));  // hosts are little-endian (x86-64, aarch64)
-    out_.append(bytes, sizeof(T));
-    return *this;
-  }
-  Writer& Bytes(std::string_view bytes) {
-    Put(static_cast<uint32_t>(bytes.size()));
-    out_.append(bytes);
-    return *this;
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  Reader(const void* data, size_t size) : data_(static_cast<const char*>(data)), left_(size) {}
-  template <typename T>
-  T Get() {
-    T value{};
-    if (!ok_ || left_ < sizeof(T)) {
-      ok_ = false;
-      return value;
-    }
-    std::memcpy(&value, data_, sizeof(T));
-    data_ += sizeof(T);
-    left_ -= sizeof(T);
-    return value;
-  }
-  std::string Bytes() {
-    const uint32_t size = Get<uint32_t>();
-    if (!ok_ || left_ < size) {
-      ok_ = false;
-      return {};
-    }
-    std::string out(data_, size);
-    data_ += size;
-    left_ -= size;
-    return out;
-  }
-  // True when every read so far fitted and nothing is left over.
-  bool done() const { return ok_ && left_ == 0; }
-
- private:
-  const char* data_;
-  size_t left_;
-  bool ok_ = true;
-};
+using wire::Reader;
+using wire::Writer;
 
 }  // namespace shelfmark::ucx_wire

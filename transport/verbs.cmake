@@ -1,7 +1,7 @@
 # RDMA verbs engine (libibverbs + librdmacm from Debian's libibverbs-dev and
 # librdmacm-dev): library shelfmark::transport_verbs. Built only where
 # rdma-core's headers and libraries exist; binaries test for the target
-# (control/rdma_plugin.h).
+# (client/rdma_plugin.h).
 find_path(SHELFMARK_VERBS_INCLUDE infiniband/verbs.h)
 find_path(SHELFMARK_RDMACM_INCLUDE rdma/rdma_cma.h)
 find_library(SHELFMARK_IBVERBS_LIB ibverbs)
@@ -14,12 +14,12 @@ endif()
 
 shelfmark_library(transport_verbs
   SOURCES verbs_device.cc verbs_connection.cc verbs_engine.cc
-  DEPS shelfmark::directory ${SHELFMARK_IBVERBS_LIB} ${SHELFMARK_RDMACM_LIB} Threads::Threads)
+  DEPS shelfmark::common ${SHELFMARK_IBVERBS_LIB} ${SHELFMARK_RDMACM_LIB} Threads::Threads)
 
 # On a host without an RDMA device the device tests skip ("no RDMA device");
 # the same binary runs them inside the soft-RoCE VM (label softroce below).
 shelfmark_test(verbs_engine_test SOURCES verbs_engine_test.cc DEPS shelfmark::transport_verbs
-  LABELS quick TIMEOUT 120)
+  LABELS unit TIMEOUT 120)
 
 # The soft-RoCE VM suite: boots Debian's kernel in QEMU (TCG) with rxe0/rxe1
 # over a veth pair and runs verbs_engine_test and ib_read_lat inside

@@ -166,8 +166,8 @@ build_initramfs() {
 
   # The project's test binaries (stripped of debug info: a smaller initrd boots faster).
   local bin
-  for bin in transport/verbs_engine_test control/shelfmark-master control/shelfmark-node \
-             control/shelfmark-cli perf/shelfmark-perf; do
+  for bin in transport/verbs_engine_test master/shelfmark-master node/shelfmark-node \
+             tools/shelfmark-cli perf/shelfmark-perf; do
     [[ -x "$build/$bin" ]] && copy_with_libs "$build/$bin" "/tests/$(basename "$bin")" strip
   done
   [[ -x "$root/tests/verbs_engine_test" ]] ||

@@ -1,0 +1,173 @@
+// Client: Shelfmark's Put/Get/Remove/Exist API (and batch forms) for
+// connectors and tools. Control calls go to the master (a MasterClient per
+// calling thread); bytes move one-sided between a registered staging buffer
+// (or a caller buffer registered with RegisterBuffer) and the nodes' DRAM
+// segments through a TransportSet; no node CPU is involved.
+//
+// Put   = PutStart, copy into staging, one WRITE per replica (one Transfer),
+//         PutEnd. A failed transfer -> PutRevoke, and the transfer's code.
+// Get   = Locate (GetReplicaList) + Read:
+//   - Order: MEMORY replicas, those whose endpoint host is an address of
+//     this host first, then the master's order; then the LOCAL_DISK replicas
+//     (master's order). GetOptions::prefer_local_disk puts the LOCAL_DISK
+//     replicas first instead. An object with no replica of either type
+//     answers UNAVAILABLE_IN_CURRENT_STATUS.
+//   - LOCAL_DISK read: ReadLocalDisk (client/local_disk_client.h), a UCX
+//     active message to the DiskDescriptor's endpoint on this client's ucx
+//     engine, waiting up to transfer_timeout_ms (no answer -> TRANSFER_FAIL).
+//     Without a ucx engine the replica answers INVALID_PARAMS. The node's
+//     own codes (OBJECT_NOT_FOUND, FILE_READ_FAIL, ...) and DATA_CORRUPTED
+//     (a reply of the wrong size) count as failures of that replica. Lease
+//     and checksum rules are those of MEMORY reads.
+//   - Lease: the lease GetReplicaList grants is counted from a clock reading
+//     taken before the RPC was sent; a read that finishes at or after
+//     start + lease_ttl_ms answers LEASE_EXPIRED and returns no bytes (the
+//     replica may have been evicted and reused mid-read). It is not retried
+//     on another replica: the lease covers the object.
+//   - Checksum: when the object has one, the bytes read must hash to it
+//     (ObjectChecksum) or the replica answers CHECKSUM_MISMATCH.
+//   - Failover: a replica that fails with anything but LEASE_EXPIRED
+//     (TRANSFER_FAIL, CHECKSUM_MISMATCH, a descriptor this client cannot
+//     use: INVALID_PARAMS, e.g. an unknown protocol, or a LOCAL_DISK node's
+//     error) is followed by the next one, so a LOCAL_DISK replica is read
+//     when every MEMORY replica failed; when all fail, the last replica's
+//     code is returned.
+// Batch forms: one master RPC for the whole batch; transfers are packed into
+// rounds that fit the staging buffer, one Transfer per round (TransportSet
+// groups the ops per engine); an item whose round fails is retried alone
+// (with failover); an object with only LOCAL_DISK replicas is read alone.
+// Answers are per item, in order.
+//
+// Checksum: ObjectChecksum = XXH3-64 (seed 0) of the value. Put computes it
+// when PutOptions::compute_checksum is set.
+//
+// Staging: `staging_bytes` of anonymous memory registered once with every
+// engine; calls take blocks from it (waiting while it is full). A value
+// larger than the staging buffer uses a buffer registered for that call.
+//
+// Transfer counters: TransferCounters(protocol) reads the engine's own
+// counters of posted work and moved bytes through ClientOptions::
+// engine_counters (for "rdma", VerbsEngine::counters(): this library never
+// links the verbs engine, transport/rdma_plugin.h supplies the reader); they
+// prove which engine moved the bytes. Engines without counters (ucx,
+// loopback) answer nullopt.
+//
+// Thread safety: every method may be called from any thread. The Client must
+// outlive the calls in flight. Each calling thread holds its own connection
+// to the master (made on first use, kept until the thread exits or, for the
+// destroying thread, until the Client is destroyed).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "transport/transport_set.h"
+
+namespace shelfmark {
+
+struct ClientOptions {
+  std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master
+  // Engines to open: "auto" (ucx, plus rdma when rdma_factory is set and a
+  // device is present), "rdma", "ucx", "loopback", or "none" (only engines
+  // passed to Create).
+  std::string protocol = "auto";
+  // client_id (also the id used with the master; nil: a fresh one),
+  // cluster_token, device.
+  TransportOptions transport;
+  TransportFactory rdma_factory;     // empty: this binary has no rdma engine
+  bool rdma_device_present = false;  // what ibv_get_device_list said
+  EngineCountersReader engine_counters;  // for TransferCounters (empty: none)
+  uint64_t staging_bytes = 64ull << 20;
+  int64_t rpc_timeout_ms = 10'000;
+  int64_t transfer_timeout_ms = 5'000;
+  const Clock* clock = nullptr;  // lease accounting; nullptr: a steady clock
+};
+
+struct PutOptions {
+  PutConfig config;               // replicas, preferred segments, pins, group, data type
+  bool compute_checksum = false;  // store ObjectChecksum(value); Get verifies it
+};
+
+struct GetOptions {
+  bool prefer_local_disk = false;  // try LOCAL_DISK replicas before MEMORY ones
+};
+
+// Where an object's bytes are, as one GetReplicaList answered, with the
+// replicas in the order Read tries them.
+struct ObjectLocation {
+  std::string tenant;  // as the caller named them (LOCAL_DISK reads send them)
+  std::string key;
+  GetReplicaListResponse info;
+  int64_t lease_deadline_ms = 0;  // on the client's clock
+};
+
+class StagingBlock;
+
+// XXH3-64 of `value` (seed 0).
+uint64_t ObjectChecksum(std::string_view value);
+
+class Client {
+ public:
+  // Opens the engines, registers the staging buffer, checks nothing with the
+  // master (connections are made on first use). INVALID_PARAMS for a bad
+  // protocol or staging size; an engine's error code when one cannot open.
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options);
+  // The same, with caller-built engines added first (tests, benchmarks).
+  static Result<std::unique_ptr<Client>> Create(
+      ClientOptions options, std::vector<std::unique_ptr<TransportEngine>> engines);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const UUID& client_id() const;
+
+  ErrorCode Put(std::string_view tenant, std::string_view key, std::string_view value,
+                const PutOptions& options = {});
+  Result<std::string> Get(std::string_view tenant, std::string_view key,
+                          const GetOptions& options = {});
+  ErrorCode Remove(std::string_view tenant, std::string_view key, bool force = false);
+  Result<bool> Exist(std::string_view tenant, std::string_view key);
+
+  // Whole-batch failures (RPC_FAIL, INVALID_PARAMS for mismatched lengths)
+  // are repeated in every item.
+  std::vector<ErrorCode> BatchPut(std::string_view tenant, const std::vector<std::string>& keys,
+                                  const std::vector<std::string_view>& values,
+                                  const PutOptions& options = {});
+  std::vector<Result<std::string>> BatchGet(std::string_view tenant,
+                                            const std::vector<std::string>& keys);
+  std::vector<Result<bool>> BatchExist(std::string_view tenant,
+                                       const std::vector<std::string>& keys);
+
+  // --- zero-copy reads ----------------------------------------------------
+  // Registers [addr, addr + size) with every engine (local access), so Read
+  // can land bytes there. Unregister before freeing the memory.
+  ErrorCode RegisterBuffer(void* addr, uint64_t size);
+  void UnregisterBuffer(void* addr);
+  Result<ObjectLocation> Locate(std::string_view tenant, std::string_view key,
+                                const GetOptions& options = {});
+  // Reads the object into `dst` (inside a registered buffer, `capacity` >=
+  // the object's size: else BUFFER_OVERFLOW) with the rules of Get.
+  ErrorCode Read(const ObjectLocation& location, void* dst, uint64_t capacity);
+
+  // The engine serving `protocol` (nullptr if none): the benchmark's raw path.
+  TransportEngine* engine(std::string_view protocol) const;
+  // The counters of the engine serving `protocol`; nullopt when there is no
+  // such engine or it keeps no counters.
+  std::optional<EngineCounters> TransferCounters(std::string_view protocol) const;
+
+ private:
+  friend class StagingBlock;
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,628 @@
+// Client against the real master service (RpcServer + Directory on
+// 127.0.0.1:0) and real Nodes whose segments are registered with loopback
+// engines: bytes really move (memcpy with the owner-side checks). LOCAL_DISK
+// reads go over real UCX to a real LocalDiskService on real files.
+#include "client/client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "rpc/master_client.h"
+#include "node/node.h"
+#include "client/object_load.h"
+#include "master/rpc_server.h"
+#include "directory/directory.h"
+#include "directory/directory_test_util.h"
+#include "ssdstore/io_test_util.h"
+#include "node/local_disk_service.h"
+#include "ssdstore/storage_backend_factory.h"
+#include "transport/loopback_engine.h"
+#include "transport/ucx_engine.h"
+#include "transport/transport_test_util.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr int64_t kLeaseTtlMs = 1000;
+
+// The client's engine, with a clock that moves `advance_ms` during every
+// transfer: a transfer that takes that long, deterministically.
+class SlowEngine final : public TransportEngine {
+ public:
+  SlowEngine(ManualClock* clock, std::atomic<int64_t>* advance_ms)
+      : inner_(TransportOptions{}), clock_(clock), advance_ms_(advance_ms) {}
+  std::string_view protocol() const override { return inner_.protocol(); }
+  std::string endpoint() const override { return inner_.endpoint(); }
+  Result<MemoryRegion> RegisterMemory(void* addr, uint64_t size, bool remote) override {
+    return inner_.RegisterMemory(addr, size, remote);
+  }
+  void UnregisterMemory(const MemoryRegion& region) override { inner_.UnregisterMemory(region); }
+  TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
+                          int64_t timeout_ms) override {
+    TransferStatus st = inner_.Transfer(kind, ops, timeout_ms);
+    clock_->AdvanceMs(advance_ms_->load());
+    return st;
+  }
+
+ private:
+  LoopbackEngine inner_;
+  ManualClock* clock_;
+  std::atomic<int64_t>* advance_ms_;
+};
+
+// A Node on a loopback engine, its Run() loop on a thread.
+struct TestNode {
+  std::unique_ptr<LoopbackEngine> engine;
+  std::unique_ptr<Node> node;
+  std::thread loop;
+
+  ~TestNode() {
+    if (node) node->Stop();
+    if (loop.joinable()) loop.join();
+  }
+  // The node's bytes at a replica address.
+  uint8_t* At(uint64_t buffer_address) const {
+    return node->memory() + (buffer_address - node->segment().base);
+  }
+};
+
+class ClientTest : public ::testing::Test {
+ protected:
+  ClientTest() {
+    DirectoryOptions options;
+    options.default_kv_lease_ttl_ms = kLeaseTtlMs;
+    dir_ = MakeTestDirectory(&master_clock_, options);
+  }
+
+  void SetUp() override {
+    RpcServerOptions options;
+    options.bind_address = "127.0.0.1";
+    options.port = 0;
+    server_ = std::make_unique<RpcServer>(*dir_, nullptr, options);
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok());
+    address_ = "127.0.0.1:" + std::to_string(*port);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    nodes_.clear();
+    server_->Stop();
+  }
+
+  TestNode& StartNode(const std::string& name, uint64_t size = 32 << 20) {
+    auto tn = std::make_unique<TestNode>();
+    tn->engine = std::make_unique<LoopbackEngine>(TransportOptions{});
+    NodeOptions options;
+    options.master = address_;
+    options.segment_size = size;
+    options.segment_name = name;
+    options.ping_interval_ms = 1000;
+    auto mounted = std::make_shared<std::promise<void>>();
+    options.on_mounted = [mounted, first = true](const Segment&) mutable {
+      if (first) mounted->set_value();
+      first = false;
+    };
+    auto node = Node::Create(options, tn->engine.get());
+    EXPECT_TRUE(node.ok());
+    tn->node = std::move(node).value();
+    tn->loop = std::thread([n = tn->node.get()] { (void)n->Run(); });
+    mounted->get_future().wait();
+    nodes_.push_back(std::move(tn));
+    return *nodes_.back();
+  }
+
+  // A client with a slow loopback engine (advance 0 unless a test sets it).
+  Client& MakeClient(uint64_t staging_bytes = 8 << 20) {
+    ClientOptions options;
+    options.master = address_;
+    options.protocol = "none";
+    options.staging_bytes = staging_bytes;
+    options.clock = &client_clock_;
+    std::vector<std::unique_ptr<TransportEngine>> engines;
+    engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_));
+    auto client = Client::Create(options, std::move(engines));
+    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
+    client_ = std::move(client).value();
+    return *client_;
+  }
+
+  TestNode* NodeOf(const MemoryDescriptor& replica) {
+    for (auto& n : nodes_) {
+      if (n->node->segment().id == replica.segment_id) return n.get();
+    }
+    return nullptr;
+  }
+
+  static std::string Pattern(size_t size, int seed) {
+    std::string s(size, '\0');
+    for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>((i * 131 + seed * 7 + i / 4096) & 0xff);
+    return s;
+  }
+
+  ManualClock master_clock_;
+  ManualClock client_clock_;
+  std::atomic<int64_t> advance_ms_{0};
+  std::unique_ptr<Directory> dir_;
+  std::unique_ptr<RpcServer> server_;
+  std::string address_;
+  std::vector<std::unique_ptr<TestNode>> nodes_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClientTest, PutGetRoundTripOfManySizes) {
+  StartNode("seg-a");
+  Client& client = MakeClient(/*staging_bytes=*/1 << 20);  // 4 MiB takes the large path
+  const std::vector<size_t> sizes = {1, 63, 64, 65, 4095, 65536, (1 << 20) + 7, 4 << 20};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const std::string key = "k" + std::to_string(sizes[i]);
+    const std::string value = Pattern(sizes[i], static_cast<int>(i));
+    ASSERT_EQ(client.Put("", key, value), ErrorCode::OK) << key;
+    auto got = client.Get("", key);
+    ASSERT_TRUE(got.ok()) << key << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, value) << key;
+  }
+  EXPECT_EQ(client.Get("", "missing").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(client.Put("", "k1", "again"), ErrorCode::OBJECT_ALREADY_EXISTS);
+}
+
+// ---- object load (shelfmark-cli fill / verify) ------------------------------
+
+TEST(ObjectLoad, ValuesAreAFunctionOfKeyAndSize) {
+  EXPECT_EQ(LoadValue("k-1", 1000), LoadValue("k-1", 1000));
+  EXPECT_NE(LoadValue("k-1", 1000), LoadValue("k-2", 1000));
+  EXPECT_EQ(LoadValue("k-1", 1001).substr(0, 1000), LoadValue("k-1", 1000));
+  EXPECT_EQ(LoadValue("k", 3).size(), 3u);
+  EXPECT_EQ(LoadKey("demo", 12), "demo-12");
+}
+
+TEST_F(ClientTest, FillThenVerifyCountsEvictedAndCorruptObjects) {
+  StartNode("load");
+  Client& client = MakeClient();
+  const FillReport fill = FillObjects(client, "t", "obj", 40, 3000, 1, 1000);
+  ASSERT_EQ(fill.error, ErrorCode::OK) << ErrorCodeName(fill.error) << " " << fill.failed_key;
+  EXPECT_EQ(fill.stored, 40u);
+  VerifyReport all = VerifyObjects(client, "t", "obj", 40, 3000);
+  EXPECT_TRUE(all.ok());
+  EXPECT_EQ(all.memory_only, 40u);
+  // Two objects gone (as eviction would leave them), one corrupted in place.
+  ASSERT_EQ(client.Remove("t", LoadKey("obj", 3), true), ErrorCode::OK);
+  ASSERT_EQ(client.Remove("t", LoadKey("obj", 9), true), ErrorCode::OK);
+  auto loc = client.Locate("t", LoadKey("obj", 5));
+  ASSERT_TRUE(loc.ok());
+  NodeOf(loc->info.replicas[0].memory)->At(loc->info.replicas[0].memory.buffer_address)[7] ^= 1;
+  const VerifyReport after = VerifyObjects(client, "t", "obj", 40, 3000);
+  EXPECT_FALSE(after.ok());
+  EXPECT_EQ(after.evicted, 2u);
+  EXPECT_EQ(after.memory_only, 37u);
+  EXPECT_EQ(after.errors, 1u);
+  EXPECT_EQ(after.first_error, ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(after.first_failed_key, LoadKey("obj", 5));
+}
+
+TEST_F(ClientTest, FillStopsWhenMemoryStaysFull) {
+  StartNode("small", 1 << 20);
+  Client& client = MakeClient();
+  const FillReport fill = FillObjects(client, "t", "big", 10, 300 << 10, 1, 200);
+  EXPECT_EQ(fill.error, ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_LT(fill.stored, 10u);
+  EXPECT_GT(fill.retries, 0u);
+  EXPECT_EQ(fill.failed_key, LoadKey("big", fill.stored));
+}
+
+TEST_F(ClientTest, TenantsExistAndRemove) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("t1", "key", "one"), ErrorCode::OK);
+  ASSERT_EQ(client.Put("t2", "key", "two"), ErrorCode::OK);
+  EXPECT_EQ(*client.Get("t1", "key"), "one");
+  EXPECT_EQ(*client.Get("t2", "key"), "two");
+  EXPECT_TRUE(*client.Exist("t1", "key"));
+  EXPECT_FALSE(*client.Exist("t1", "nope"));
+  // The Gets above leased the object.
+  EXPECT_EQ(client.Remove("t1", "key"), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(client.Remove("t1", "key", /*force=*/true), ErrorCode::OK);
+  EXPECT_FALSE(*client.Exist("t1", "key"));
+  EXPECT_TRUE(*client.Exist("t2", "key"));
+}
+
+TEST_F(ClientTest, TwoReplicasFailOverWhenOneRegionIsGone) {
+  StartNode("seg-a");
+  StartNode("seg-b");
+  Client& client = MakeClient();
+  PutOptions two;
+  two.config.replica_num = 2;
+  const std::string value = Pattern(100'000, 3);
+  ASSERT_EQ(client.Put("", "both", value, two), ErrorCode::OK);
+  auto loc = client.Locate("", "both");
+  ASSERT_TRUE(loc.ok());
+  ASSERT_EQ(loc->info.replicas.size(), 2u);
+  TestNode* first = NodeOf(loc->info.replicas[0].memory);
+  TestNode* second = NodeOf(loc->info.replicas[1].memory);
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_NE(first, second);
+  // Each replica holds the bytes.
+  EXPECT_EQ(std::memcmp(first->At(loc->info.replicas[0].memory.buffer_address), value.data(),
+                        value.size()), 0);
+  EXPECT_EQ(std::memcmp(second->At(loc->info.replicas[1].memory.buffer_address), value.data(),
+                        value.size()), 0);
+
+  first->engine->UnregisterMemory(first->node->region());
+  auto got = client.Get("", "both");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+
+  second->engine->UnregisterMemory(second->node->region());
+  EXPECT_EQ(client.Get("", "both").error(), ErrorCode::TRANSFER_FAIL);
+  // A put to an unreachable segment is revoked.
+  PutOptions on_a;
+  on_a.config.preferred_segments = {first->node->segment().name};
+  EXPECT_EQ(client.Put("", "revoked", "x", on_a), ErrorCode::TRANSFER_FAIL);
+  EXPECT_FALSE(*client.Exist("", "revoked"));
+}
+
+TEST_F(ClientTest, ReadFinishingAfterTheLeaseIsLeaseExpired) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("", "leased", "value"), ErrorCode::OK);
+  advance_ms_ = kLeaseTtlMs - 1;
+  auto got = client.Get("", "leased");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, "value");
+  advance_ms_ = kLeaseTtlMs;
+  EXPECT_EQ(client.Get("", "leased").error(), ErrorCode::LEASE_EXPIRED);
+  auto batch = client.BatchGet("", {"leased"});
+  EXPECT_EQ(batch[0].error(), ErrorCode::LEASE_EXPIRED);
+}
+
+TEST_F(ClientTest, CorruptedReplicaIsChecksumMismatchAndFailsOver) {
+  StartNode("seg-a");
+  StartNode("seg-b");
+  Client& client = MakeClient();
+  PutOptions options;
+  options.config.replica_num = 2;
+  options.compute_checksum = true;
+  const std::string value = Pattern(5000, 9);
+  ASSERT_EQ(client.Put("", "sum", value, options), ErrorCode::OK);
+  auto loc = client.Locate("", "sum");
+  ASSERT_TRUE(loc.ok());
+  ASSERT_TRUE(loc->info.checksum.has_value());
+  EXPECT_EQ(*loc->info.checksum, ObjectChecksum(value));
+  const MemoryDescriptor& r0 = loc->info.replicas[0].memory;
+  const MemoryDescriptor& r1 = loc->info.replicas[1].memory;
+  NodeOf(r0)->At(r0.buffer_address)[1234] ^= 0x20;
+  auto got = client.Get("", "sum");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  NodeOf(r1)->At(r1.buffer_address)[0] ^= 0x01;
+  EXPECT_EQ(client.Get("", "sum").error(), ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(client.BatchGet("", {"sum"})[0].error(), ErrorCode::CHECKSUM_MISMATCH);
+}
+
+TEST_F(ClientTest, UnknownProtocolAndDiskOnlyObjects) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  MasterClientOptions mo;
+  mo.address = address_;
+  MasterClient other(mo);
+  Segment bogus = MakeTestSegment("bogus", 0x1000000, 1 << 20, "10.9.9.9:1");
+  bogus.protocol = "carrier-pigeon";
+  ASSERT_EQ(other.MountSegment(bogus), ErrorCode::OK);
+  PutConfig on_bogus;
+  on_bogus.preferred_segments = {"bogus"};
+  ASSERT_TRUE(other.PutStart("", "pigeon", 10, on_bogus).ok());
+  ASSERT_EQ(other.PutEnd("", "pigeon"), ErrorCode::OK);
+  EXPECT_EQ(client.Get("", "pigeon").error(), ErrorCode::INVALID_PARAMS);
+  PutOptions put_bogus;
+  put_bogus.config = on_bogus;
+  EXPECT_EQ(client.Put("", "pigeon2", "0123456789", put_bogus), ErrorCode::INVALID_PARAMS);
+  EXPECT_FALSE(*client.Exist("", "pigeon2"));
+
+  // An object with only a LOCAL_DISK replica, and no ucx engine in this
+  // client to reach its node: a descriptor this client cannot use.
+  ASSERT_EQ(other.MountLocalDisk(false, "10.9.9.9:2"), ErrorCode::OK);
+  OffloadedObject disk{"", "on-disk", StorageObjectMetadata{1, 0, 7, 100, "10.9.9.9:2"}};
+  auto added = other.NotifyOffloadSuccess({disk});
+  ASSERT_TRUE(added.ok());
+  ASSERT_EQ((*added)[0], ErrorCode::OK);
+  EXPECT_EQ(client.Get("", "on-disk").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(client.BatchGet("", {"on-disk"})[0].error(), ErrorCode::INVALID_PARAMS);
+}
+
+// LOCAL_DISK replicas: a real LocalDiskService over a bucket backend in a
+// temporary directory, on a node-side UcxEngine listening on 127.0.0.1; the
+// client reaches it through its own UcxEngine (beside the loopback one the
+// MEMORY replicas use). The master learns of the disk copies as a node
+// reports them: MountLocalDisk + NotifyOffloadSuccess.
+class ClientLocalDiskTest : public ClientTest {
+ protected:
+  void SetUp() override {
+    ClientTest::SetUp();
+    StorageConfig config;
+    config.backend = StorageConfig::Backend::kBucket;
+    config.storage_path = dir_path_.path();
+    std::string error;
+    auto backend = OpenStorageBackend(config, nullptr, &error);
+    ASSERT_TRUE(backend.ok()) << error;
+    backend_ = std::move(backend).value();
+    const TransportOptions node_options = testing::UcxTestOptions(true);
+    auto node = UcxEngine::Create(node_options);
+    ASSERT_TRUE(node.ok());
+    node_ucx_ = std::move(node).value();
+    service_ = std::make_unique<LocalDiskService>(&node_ucx_->am(), backend_.get());
+    MasterClientOptions mo;
+    mo.address = address_;
+    mo.client_id = node_options.client_id;
+    disk_master_ = std::make_unique<MasterClient>(mo);
+    ASSERT_EQ(disk_master_->MountLocalDisk(false, node_ucx_->endpoint()), ErrorCode::OK);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    service_.reset();  // before the engine whose UcxAm it uses
+    node_ucx_.reset();
+    ClientTest::TearDown();
+  }
+
+  // A client with the slow loopback engine and a ucx engine.
+  Client& MakeDiskClient() {
+    ClientOptions options;
+    options.master = address_;
+    options.protocol = "none";
+    options.staging_bytes = 8 << 20;
+    options.clock = &client_clock_;
+    std::vector<std::unique_ptr<TransportEngine>> engines;
+    engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_));
+    auto ucx = UcxEngine::Create(testing::UcxTestOptions(false));
+    EXPECT_TRUE(ucx.ok());
+    if (ucx.ok()) engines.push_back(std::move(ucx).value());
+    auto client = Client::Create(options, std::move(engines));
+    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
+    client_ = std::move(client).value();
+    return *client_;
+  }
+
+  // Stores `value` in the node's SSD store and reports it to the master.
+  void OnDisk(const std::string& tenant, const std::string& key, const std::string& value) {
+    ASSERT_TRUE(backend_->WriteBatch({{tenant, key, value}}).ok()) << key;
+    OffloadedObject item{tenant, key,
+                         StorageObjectMetadata{0, 0, static_cast<int64_t>(key.size()),
+                                               static_cast<int64_t>(value.size()),
+                                               node_ucx_->endpoint()}};
+    auto added = disk_master_->NotifyOffloadSuccess({item});
+    ASSERT_TRUE(added.ok());
+    ASSERT_EQ((*added)[0], ErrorCode::OK);
+  }
+
+  // The MEMORY replica's node loses its registration: reads of it fail.
+  void LoseMemoryReplica() {
+    for (auto& n : nodes_) n->engine->UnregisterMemory(n->node->region());
+  }
+
+  testing::TempDir dir_path_;
+  std::unique_ptr<StorageBackend> backend_;
+  std::unique_ptr<UcxEngine> node_ucx_;
+  std::unique_ptr<LocalDiskService> service_;
+  std::unique_ptr<MasterClient> disk_master_;
+};
+
+TEST_F(ClientLocalDiskTest, DiskOnlyObjectIsReadFromItsNode) {
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(300'000, 5);
+  OnDisk("t", "disk-only", value);
+  auto loc = client.Locate("t", "disk-only");
+  ASSERT_TRUE(loc.ok());
+  ASSERT_EQ(loc->info.replicas.size(), 1u);
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
+  EXPECT_EQ(loc->info.replicas[0].disk.endpoint, node_ucx_->endpoint());
+  auto got = client.Get("t", "disk-only");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  auto batch = client.BatchGet("t", {"disk-only", "missing"});
+  ASSERT_TRUE(batch[0].ok()) << ErrorCodeName(batch[0].error());
+  EXPECT_EQ(*batch[0], value);
+  EXPECT_EQ(batch[1].error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(service_->stats().requests, 2u);
+  EXPECT_EQ(service_->stats().bytes_served, 2 * value.size());
+}
+
+TEST_F(ClientLocalDiskTest, FailsOverToLocalDiskWhenMemoryReadsFail) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(70'000, 6);
+  ASSERT_EQ(client.Put("t", "both", value), ErrorCode::OK);
+  OnDisk("t", "both", value);
+  auto loc = client.Locate("t", "both");
+  ASSERT_TRUE(loc.ok());
+  ASSERT_EQ(loc->info.replicas.size(), 2u);
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::MEMORY);
+  EXPECT_EQ(loc->info.replicas[1].type, ReplicaType::LOCAL_DISK);
+  ASSERT_TRUE(client.Get("t", "both").ok());
+  EXPECT_EQ(service_->stats().requests, 0u);  // MEMORY first while it works
+
+  LoseMemoryReplica();
+  auto got = client.Get("t", "both");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  EXPECT_EQ(service_->stats().requests, 1u);
+  auto batch = client.BatchGet("t", {"both"});
+  ASSERT_TRUE(batch[0].ok()) << ErrorCodeName(batch[0].error());
+  EXPECT_EQ(*batch[0], value);
+  EXPECT_EQ(service_->stats().requests, 2u);
+}
+
+TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string in_memory = Pattern(10'000, 1);
+  const std::string on_disk = Pattern(10'000, 2);  // same size, other bytes: tells them apart
+  ASSERT_NE(in_memory, on_disk);
+  ASSERT_EQ(client.Put("t", "k", in_memory), ErrorCode::OK);
+  OnDisk("t", "k", on_disk);
+  EXPECT_EQ(*client.Get("t", "k"), in_memory);
+  GetOptions prefer;
+  prefer.prefer_local_disk = true;
+  auto got = client.Get("t", "k", prefer);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, on_disk);
+  auto loc = client.Locate("t", "k", prefer);
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
+}
+
+TEST_F(ClientLocalDiskTest, DiskBytesThatDoNotMatchTheChecksumAreChecksumMismatch) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(5000, 3);
+  std::string corrupt = value;
+  corrupt[4321] ^= 0x10;
+  PutOptions with_sum;
+  with_sum.compute_checksum = true;
+  ASSERT_EQ(client.Put("t", "sum", value, with_sum), ErrorCode::OK);
+  OnDisk("t", "sum", corrupt);
+  GetOptions prefer;
+  prefer.prefer_local_disk = true;
+  // The disk copy fails its checksum; the MEMORY replica answers.
+  auto got = client.Get("t", "sum", prefer);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  EXPECT_EQ(service_->stats().requests, 1u);
+  LoseMemoryReplica();
+  EXPECT_EQ(client.Get("t", "sum").error(), ErrorCode::CHECKSUM_MISMATCH);
+}
+
+TEST_F(ClientLocalDiskTest, DiskReadFinishingAfterTheLeaseIsLeaseExpired) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  ASSERT_EQ(client.Put("t", "leased", "value"), ErrorCode::OK);
+  OnDisk("t", "leased", "value");
+  LoseMemoryReplica();
+  // The failed MEMORY read takes the whole lease; the disk read then ends late.
+  advance_ms_ = kLeaseTtlMs;
+  EXPECT_EQ(client.Get("t", "leased").error(), ErrorCode::LEASE_EXPIRED);
+  EXPECT_EQ(service_->stats().requests, 1u);
+  advance_ms_ = 0;
+  EXPECT_EQ(*client.Get("t", "leased"), "value");
+}
+
+TEST_F(ClientLocalDiskTest, NodeGoneIsTransferFail) {
+  Client& client = MakeDiskClient();
+  OnDisk("t", "gone", "bytes");
+  EXPECT_EQ(*client.Get("t", "gone"), "bytes");
+  service_.reset();
+  node_ucx_.reset();
+  EXPECT_EQ(client.Get("t", "gone").error(), ErrorCode::TRANSFER_FAIL);
+}
+
+TEST_F(ClientTest, BatchPutGetExist) {
+  StartNode("seg-a");
+  StartNode("seg-b");
+  Client& client = MakeClient(/*staging_bytes=*/1 << 20);  // several rounds
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 12; ++i) {
+    keys.push_back("b" + std::to_string(i));
+    values.push_back(Pattern(i == 5 ? (2 << 20) : 1000 + 40'000 * i, i));
+  }
+  std::vector<std::string_view> views(values.begin(), values.end());
+  PutOptions two;
+  two.config.replica_num = 2;
+  auto put = client.BatchPut("", keys, views, two);
+  ASSERT_EQ(put.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(put[i], ErrorCode::OK) << keys[i];
+  // A second batch: the existing key fails alone.
+  auto again = client.BatchPut("", {"b0", "fresh"}, {"x", "fresh-value"});
+  EXPECT_EQ(again[0], ErrorCode::OBJECT_ALREADY_EXISTS);
+  EXPECT_EQ(again[1], ErrorCode::OK);
+
+  std::vector<std::string> wanted = keys;
+  wanted.push_back("missing");
+  wanted.push_back("fresh");
+  auto got = client.BatchGet("", wanted);
+  ASSERT_EQ(got.size(), wanted.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << keys[i] << ": " << ErrorCodeName(got[i].error());
+    EXPECT_EQ(*got[i], values[i]) << keys[i];
+  }
+  EXPECT_EQ(got[keys.size()].error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(*got[keys.size() + 1], "fresh-value");
+
+  // One node's region gone: the batch read fails over item by item.
+  nodes_[0]->engine->UnregisterMemory(nodes_[0]->node->region());
+  got = client.BatchGet("", keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << keys[i] << ": " << ErrorCodeName(got[i].error());
+    EXPECT_EQ(*got[i], values[i]);
+  }
+  auto exist = client.BatchExist("", {"b1", "nope"});
+  EXPECT_TRUE(*exist[0]);
+  EXPECT_FALSE(*exist[1]);
+  EXPECT_EQ(client.BatchPut("", {"a", "b"}, {"x"})[0], ErrorCode::INVALID_PARAMS);
+}
+
+TEST_F(ClientTest, ZeroCopyReadIntoARegisteredBuffer) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  const std::string value = Pattern(70'000, 4);
+  ASSERT_EQ(client.Put("", "zc", value), ErrorCode::OK);
+  std::vector<char> buffer(1 << 17);
+  auto loc = client.Locate("", "zc");
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(client.Read(*loc, buffer.data(), buffer.size()), ErrorCode::INVALID_PARAMS);
+  ASSERT_EQ(client.RegisterBuffer(buffer.data(), buffer.size()), ErrorCode::OK);
+  EXPECT_EQ(client.Read(*loc, buffer.data(), 10), ErrorCode::BUFFER_OVERFLOW);
+  ASSERT_EQ(client.Read(*loc, buffer.data(), buffer.size()), ErrorCode::OK);
+  EXPECT_EQ(std::string(buffer.data(), value.size()), value);
+  client.UnregisterBuffer(buffer.data());
+}
+
+TEST_F(ClientTest, ConcurrentCallersShareOneClient) {
+  StartNode("seg-a");
+  Client& client = MakeClient(/*staging_bytes=*/256 << 10);  // callers wait for staging
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const std::string key = "c" + std::to_string(t) + "-" + std::to_string(i);
+        const std::string value = Pattern(100'000 + i, t);
+        if (client.Put("", key, value) != ErrorCode::OK) ++failures;
+        auto got = client.Get("", key);
+        if (!got.ok() || *got != value) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// Stored checksums must stay comparable across versions: pin the function.
+TEST(ObjectChecksumTest, IsXxh3With64BitsAndSeedZero) {
+  EXPECT_EQ(ObjectChecksum(""), 0x2D06800538D394C2ull);
+  EXPECT_NE(ObjectChecksum("a"), ObjectChecksum("b"));
+}
+
+TEST_F(ClientTest, CreateRejectsBadOptions) {
+  ClientOptions options;
+  options.master = "no-port";
+  EXPECT_EQ(Client::Create(options).error(), ErrorCode::INVALID_PARAMS);
+  options.master = address_;
+  options.protocol = "smoke-signals";
+  EXPECT_EQ(Client::Create(options).error(), ErrorCode::INVALID_PARAMS);
+  options.protocol = "none";  // and no engines given
+  EXPECT_EQ(Client::Create(options).error(), ErrorCode::INVALID_PARAMS);
+  options.protocol = "loopback";
+  options.staging_bytes = 0;
+  EXPECT_EQ(Client::Create(options).error(), ErrorCode::INVALID_PARAMS);
+}
+
+}  // namespace
+}  // namespace shelfmark

@@ -1,0 +1,105 @@
+#include "master/master_config.h"
+
+#include <cstdlib>
+
+#include "common/flags.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr int64_t kMaxSeconds = 365LL * 24 * 3600;
+
+void AddServingFlags(FlagSet& f, MasterConfig* c) {
+  f.AddInt64("rpc_port", &c->rpc_port, "Cap'n Proto RPC port (0: any free port)", 0, 65535);
+  f.AddInt64("metrics_port", &c->metrics_port, "HTTP /metrics and /health port", 0, 65535);
+  f.AddString("rpc_address", &c->rpc_address, "address the RPC server binds");
+  f.AddInt64("rpc_threads", &c->rpc_threads, "RPC event-loop threads", 1, 64);
+  f.AddString("cluster_id", &c->cluster_id, "cluster name (snapshot location)");
+}
+
+void AddDirectoryFlags(FlagSet& f, MasterConfig* c) {
+  f.AddInt64("default_kv_lease_ttl", &c->default_kv_lease_ttl, "read lease in ms", 1,
+             kMaxSeconds * 1000);
+  f.AddInt64("client_ttl", &c->client_ttl, "seconds a silent node stays registered", 1,
+             kMaxSeconds);
+  f.AddDouble("eviction_ratio", &c->eviction_ratio, "share of capacity freed per eviction",
+              0.0, 1.0);
+  f.AddDouble("eviction_high_watermark_ratio", &c->eviction_high_watermark_ratio,
+              "usage that triggers eviction", 0.0, 1.0);
+  f.AddBool("enable_offload", &c->enable_offload, "offload MEMORY objects to node SSDs");
+  f.AddInt64("put_start_discard_timeout_sec", &c->put_start_discard_timeout_sec,
+             "an unfinished put older than this may be replaced", 1, kMaxSeconds);
+  f.AddInt64("put_start_release_timeout_sec", &c->put_start_release_timeout_sec,
+             "an unfinished put older than this is reclaimed", 1, kMaxSeconds);
+  f.AddString("memory_allocator", &c->memory_allocator, "segment allocator", {"offset"});
+}
+
+void AddSnapshotFlags(FlagSet& f, MasterConfig* c) {
+  f.AddBool("enable_snapshot", &c->enable_snapshot, "take periodic snapshots");
+  f.AddBool("enable_snapshot_restore", &c->enable_snapshot_restore, "restore at start-up");
+  f.AddString("snapshot_object_store_type", &c->snapshot_object_store_type,
+              "where snapshots go", {"local", "s3"});
+  f.AddString("snapshot_catalog_store_type", &c->snapshot_catalog_store_type,
+              "where latest.txt lives", {"embedded"});
+  f.AddInt64("snapshot_interval_seconds", &c->snapshot_interval_seconds,
+             "seconds between snapshots", 1, kMaxSeconds);
+  f.AddInt64("snapshot_child_timeout_seconds", &c->snapshot_child_timeout_seconds,
+             "seconds before a snapshot child is killed", 1, kMaxSeconds);
+  f.AddInt64("snapshot_retention_count", &c->snapshot_retention_count,
+             "snapshots kept (>= 1)", 1, 1000);
+}
+
+// The local store's directory comes from the environment (design study:
+// MOONCAKE_SNAPSHOT_LOCAL_PATH); S3 settings are read where the store opens.
+bool ReadSnapshotEnvironment(MasterConfig* c, std::string* message) {
+  bool uses_store = c->enable_snapshot || c->enable_snapshot_restore;
+  if (!uses_store || c->snapshot_object_store_type != "local") return true;
+  const char* path = std::getenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");
+  if (path == nullptr || *path == '\0') {
+    *message = "shelfmark-master: --snapshot_object_store_type=local with --enable_snapshot or "
+               "--enable_snapshot_restore needs MOONCAKE_SNAPSHOT_LOCAL_PATH (the directory "
+               "that holds the snapshots); it is not set";
+    return false;
+  }
+  c->snapshot_local_path = path;
+  return true;
+}
+
+}  // namespace
+
+DirectoryOptions MasterConfig::ToDirectoryOptions() const {
+  DirectoryOptions o;
+  o.default_kv_lease_ttl_ms = default_kv_lease_ttl;
+  o.client_ttl_ms = client_ttl * 1000;
+  o.eviction_ratio = eviction_ratio;
+  o.eviction_high_watermark_ratio = eviction_high_watermark_ratio;
+  o.put_start_discard_timeout_ms = put_start_discard_timeout_sec * 1000;
+  o.put_start_release_timeout_ms = put_start_release_timeout_sec * 1000;
+  o.enable_offload = enable_offload;
+  return o;
+}
+
+ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* config,
+                              std::string* message) {
+  FlagSet flags("shelfmark-master");
+  AddServingFlags(flags, config);
+  AddDirectoryFlags(flags, config);
+  AddSnapshotFlags(flags, config);
+  if (!flags.Parse(argc, argv, message)) return ParseOutcome::kError;
+  if (flags.help_requested()) {
+    *message = flags.Usage();
+    return ParseOutcome::kHelp;
+  }
+  if (!flags.positional().empty()) {
+    *message = "shelfmark-master: unexpected argument '" + flags.positional()[0] + "'";
+    return ParseOutcome::kError;
+  }
+  if (config->cluster_id.empty() || config->cluster_id.find('/') != std::string::npos ||
+      config->cluster_id.find("..") != std::string::npos) {
+    *message = "shelfmark-master: flag --cluster_id must be a non-empty name without '/' or '..'";
+    return ParseOutcome::kError;
+  }
+  return ReadSnapshotEnvironment(config, message) ? ParseOutcome::kRun : ParseOutcome::kError;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,98 @@
+#include "master/master_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+namespace shelfmark {
+namespace {
+
+ParseOutcome Parse(std::vector<const char*> args, MasterConfig* c, std::string* msg) {
+  args.insert(args.begin(), "shelfmark-master");
+  return ParseMasterFlags(static_cast<int>(args.size()), args.data(), c, msg);
+}
+
+TEST(MasterConfig, DesignStudyExampleParses) {
+  setenv("MOONCAKE_SNAPSHOT_LOCAL_PATH", "/nvme/mooncake-master-snapshots", 1);
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({"--memory_allocator=offset", "--enable_snapshot=true",
+                   "--enable_snapshot_restore=true", "--snapshot_object_store_type=local",
+                   "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=600",
+                   "--snapshot_child_timeout_seconds=300", "--snapshot_retention_count=2",
+                   "--eviction_ratio=0.1", "--eviction_high_watermark_ratio=0.8",
+                   "--default_kv_lease_ttl=5000", "--client_ttl=20", "--enable_offload",
+                   "--rpc_port=6000", "--metrics_port=6001", "--cluster_id=c1"},
+                  &c, &msg),
+            ParseOutcome::kRun)
+      << msg;
+  EXPECT_TRUE(c.enable_snapshot);
+  EXPECT_TRUE(c.enable_snapshot_restore);
+  EXPECT_EQ(c.snapshot_object_store_type, "local");
+  EXPECT_EQ(c.snapshot_catalog_store_type, "embedded");
+  EXPECT_EQ(c.snapshot_interval_seconds, 600);
+  EXPECT_EQ(c.snapshot_child_timeout_seconds, 300);
+  EXPECT_EQ(c.snapshot_retention_count, 2);
+  EXPECT_EQ(c.snapshot_local_path, "/nvme/mooncake-master-snapshots");
+  EXPECT_EQ(c.rpc_port, 6000);
+  DirectoryOptions o = c.ToDirectoryOptions();
+  EXPECT_EQ(o.default_kv_lease_ttl_ms, 5000);
+  EXPECT_EQ(o.client_ttl_ms, 20000);
+  EXPECT_DOUBLE_EQ(o.eviction_ratio, 0.1);
+  EXPECT_TRUE(o.enable_offload);
+}
+
+TEST(MasterConfig, BadValuesNameTheFlag) {
+  for (const char* arg : {"--snapshot_retention_count=0", "--rpc_port=-1", "--client_ttl=0",
+                          "--eviction_ratio=2", "--snapshot_object_store_type=ftp",
+                          "--bogus=1", "--cluster_id=../x"}) {
+    MasterConfig c;
+    std::string msg;
+    EXPECT_EQ(Parse({arg}, &c, &msg), ParseOutcome::kError) << arg;
+    std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  }
+}
+
+TEST(MasterConfig, SnapshotDefaultsAndChoices) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({}, &c, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_EQ(c.snapshot_retention_count, 2);
+  EXPECT_FALSE(c.enable_snapshot);
+  for (const char* arg : {"--memory_allocator=buddy", "--snapshot_catalog_store_type=etcd",
+                          "--snapshot_interval_seconds=0", "--snapshot_child_timeout_seconds=0"}) {
+    EXPECT_EQ(Parse({arg}, &c, &msg), ParseOutcome::kError) << arg;
+  }
+  EXPECT_EQ(Parse({"--snapshot_object_store_type=s3", "--enable_snapshot"}, &c, &msg),
+            ParseOutcome::kRun) << msg;
+}
+
+TEST(MasterConfig, LocalSnapshotsNeedTheLocalPathVariable) {
+  unsetenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");
+  for (const char* arg : {"--enable_snapshot=true", "--enable_snapshot_restore=true"}) {
+    MasterConfig c;
+    std::string msg;
+    EXPECT_EQ(Parse({arg, "--snapshot_object_store_type=local"}, &c, &msg), ParseOutcome::kError);
+    EXPECT_NE(msg.find("MOONCAKE_SNAPSHOT_LOCAL_PATH"), std::string::npos) << msg;
+  }
+  MasterConfig off;
+  std::string msg;
+  EXPECT_EQ(Parse({"--enable_snapshot=false"}, &off, &msg), ParseOutcome::kRun) << msg;
+  setenv("MOONCAKE_SNAPSHOT_LOCAL_PATH", "/tmp/snaps", 1);
+  MasterConfig on;
+  EXPECT_EQ(Parse({"--enable_snapshot=true"}, &on, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_EQ(on.snapshot_local_path, "/tmp/snaps");
+}
+
+TEST(MasterConfig, HelpAndPositional) {
+  MasterConfig c;
+  std::string msg;
+  EXPECT_EQ(Parse({"--help"}, &c, &msg), ParseOutcome::kHelp);
+  EXPECT_NE(msg.find("--rpc_port"), std::string::npos);
+  EXPECT_EQ(Parse({"extra"}, &c, &msg), ParseOutcome::kError);
+}
+
+}  // namespace
+}  // namespace shelfmark

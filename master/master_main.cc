@@ -1,0 +1,167 @@
+// shelfmark-master: the directory served over Cap'n Proto RPC, with /health
+// and /metrics over HTTP; restores the newest good snapshot before the RPC
+// port opens and snapshots periodically (--enable_snapshot_restore,
+// --enable_snapshot). Stops cleanly on SIGINT or SIGTERM.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+
+#include "master/directory_metrics.h"
+#include "service/http_server.h"
+#include "master/master_config.h"
+#include "service/metrics.h"
+#include "service/process_stats.h"
+#include "master/rpc_server.h"
+#include "service/service_main.h"
+#include "master/snapshot_metrics.h"
+#include "snapshot/local_store.h"
+#include "snapshot/s3_store.h"
+#include "snapshot/snapshot_restore.h"
+#include "snapshot/snapshotter.h"
+
+namespace shelfmark {
+namespace {
+
+// The snapshot object store: the directory $MOONCAKE_SNAPSHOT_LOCAL_PATH
+// (created when missing) or the S3 bucket the environment names. Null and
+// *error set when it cannot be opened.
+std::unique_ptr<ObjectStore> OpenSnapshotStore(const MasterConfig& config, std::string* error) {
+  if (config.snapshot_object_store_type == "s3") {
+    auto s3_config = S3ConfigFromEnv(error);
+    if (!s3_config.ok()) return nullptr;
+    auto store = S3Store::Open(std::move(*s3_config), error);
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(config.snapshot_local_path, ec);
+  if (!ec) std::filesystem::create_directories(path, ec);
+  auto store = LocalStore::Open(path.string());
+  if (ec || !store.ok()) {
+    *error = "MOONCAKE_SNAPSHOT_LOCAL_PATH=" + config.snapshot_local_path +
+             " is not a usable directory" + (ec ? " (" + ec.message() + ")" : "");
+    return nullptr;
+  }
+  return std::move(*store);
+}
+
+// Restores the newest good snapshot into the directory (before the RPC port
+// opens). False when the store cannot be opened or read.
+bool RestoreAtStartUp(const MasterConfig& config, Directory& directory, SnapshotMetrics& metrics) {
+  std::string error;
+  std::unique_ptr<ObjectStore> store = OpenSnapshotStore(config, &error);
+  if (store == nullptr) {
+    std::fprintf(stderr, "shelfmark-master: snapshot store: %s\n", error.c_str());
+    return false;
+  }
+  RestoreOptions options;
+  options.cluster_id = config.cluster_id;
+  RestoreReport report = RestoreFromSnapshots(&directory, store.get(), options);
+  std::fprintf(stderr, "shelfmark-master: %s (%s)\n", DescribeRestore(report).c_str(),
+               store->Describe().c_str());
+  metrics.SetRestore(report);
+  if (!report.restored && report.store_unavailable) {
+    std::fprintf(stderr,
+                 "shelfmark-master: the snapshot store is unavailable; refusing to start empty "
+                 "(its snapshots would later rotate the good ones out)\n");
+    return false;
+  }
+  return true;
+}
+
+// The periodic snapshotter over a store of its own (see snapshotter.h).
+struct SnapshotService {
+  std::unique_ptr<ObjectStore> store;
+  std::unique_ptr<Snapshotter> snapshotter;
+};
+
+bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMetrics& metrics,
+                    SnapshotService* service) {
+  std::string error;
+  service->store = OpenSnapshotStore(config, &error);
+  if (service->store == nullptr) {
+    std::fprintf(stderr, "shelfmark-master: snapshot store: %s\n", error.c_str());
+    return false;
+  }
+  SnapshotterOptions options;
+  options.cluster_id = config.cluster_id;
+  options.interval_ms = config.snapshot_interval_seconds * 1000;
+  options.child_timeout_ms = config.snapshot_child_timeout_seconds * 1000;
+  options.retention_count = static_cast<size_t>(config.snapshot_retention_count);
+  options.on_result = [&metrics](const SnapshotResult& r) { metrics.Observe(r); };
+  service->snapshotter =
+      std::make_unique<Snapshotter>(&directory, service->store.get(), std::move(options));
+  service->snapshotter->Start();
+  std::fprintf(stderr, "shelfmark-master: snapshots every %lld s to %s, keeping %lld\n",
+               static_cast<long long>(config.snapshot_interval_seconds),
+               service->store->Describe().c_str(),
+               static_cast<long long>(config.snapshot_retention_count));
+  return true;
+}
+
+int Run(const MasterConfig& config) {
+  StopSignals stop_signals;
+  // The background thread (client expiry, eviction) starts after restore, so
+  // a long restore cannot expire the nodes whose segments it restores.
+  DirectoryOptions directory_options = config.ToDirectoryOptions();
+  directory_options.start_background_thread = false;
+  Directory directory(directory_options);
+  MetricsRegistry metrics;
+  AddProcessMetrics(metrics);
+  AddDirectoryMetrics(metrics, directory);
+  SnapshotMetrics snapshot_metrics(metrics);
+  if (config.enable_snapshot_restore &&
+      !RestoreAtStartUp(config, directory, snapshot_metrics)) {
+    return 1;
+  }
+  directory.StartBackgroundThread();
+  RpcServerOptions rpc_options;
+  rpc_options.bind_address = config.rpc_address;
+  rpc_options.port = static_cast<uint16_t>(config.rpc_port);
+  rpc_options.threads = static_cast<int>(config.rpc_threads);
+  RpcServer rpc(directory, &metrics, rpc_options);
+  auto rpc_port = rpc.Start();
+  if (!rpc_port.ok()) {
+    std::fprintf(stderr, "shelfmark-master: cannot serve --rpc_port=%lld on %s\n",
+                 static_cast<long long>(config.rpc_port), config.rpc_address.c_str());
+    return 1;
+  }
+  metrics.AddGauge("shelfmark_master_rpc_open_connections", "open RPC connections", [&rpc] {
+    double n = 0;
+    for (int c : rpc.OpenConnections()) n += c;
+    return n;
+  });
+  HttpServer http;
+  auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master");
+  if (!http_port.ok()) return 1;
+  SnapshotService snapshots;
+  if (config.enable_snapshot && !StartSnapshots(config, directory, snapshot_metrics, &snapshots)) {
+    return 1;
+  }
+  std::fprintf(stderr, "shelfmark-master: cluster %s, rpc port %u, metrics port %u\n",
+               config.cluster_id.c_str(), *rpc_port, *http_port);
+  stop_signals.Wait("shelfmark-master", "stopping");
+  if (snapshots.snapshotter) snapshots.snapshotter->Stop();
+  http.Stop();
+  rpc.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace shelfmark
+
+int main(int argc, char** argv) {
+  shelfmark::MasterConfig config;
+  std::string message;
+  switch (shelfmark::ParseMasterFlags(argc, argv, &config, &message)) {
+    case shelfmark::ParseOutcome::kHelp:
+      std::fputs(message.c_str(), stdout);
+      return 0;
+    case shelfmark::ParseOutcome::kError:
+      std::fprintf(stderr, "%s\n", message.c_str());
+      return 2;
+    case shelfmark::ParseOutcome::kRun:
+      break;
+  }
+  return shelfmark::Run(config);
+}

@@ -1,0 +1,460 @@
+#include "master/master_service.h"
+
+#include <array>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <kj/debug.h>
+
+#include "service/metrics.h"
+#include "rpc/rpc_convert.h"
+#include "directory/directory.h"
+#include "schemas/master.capnp.h"
+
+namespace shelfmark {
+namespace {
+
+using rpcconv::CodeToWire;
+using rpcconv::View;
+
+// Size hint of a reply without a payload list. (Always passing a hint also
+// sidesteps a GCC -Wmaybe-uninitialized false positive on kj::Maybe.)
+constexpr capnp::MessageSize kSmallReply{8, 0};
+
+// One entry per MasterService method: enum constant and metric label.
+#define SHELFMARK_RPC_METHODS(X)                                            \
+  X(kMountSegment, "MountSegment") X(kUnmountSegment, "UnmountSegment")     \
+  X(kPing, "Ping") X(kMountLocalDisk, "MountLocalDisk")                     \
+  X(kPutStart, "PutStart") X(kPutEnd, "PutEnd") X(kPutRevoke, "PutRevoke")  \
+  X(kGetReplicaList, "GetReplicaList") X(kExistKey, "ExistKey")             \
+  X(kStat, "Stat") X(kListKeys, "ListKeys") X(kCountKeys, "CountKeys")      \
+  X(kGroupMembers, "GroupMembers") X(kRemove, "Remove")                     \
+  X(kRemoveAll, "RemoveAll") X(kBatchPutStart, "BatchPutStart")             \
+  X(kBatchPutEnd, "BatchPutEnd") X(kBatchPutRevoke, "BatchPutRevoke")       \
+  X(kBatchGetReplicaList, "BatchGetReplicaList")                            \
+  X(kBatchExistKey, "BatchExistKey") X(kBatchRemove, "BatchRemove")         \
+  X(kOffloadHeartbeat, "OffloadHeartbeat")                                  \
+  X(kNotifyOffloadSuccess, "NotifyOffloadSuccess")                          \
+  X(kEvictDiskReplica, "EvictDiskReplica")
+
+enum Method : int {
+#define SHELFMARK_X(id, name) id,
+  SHELFMARK_RPC_METHODS(SHELFMARK_X)
+#undef SHELFMARK_X
+  kMethodCount
+};
+
+constexpr std::array<const char*, kMethodCount> kMethodNames = {
+#define SHELFMARK_X(id, name) name,
+    SHELFMARK_RPC_METHODS(SHELFMARK_X)
+#undef SHELFMARK_X
+};
+
+struct MethodMetrics {
+  Counter* requests = nullptr;
+  Counter* failures = nullptr;
+  Histogram* latency_us = nullptr;
+};
+
+// Read-only after construction; shared by every loop thread.
+struct SharedState {
+  Directory& directory;
+  size_t max_batch;
+  bool has_metrics = false;
+  std::array<MethodMetrics, kMethodCount> metrics{};
+};
+
+// Rough word counts used as first-segment size hints for big replies, so a
+// batch reply is built in one segment instead of a chain of growing ones.
+size_t ReplicaWords(const ReplicaDescriptor& r) {
+  const size_t blob =
+      r.type == ReplicaType::MEMORY
+          ? r.memory.endpoint.size() + r.memory.protocol.size() + r.memory.rkey.size()
+          : r.disk.endpoint.size();
+  return 24 + blob / 8;
+}
+size_t ReplicasWords(const std::vector<ReplicaDescriptor>& rs) {
+  size_t words = 1;
+  for (const auto& r : rs) words += ReplicaWords(r);
+  return words;
+}
+
+class MasterServiceImpl final : public wire::MasterService::Server {
+ public:
+  explicit MasterServiceImpl(const SharedState& shared) : s_(shared), dir_(shared.directory) {}
+
+  // --- segments and clients ---------------------------------------------------
+
+  kj::Promise<void> mountSegment(MountSegmentContext ctx) override {
+    return Serve(kMountSegment, ctx, [&](auto p) {
+      Segment segment;
+      ErrorCode code = rpcconv::Decode(p.getSegment(), &segment);
+      if (code != ErrorCode::OK) return code;
+      return dir_.MountSegment(rpcconv::Decode(p.getClientId()), segment);
+    });
+  }
+
+  kj::Promise<void> unmountSegment(UnmountSegmentContext ctx) override {
+    return Serve(kUnmountSegment, ctx, [&](auto p) {
+      return dir_.UnmountSegment(rpcconv::Decode(p.getClientId()),
+                                 rpcconv::Decode(p.getSegmentId()));
+    });
+  }
+
+  kj::Promise<void> ping(PingContext ctx) override {
+    return Serve(kPing, ctx, [&](auto p) {
+      PingResponse r = dir_.Ping(rpcconv::Decode(p.getClientId()));
+      auto out = ctx.getResults(kSmallReply);
+      out.setViewVersion(r.view_version);
+      out.setStatus(rpcconv::EncodeEnum(r.status));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> mountLocalDisk(MountLocalDiskContext ctx) override {
+    return Serve(kMountLocalDisk, ctx, [&](auto p) {
+      return dir_.MountLocalDisk(rpcconv::Decode(p.getClientId()), p.getEnableOffloading(),
+                                 View(p.getEndpoint()));
+    });
+  }
+
+  // --- puts -------------------------------------------------------------------
+
+  kj::Promise<void> putStart(PutStartContext ctx) override {
+    return Serve(kPutStart, ctx, [&](auto p) {
+      PutConfig config;
+      ErrorCode code = rpcconv::Decode(p.getConfig(), &config);
+      if (code != ErrorCode::OK) return code;
+      auto r = dir_.PutStart(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
+                             View(p.getKey()), p.getSize(), config);
+      if (!r.ok()) return r.error();
+      auto out = ctx.getResults(capnp::MessageSize{8 + ReplicasWords(*r), 0});
+      rpcconv::EncodeReplicas(*r, out.initReplicas(r->size()));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> putEnd(PutEndContext ctx) override {
+    return Serve(kPutEnd, ctx, [&](auto p) {
+      ReplicaType type;
+      ErrorCode code = rpcconv::DecodeEnum(p.getType(), &type);
+      if (code != ErrorCode::OK) return code;
+      return dir_.PutEnd(rpcconv::Decode(p.getClientId()), View(p.getTenant()), View(p.getKey()),
+                         type);
+    });
+  }
+
+  kj::Promise<void> putRevoke(PutRevokeContext ctx) override {
+    return Serve(kPutRevoke, ctx, [&](auto p) {
+      ReplicaType type;
+      ErrorCode code = rpcconv::DecodeEnum(p.getType(), &type);
+      if (code != ErrorCode::OK) return code;
+      return dir_.PutRevoke(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
+                            View(p.getKey()), type);
+    });
+  }
+
+  // --- reads ------------------------------------------------------------------
+
+  kj::Promise<void> getReplicaList(GetReplicaListContext ctx) override {
+    return Serve(kGetReplicaList, ctx, [&](auto p) {
+      auto r = dir_.GetReplicaList(View(p.getTenant()), View(p.getKey()));
+      if (!r.ok()) return r.error();
+      auto out = ctx.getResults(capnp::MessageSize{16 + ReplicasWords(r->replicas), 0});
+      rpcconv::Encode(*r, out.initResponse());
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> existKey(ExistKeyContext ctx) override {
+    return Serve(kExistKey, ctx, [&](auto p) {
+      auto r = dir_.ExistKey(View(p.getTenant()), View(p.getKey()));
+      if (!r.ok()) return r.error();
+      ctx.getResults(kSmallReply).setExists(*r);
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> stat(StatContext ctx) override {
+    return Serve(kStat, ctx, [&](auto p) {
+      auto r = dir_.Stat(View(p.getTenant()), View(p.getKey()));
+      if (!r.ok()) return r.error();
+      auto out = ctx.getResults(
+          capnp::MessageSize{32 + r->key.size() / 8 + ReplicasWords(r->replicas), 0});
+      rpcconv::Encode(*r, out.initInfo());
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> listKeys(ListKeysContext ctx) override {
+    return Serve(kListKeys, ctx, [&](auto p) {
+      const uint64_t limit = std::min<uint64_t>(p.getLimit(), rpcconv::kMaxListKeysLimit);
+      auto keys = dir_.ListKeys(View(p.getTenant()), View(p.getPrefix()), limit);
+      rpcconv::EncodeTexts(keys, ctx.getResults(TextsHint(keys)).initKeys(keys.size()));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> countKeys(CountKeysContext ctx) override {
+    return Serve(kCountKeys, ctx, [&](auto p) {
+      ctx.getResults(kSmallReply).setCount(dir_.CountKeys(View(p.getTenant()), p.getAllTenants()));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> groupMembers(GroupMembersContext ctx) override {
+    return Serve(kGroupMembers, ctx, [&](auto p) {
+      auto r = dir_.GroupMembers(View(p.getTenant()), View(p.getGroupId()));
+      if (!r.ok()) return r.error();
+      rpcconv::EncodeTexts(*r, ctx.getResults(TextsHint(*r)).initKeys(r->size()));
+      return ErrorCode::OK;
+    });
+  }
+
+  // --- removal ----------------------------------------------------------------
+
+  kj::Promise<void> remove(RemoveContext ctx) override {
+    return Serve(kRemove, ctx, [&](auto p) {
+      return dir_.Remove(View(p.getTenant()), View(p.getKey()), p.getForce());
+    });
+  }
+
+  kj::Promise<void> removeAll(RemoveAllContext ctx) override {
+    return Serve(kRemoveAll, ctx, [&](auto p) {
+      ctx.getResults(kSmallReply).setRemoved(
+          dir_.RemoveAll(View(p.getTenant()), p.getAllTenants(), p.getForce()));
+      return ErrorCode::OK;
+    });
+  }
+
+  // --- batches ----------------------------------------------------------------
+
+  kj::Promise<void> batchPutStart(BatchPutStartContext ctx) override {
+    return Serve(kBatchPutStart, ctx, [&](auto p) {
+      auto& keys = ScratchKeys();
+      ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
+      if (code != ErrorCode::OK) return code;
+      auto sizes_in = p.getSizes();
+      if (sizes_in.size() != keys.size()) return ErrorCode::INVALID_PARAMS;
+      auto& sizes = ScratchSizes();
+      sizes.resize(sizes_in.size());
+      for (unsigned i = 0; i < sizes_in.size(); ++i) sizes[i] = sizes_in[i];
+      PutConfig config;
+      code = rpcconv::Decode(p.getConfig(), &config);
+      if (code != ErrorCode::OK) return code;
+      auto results = dir_.BatchPutStart(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
+                                        keys, sizes, config);
+      size_t words = 8;
+      for (const auto& r : results) words += 4 + (r.ok() ? ReplicasWords(*r) : 0);
+      auto out = ctx.getResults(capnp::MessageSize{words, 0}).initResults(results.size());
+      for (size_t i = 0; i < results.size(); ++i) {
+        auto item = out[i];
+        if (!results[i].ok()) {
+          item.setCode(CodeToWire(results[i].error()));
+          continue;
+        }
+        item.setCode(CodeToWire(ErrorCode::OK));
+        rpcconv::EncodeReplicas(*results[i], item.initReplicas(results[i]->size()));
+      }
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> batchPutEnd(BatchPutEndContext ctx) override {
+    return Serve(kBatchPutEnd, ctx, [&](auto p) {
+      auto& keys = ScratchKeys();
+      ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
+      if (code != ErrorCode::OK) return code;
+      SetCodes(ctx, dir_.BatchPutEnd(rpcconv::Decode(p.getClientId()), View(p.getTenant()), keys));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> batchPutRevoke(BatchPutRevokeContext ctx) override {
+    return Serve(kBatchPutRevoke, ctx, [&](auto p) {
+      auto& keys = ScratchKeys();
+      ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
+      if (code != ErrorCode::OK) return code;
+      SetCodes(ctx,
+               dir_.BatchPutRevoke(rpcconv::Decode(p.getClientId()), View(p.getTenant()), keys));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> batchGetReplicaList(BatchGetReplicaListContext ctx) override {
+    return Serve(kBatchGetReplicaList, ctx, [&](auto p) {
+      auto& keys = ScratchKeys();
+      ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
+      if (code != ErrorCode::OK) return code;
+      auto results = dir_.BatchGetReplicaList(View(p.getTenant()), keys);
+      size_t words = 8;
+      for (const auto& r : results) words += 12 + (r.ok() ? ReplicasWords(r->replicas) : 0);
+      auto out = ctx.getResults(capnp::MessageSize{words, 0}).initResults(results.size());
+      for (size_t i = 0; i < results.size(); ++i) {
+        auto item = out[i];
+        if (!results[i].ok()) {
+          item.setCode(CodeToWire(results[i].error()));
+          continue;
+        }
+        item.setCode(CodeToWire(ErrorCode::OK));
+        rpcconv::Encode(*results[i], item.initResponse());
+      }
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> batchExistKey(BatchExistKeyContext ctx) override {
+    return Serve(kBatchExistKey, ctx, [&](auto p) {
+      auto& keys = ScratchKeys();
+      ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
+      if (code != ErrorCode::OK) return code;
+      auto results = dir_.BatchExistKey(View(p.getTenant()), keys);
+      auto out = ctx.getResults(capnp::MessageSize{8 + 2 * results.size(), 0})
+                     .initResults(results.size());
+      for (size_t i = 0; i < results.size(); ++i) {
+        auto item = out[i];
+        item.setCode(CodeToWire(results[i].error()));
+        if (results[i].ok()) item.setExists(*results[i]);
+      }
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> batchRemove(BatchRemoveContext ctx) override {
+    return Serve(kBatchRemove, ctx, [&](auto p) {
+      auto& keys = ScratchKeys();
+      ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
+      if (code != ErrorCode::OK) return code;
+      SetCodes(ctx, dir_.BatchRemove(View(p.getTenant()), keys, p.getForce()));
+      return ErrorCode::OK;
+    });
+  }
+
+  // --- offload ----------------------------------------------------------------
+
+  kj::Promise<void> offloadHeartbeat(OffloadHeartbeatContext ctx) override {
+    return Serve(kOffloadHeartbeat, ctx, [&](auto p) {
+      const size_t max_tasks = static_cast<size_t>(
+          std::min<uint64_t>(p.getMaxTasks(), static_cast<uint64_t>(s_.max_batch)));
+      auto r = dir_.OffloadHeartbeat(rpcconv::Decode(p.getClientId()), max_tasks);
+      if (!r.ok()) return r.error();
+      size_t words = 8;
+      for (const auto& t : *r) words += 6 + (t.tenant.size() + t.key.size()) / 8;
+      auto out = ctx.getResults(capnp::MessageSize{words, 0}).initTasks(r->size());
+      for (size_t i = 0; i < r->size(); ++i) rpcconv::Encode((*r)[i], out[i]);
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> notifyOffloadSuccess(NotifyOffloadSuccessContext ctx) override {
+    return Serve(kNotifyOffloadSuccess, ctx, [&](auto p) {
+      std::vector<OffloadedObject> items;
+      ErrorCode code = rpcconv::DecodeOffloadedObjects(p.getItems(), s_.max_batch, &items);
+      if (code != ErrorCode::OK) return code;
+      auto r = dir_.NotifyOffloadSuccess(rpcconv::Decode(p.getClientId()), items);
+      if (!r.ok()) return r.error();
+      SetCodes(ctx, *r);
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> evictDiskReplica(EvictDiskReplicaContext ctx) override {
+    return Serve(kEvictDiskReplica, ctx, [&](auto p) {
+      return dir_.EvictDiskReplica(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
+                                   View(p.getKey()));
+    });
+  }
+
+ private:
+  // Runs one call: `fn(params)` decodes, calls the directory, fills the
+  // payload and returns the whole-call code, which Serve() stores in the
+  // reply. A kj::Exception escaping fn (a malformed request the capnp reader
+  // rejects) becomes INVALID_PARAMS with an empty payload; any other
+  // exception INTERNAL_ERROR. Records the per-method metrics.
+  template <typename Context, typename Fn>
+  kj::Promise<void> Serve(Method method, Context& ctx, Fn&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    ErrorCode code;
+    try {
+      code = fn(ctx.getParams());
+      ctx.getResults(kSmallReply).setCode(CodeToWire(code));
+    } catch (const kj::Exception&) {
+      code = ErrorCode::INVALID_PARAMS;
+    } catch (const std::exception&) {
+      code = ErrorCode::INTERNAL_ERROR;
+    }
+    if (code == ErrorCode::INVALID_PARAMS || code == ErrorCode::INTERNAL_ERROR) {
+      // Clear any partly built payload (cheap: these are rare answers).
+      ctx.initResults(kSmallReply).setCode(CodeToWire(code));
+    }
+    if (s_.has_metrics) {
+      const MethodMetrics& m = s_.metrics[method];
+      m.requests->Inc();
+      if (code != ErrorCode::OK) m.failures->Inc();
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      m.latency_us->Observe(
+          static_cast<double>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) /
+          1000.0);
+    }
+    return kj::READY_NOW;
+  }
+
+  template <typename Context>
+  static void SetCodes(Context& ctx, const std::vector<ErrorCode>& codes) {
+    auto out = ctx.getResults(capnp::MessageSize{8 + codes.size() / 2, 0}).initCodes(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) out.set(i, CodeToWire(codes[i]));
+  }
+
+  static capnp::MessageSize TextsHint(const std::vector<std::string>& texts) {
+    size_t words = 8;
+    for (const auto& t : texts) words += 2 + t.size() / 8;
+    return capnp::MessageSize{words, 0};
+  }
+
+  // Per-thread scratch: the loop thread runs one call at a time, so batch
+  // key vectors (and their strings' capacity) are reused across calls.
+  static std::vector<std::string>& ScratchKeys() {
+    thread_local std::vector<std::string> keys;
+    return keys;
+  }
+  static std::vector<uint64_t>& ScratchSizes() {
+    thread_local std::vector<uint64_t> sizes;
+    return sizes;
+  }
+
+  const SharedState& s_;
+  Directory& dir_;
+};
+
+}  // namespace
+
+struct MasterServiceFactory::Shared : SharedState {};
+
+MasterServiceFactory::MasterServiceFactory(Directory& directory, MetricsRegistry* metrics,
+                                           size_t max_batch)
+    : shared_(new Shared{SharedState{directory, max_batch}}) {
+  if (metrics == nullptr) return;
+  shared_->has_metrics = true;
+  for (int i = 0; i < kMethodCount; ++i) {
+    const std::string labels = std::string("method=\"") + kMethodNames[i] + "\"";
+    shared_->metrics[i].requests = metrics->AddCounter(
+        "shelfmark_master_rpc_requests_total", "Master RPC calls received, by method.", labels);
+    shared_->metrics[i].failures = metrics->AddCounter(
+        "shelfmark_master_rpc_failures_total",
+        "Master RPC calls whose whole-call answer was not OK, by method.", labels);
+    shared_->metrics[i].latency_us = metrics->AddHistogram(
+        "shelfmark_master_rpc_latency_us",
+        "Server-side handling time of master RPC calls in microseconds, by method.", labels,
+        LatencyBucketsUs());
+  }
+}
+
+MasterServiceFactory::~MasterServiceFactory() = default;
+
+capnp::Capability::Client MasterServiceFactory::NewService() const {
+  return kj::heap<MasterServiceImpl>(*shared_);
+}
+
+}  // namespace shelfmark

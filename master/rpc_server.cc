@@ -1,0 +1,265 @@
+#include "master/rpc_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <capnp/rpc-twoparty.h>
+#include <capnp/rpc.h>
+#include <kj/async-io.h>
+#include <kj/async.h>
+#include <kj/debug.h>
+
+#include "master/master_service.h"
+#include "rpc/rpc_convert.h"
+
+namespace shelfmark {
+namespace {
+
+// One accepted connection: the stream, its two-party network and the RPC
+// system serving the bootstrap capability over it.
+struct Connection {
+  Connection(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap,
+             capnp::ReaderOptions options)
+      : stream(kj::mv(s)),
+        network(*stream, capnp::rpc::twoparty::Side::SERVER, options),
+        rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
+  kj::Own<kj::AsyncIoStream> stream;
+  capnp::TwoPartyVatNetwork network;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+};
+
+class IgnoreErrors final : public kj::TaskSet::ErrorHandler {
+ public:
+  // A connection that ends with an error (garbage, reset) only ends itself.
+  void taskFailed(kj::Exception&&) override {}
+};
+
+// Creates a bound, listening, non-blocking TCP socket. Returns the fd or -1.
+// No SO_REUSEPORT: a second master on the same port must fail to bind, not
+// silently share the port.
+int MakeListenSocket(const sockaddr* addr, socklen_t len) {
+  int fd = ::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
+      ::bind(fd, addr, len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// How often a loop that is ahead of the others looks again whether it may
+// accept.
+constexpr auto kBalanceRecheck = 2 * kj::MILLISECONDS;
+
+}  // namespace
+
+struct RpcServer::Impl {
+  Impl(Directory& directory, MetricsRegistry* metrics, RpcServerOptions opts)
+      : options(std::move(opts)), services(directory, metrics, options.max_batch) {}
+
+  // True while loop `index` serves more connections than the least loaded
+  // loop: it then leaves the next accept to that one, so connections spread
+  // evenly over the cores (all loops accept from one listening socket).
+  bool AheadOfOthers(size_t index) const {
+    int mine = open_connections[index].load(std::memory_order_relaxed);
+    for (size_t i = 0; i < loop_count; ++i) {
+      if (open_connections[i].load(std::memory_order_relaxed) < mine) return true;
+    }
+    return false;
+  }
+
+  // Body of loop thread `index`: serves `fd` until its stop promise resolves.
+  void Loop(size_t index, int fd) {
+    bool published = false;
+    try {
+      auto io = kj::setupAsyncIo();
+      auto stop = kj::newPromiseAndCrossThreadFulfiller<void>();
+      auto listener = io.lowLevelProvider->wrapListenSocketFd(
+          fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
+                  kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC |
+                  kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK);
+      fd = -1;  // owned by the listener now
+      capnp::Capability::Client bootstrap = services.NewService();
+      capnp::ReaderOptions reader_options;
+      reader_options.traversalLimitInWords = rpcconv::kTraversalLimitWords;
+      reader_options.nestingLimit = rpcconv::kNestingLimit;
+      IgnoreErrors error_handler;
+      kj::TaskSet connections(error_handler);
+      kj::Timer& timer = io.provider->getTimer();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        stoppers.push_back(kj::mv(stop.fulfiller));
+        ++ready;
+        published = true;
+      }
+      cv.notify_all();
+
+      kj::Function<kj::Promise<void>()> accept_loop;
+      accept_loop = [&]() -> kj::Promise<void> {
+        if (AheadOfOthers(index)) {
+          return timer.afterDelay(kBalanceRecheck).then([&]() { return accept_loop(); });
+        }
+        return listener->accept()
+            .then(
+                [&](kj::Own<kj::AsyncIoStream>&& stream) -> kj::Promise<void> {
+                  try {
+                    int one = 1;
+                    stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                  } catch (const kj::Exception&) {
+                  }
+                  auto conn = kj::heap<Connection>(kj::mv(stream), bootstrap, reader_options);
+                  auto done = conn->network.onDisconnect();
+                  std::atomic<int>& open = open_connections[index];
+                  open.fetch_add(1, std::memory_order_relaxed);
+                  connections.add(done.attach(
+                      kj::mv(conn), kj::defer([&open]() { open.fetch_sub(1); })));
+                  return accept_loop();
+                },
+                [&](kj::Exception&&) -> kj::Promise<void> {
+                  // accept() failed (e.g. out of fds): back off, keep serving.
+                  return timer.afterDelay(10 * kj::MILLISECONDS).then([&]() {
+                    return accept_loop();
+                  });
+                });
+      };
+      stop.promise.exclusiveJoin(accept_loop()).wait(io.waitScope);
+      // Leaving the scope drops every connection, then the listener.
+    } catch (const kj::Exception& e) {
+      KJ_LOG(ERROR, "rpc server loop failed", e);
+    } catch (const std::exception& e) {
+      KJ_LOG(ERROR, "rpc server loop failed", e.what());
+    }
+    if (fd >= 0) ::close(fd);
+    if (!published) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++ready;
+      }
+      cv.notify_all();
+    }
+  }
+
+  Result<uint16_t> Start() {
+    if (running) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+    if (options.threads < 1 || options.max_batch == 0) return ErrorCode::INVALID_PARAMS;
+
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string port_text = std::to_string(options.port);
+    if (::getaddrinfo(options.bind_address.empty() ? nullptr : options.bind_address.c_str(),
+                      port_text.c_str(), &hints, &found) != 0 ||
+        found == nullptr) {
+      return ErrorCode::INVALID_PARAMS;
+    }
+    sockaddr_storage addr{};
+    const socklen_t addr_len = found->ai_addrlen;
+    std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
+    ::freeaddrinfo(found);
+
+    // One listening socket, one dup of it per loop thread: every loop accepts
+    // from the same queue, so an idle loop takes the next connection.
+    int listen_fd = MakeListenSocket(reinterpret_cast<sockaddr*>(&addr), addr_len);
+    if (listen_fd < 0) return ErrorCode::INVALID_PARAMS;
+    sockaddr_storage bound{};
+    socklen_t bound_len = sizeof(bound);
+    if (::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
+      ::close(listen_fd);
+      return ErrorCode::INVALID_PARAMS;
+    }
+    const uint16_t port = ntohs(bound.ss_family == AF_INET
+                                    ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                    : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+    std::vector<int> fds = {listen_fd};
+    for (int i = 1; i < options.threads; ++i) {
+      int fd = ::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) {
+        for (int f : fds) ::close(f);
+        return ErrorCode::INVALID_PARAMS;
+      }
+      fds.push_back(fd);
+    }
+
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready = 0;
+      stoppers.clear();
+    }
+    loop_count = fds.size();
+    open_connections = std::make_unique<std::atomic<int>[]>(loop_count);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      threads.emplace_back([this, i, fd = fds[i]]() { Loop(i, fd); });
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&]() { return ready == static_cast<int>(threads.size()); });
+    }
+    running = true;
+    if (stoppers.size() != threads.size()) {  // a loop failed to start
+      Stop();
+      return ErrorCode::INTERNAL_ERROR;
+    }
+    return port;
+  }
+
+  void Stop() {
+    if (!running) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& stopper : stoppers) stopper->fulfill();
+    }
+    for (auto& t : threads) t.join();
+    threads.clear();
+    stoppers.clear();
+    running = false;
+  }
+
+  RpcServerOptions options;
+  MasterServiceFactory services;
+  bool running = false;
+  std::vector<std::thread> threads;
+  size_t loop_count = 0;  // set before the loop threads start
+  std::unique_ptr<std::atomic<int>[]> open_connections;  // per loop thread
+  std::mutex mu;
+  std::condition_variable cv;
+  int ready = 0;  // loop threads that finished starting (guarded by mu)
+  std::vector<kj::Own<kj::CrossThreadPromiseFulfiller<void>>> stoppers;  // guarded by mu
+};
+
+RpcServer::RpcServer(Directory& directory, MetricsRegistry* metrics, RpcServerOptions options)
+    : impl_(std::make_unique<Impl>(directory, metrics, std::move(options))) {}
+
+RpcServer::~RpcServer() { Stop(); }
+
+Result<uint16_t> RpcServer::Start() { return impl_->Start(); }
+
+void RpcServer::Stop() { impl_->Stop(); }
+
+std::vector<int> RpcServer::OpenConnections() const {
+  std::vector<int> out;
+  if (!impl_->running) return out;
+  for (size_t i = 0; i < impl_->loop_count; ++i) {
+    out.push_back(impl_->open_connections[i].load(std::memory_order_relaxed));
+  }
+  return out;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,43 @@
+// Prometheus metrics of the master's snapshots and of its start-up restore.
+//
+//   shelfmark_master_snapshots_total{result="success"|"failure"}   counter
+//   shelfmark_master_snapshot_duration_ms                          histogram (fork to reap)
+//   shelfmark_master_snapshot_fork_pause_ms                        histogram (lock + fork)
+//   shelfmark_master_snapshot_last_{duration_ms,fork_pause_ms,bytes,cow_bytes,objects}  gauges
+//   shelfmark_master_restore_{ms,objects,candidates_tried,succeeded}                     gauges
+//
+// Thread safety: Observe and SetRestore may be called from any thread while
+// the registry renders.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "service/metrics.h"
+#include "snapshot/snapshot_restore.h"
+#include "snapshot/snapshotter.h"
+
+namespace shelfmark {
+
+class SnapshotMetrics {
+ public:
+  // Registers every metric in `registry`, which must outlive this object's use.
+  explicit SnapshotMetrics(MetricsRegistry& registry);
+  SnapshotMetrics(const SnapshotMetrics&) = delete;
+  SnapshotMetrics& operator=(const SnapshotMetrics&) = delete;
+
+  void Observe(const SnapshotResult& result);
+  void SetRestore(const RestoreReport& report);
+
+ private:
+  Counter* succeeded_;
+  Counter* failed_;
+  Histogram* duration_ms_;
+  Histogram* fork_pause_ms_;
+  std::atomic<double> last_duration_ms_{0}, last_fork_pause_ms_{0};
+  std::atomic<uint64_t> last_bytes_{0}, last_cow_bytes_{0}, last_objects_{0};
+  std::atomic<double> restore_ms_{0};
+  std::atomic<uint64_t> restore_objects_{0}, restore_candidates_{0}, restore_succeeded_{0};
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,71 @@
+// LocalDiskService: the node side of LOCAL_DISK reads. It registers a UcxAm
+// handler (kLocalDiskReadAmId, local_disk_wire.h); each request is decoded on
+// the UCX progress thread, which answers it at once when the backend can
+// without waiting for the device (StorageBackend::ReadValueCached: the bytes
+// are in the page cache, read with preadv2 RWF_NOWAIT); otherwise it is
+// queued and a small pool of worker threads reads it, so one slow read never
+// stalls the progress thread or the other workers. (A worker hop costs two
+// thread wake-ups, tens of microseconds: most of a 4 KiB read's time.)
+//
+// Every request gets exactly one reply {status, bucket_id, offset,
+// data_size} + the bytes:
+//  - OK with the bytes; OBJECT_NOT_FOUND for an unknown key; INVALID_PARAMS
+//    for a malformed request or a size that differs from expected_size;
+//    FILE_READ_FAIL when the read fails; other backend codes as they are;
+//    UNAVAILABLE_IN_CURRENT_STATUS once the service is shutting down.
+//  - bucket_id and offset say where this read found the bytes
+//    (StorageBackend::ReadValue's DiskPlace); 0 in error replies.
+//
+// It also answers the probe (kLocalDiskProbeAmId, local_disk_wire.h) on the
+// progress thread: `size` zero bytes and no disk access, the transport-only
+// baseline of `shelfmark-perf get --replica=local_disk`.
+//
+// Lifetime: `am` and `backend` must outlive the service; the destructor
+// unregisters the handler (later requests: INVALID_PARAMS from UcxAm),
+// answers queued requests UNAVAILABLE_IN_CURRENT_STATUS and joins the
+// workers, so it must run before the engine that owns `am` is destroyed.
+//
+// Thread safety: stats() may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "ssdstore/storage_backend.h"
+#include "transport/am_transport.h"
+
+namespace shelfmark {
+
+struct LocalDiskServiceOptions {
+  size_t worker_threads = 4;  // at least 1
+};
+
+struct LocalDiskStats {
+  uint64_t requests = 0;      // every request received (malformed ones too)
+  uint64_t bytes_served = 0;  // object bytes in OK replies
+  uint64_t errors = 0;        // replies with a status other than OK
+  uint64_t malformed = 0;     // requests that did not decode (counted in errors too)
+  uint64_t inline_reads = 0;  // answered on the progress thread from the page cache
+};
+
+class LocalDiskService {
+ public:
+  LocalDiskService(AmTransport* am, StorageBackend* backend, LocalDiskServiceOptions options = {});
+  ~LocalDiskService();
+  LocalDiskService(const LocalDiskService&) = delete;
+  LocalDiskService& operator=(const LocalDiskService&) = delete;
+
+  LocalDiskStats stats() const;
+
+  struct Core;  // the queue and counters, shared with the registered handler
+
+ private:
+  AmTransport* const am_;
+  std::shared_ptr<Core> core_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,163 @@
+// Node: the logic of shelfmark-node. It owns a DRAM segment (anonymous
+// memory, pages populated up front), registers it with a TransportEngine for
+// remote access, and keeps it mounted at the master:
+//
+//   Run():  mount (retrying every retry_interval_ms while the master is
+//           unreachable or refuses) -> ping every ping_interval_ms (keep it
+//           well under the master's client TTL, default 10 s: e.g. ttl / 3)
+//           -> a Ping answering NEED_REMOUNT (the master restarted or
+//           expired us) remounts the same segment -> Stop() -> unmount and
+//           return.
+//
+// SSD store (optional, NodeOptions::disk): the node serves LOCAL_DISK reads
+// of `disk` on `disk_am` (a LocalDiskService, alive as long as the node) and,
+// after every (re)mount, registers its disk at the master (MountLocalDisk,
+// offloading enabled, endpoint = disk_endpoint) and re-reports every object
+// the backend holds (NotifyOffloadSuccess), so a restarted master relearns
+// the SSD data. Each ping period it also takes offload tasks in rounds of up
+// to kOffloadBatch (OffloadHeartbeat; a full round is followed by another, at
+// most kMaxOffloadRounds per period, so the node keeps up with puts), copies
+// each object's bytes from its MEMORY replica in this node's segment (found
+// with GetReplicaList) into the backend (WriteBatch) and reports them. Keys the backend evicts are queued
+// by its evict callback (any thread) and sent as EvictDiskReplica from
+// Run()'s thread.
+//
+// The segment mounted is Segment{id, name, base = the memory's address, size,
+// endpoint = engine.endpoint(), protocol = engine.protocol(), rkey = the
+// registered region's rkey}; the same id is used for every (re)mount.
+//
+// Thread safety: Run() is called once, from one thread (it owns the master
+// connection); Stop(), the counters, disk_stats() and segment() may be
+// called from any thread. `on_mounted` runs on Run()'s thread after each
+// successful mount (after the disk report), `on_ping` after each ping round.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "node/local_disk_service.h"
+#include "ssdstore/storage_backend.h"
+#include "transport/transport.h"
+
+namespace shelfmark {
+
+struct NodeOptions {
+  std::string master = "127.0.0.1:50051";
+  UUID client_id = UUID::Generate();
+  uint64_t segment_size = 0;  // bytes, > 0
+  std::string segment_name;   // "" : "node-<client id>"
+  int64_t ping_interval_ms = 3'000;
+  int64_t retry_interval_ms = 500;
+  int64_t rpc_timeout_ms = 5'000;
+  // Called after each successful mount (first mount and remounts).
+  std::function<void(const Segment&)> on_mounted;
+  // Called on Run()'s thread after each answered ping's round (offload and
+  // evictions included).
+  std::function<void()> on_ping;
+  // The SSD store: all three set, or `disk` null (no SSD store). `disk` and
+  // `disk_am` must outlive the node; disk_endpoint is where clients reach
+  // disk_am (the UCX engine's endpoint).
+  StorageBackend* disk = nullptr;
+  AmTransport* disk_am = nullptr;
+  std::string disk_endpoint;
+};
+
+struct NodeCounters {
+  uint64_t pings = 0;          // Ping calls answered
+  uint64_t ping_failures = 0;  // Ping calls that failed (RPC_FAIL, ...)
+  uint64_t mounts = 0;         // successful MountSegment calls
+  uint64_t remounts = 0;       // NEED_REMOUNT answers seen
+  uint64_t disk_mounts = 0;    // successful MountLocalDisk calls
+  uint64_t disk_reported = 0;  // objects re-reported from the SSD store
+  uint64_t offloaded = 0;      // offload tasks written to SSD and reported
+  uint64_t offload_failures = 0;
+  uint64_t disk_evictions = 0;  // EvictDiskReplica calls answered
+};
+
+class MasterClient;
+
+class Node {
+ public:
+  static constexpr uint64_t kOffloadBatch = 64;  // tasks per OffloadHeartbeat
+  static constexpr int kMaxOffloadRounds = 16;    // OffloadHeartbeats per ping period
+
+  // Maps and populates the segment and registers it with `engine` (which
+  // must outlive the node), and starts the LOCAL_DISK service when `disk` is
+  // set. INVALID_PARAMS for a zero size or bad options (a partial disk set);
+  // NO_AVAILABLE_HANDLE when the memory cannot be mapped; the engine's code
+  // when registration fails.
+  static Result<std::unique_ptr<Node>> Create(NodeOptions options, TransportEngine* engine);
+  // Unregisters the segment and gives its pages back to the OS (Run() must
+  // have returned). The address range stays mapped, to fresh zero pages,
+  // until the process exits: UCX over tcp emulates RMA, and a put already on
+  // its way is written by the engine's progress thread after unregistration
+  // with no check (ucp_put_handler); an unmapped range crashed the node on
+  // SIGTERM under load (cluster_model_test).
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // The mount/ping loop; returns after Stop(), with the segment unmounted
+  // (best effort: the master may be gone). Returns the unmount's code (OK
+  // when it was never mounted).
+  ErrorCode Run();
+  void Stop();
+
+  const Segment& segment() const { return segment_; }
+  uint8_t* memory() const { return memory_; }
+  const MemoryRegion& region() const { return region_; }
+  bool mounted() const { return mounted_.load(); }
+  NodeCounters counters() const;
+  // The LOCAL_DISK service's counters (requests served from the SSD store);
+  // all zero without an SSD store.
+  LocalDiskStats disk_stats() const;
+
+ private:
+  Node(NodeOptions options, TransportEngine* engine);
+  // Sleeps up to `ms` or until Stop(); true when stopping.
+  bool SleepOrStop(int64_t ms);
+  // The destructor's release of the segment's memory (see ~Node).
+  void RetireMemory();
+  // MountLocalDisk + re-report of every stored object; the master's code.
+  ErrorCode ReportDisk(MasterClient& master);
+  // One offload round (OffloadHeartbeat, copy, WriteBatch, report); the
+  // number of tasks the master handed out.
+  size_t Offload(MasterClient& master);
+  // Reads the key's bytes from its MEMORY replica in this node's segment.
+  Result<std::string> ReadOwnReplica(MasterClient& master, const OffloadTask& task);
+  // WriteBatch; a batch the store refuses as a whole (INVALID_PARAMS or
+  // BUFFER_OVERFLOW: more than it may hold at once) is written one object
+  // at a time. Counts failed objects in offload_failures_.
+  Result<std::vector<StoredLocation>> WriteToDisk(const std::vector<StoredObject>& batch);
+  OffloadedObject Reported(const StoredLocation& location) const;
+  // Sends queued evictions; stops at the first RPC failure (kept queued).
+  void SendEvictions(MasterClient& master);
+
+  const NodeOptions options_;
+  TransportEngine* const engine_;
+  uint8_t* memory_ = nullptr;
+  MemoryRegion region_;
+  Segment segment_;
+
+  std::atomic<bool> mounted_{false};
+  std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
+  std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
+      disk_evictions_{0};
+  std::unique_ptr<LocalDiskService> disk_service_;
+  Mutex evict_mu_;
+  std::vector<std::pair<std::string, std::string>> evictions_ GUARDED_BY(evict_mu_);
+  Mutex stop_mu_;
+  std::condition_variable_any stop_cv_;
+  bool stop_ GUARDED_BY(stop_mu_) = false;
+};
+
+}  // namespace shelfmark

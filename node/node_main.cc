@@ -1,0 +1,288 @@
+// shelfmark-node: contributes a DRAM segment to the cluster.
+//   shelfmark-node --master=HOST:PORT --segment_size=BYTES --protocol=rdma|ucx|auto
+//       [--device=NAME] [--listen_ip=IP] [--listen_port=P] [--metrics_port=M]
+//       [--cluster_token=T] [--segment_name=NAME] [--ping_interval_ms=MS]
+// Maps and registers the segment, mounts it at the master, keeps it alive
+// with pings (remounting after a master restart), and unmounts on SIGINT or
+// SIGTERM (exit 0). When mounted it prints on stderr:
+//   node <client-id> segment <bytes> protocol <p> endpoint <ip:port>
+//   shelfmark-node: metrics port <M>
+// `auto` picks rdma when an RDMA device exists (and this build has the verbs
+// engine), else ucx. /metrics has the process, segment and ping gauges, and
+// with rdma shelfmark_node_rdma_{accepted,rejected}_connections (the verbs
+// listener's counters), and with an SSD store the shelfmark_node_disk_*
+// gauges (LOCAL_DISK reads served, objects stored and re-reported). Exit
+// codes: 0 stopped by a signal, 1 start-up failure, 2 bad flags (the message
+// names the flag) or a bad SSD store setting.
+//
+// SSD store: when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set, the node opens
+// the store configured by the MOONCAKE_OFFLOAD_* variables
+// (ssdstore/storage_config.h), serves LOCAL_DISK reads on a UCX engine's
+// active messages (the data-plane engine with ucx; with rdma a second UCX
+// engine on --listen_ip, any free port), registers the disk at the master and
+// offloads the objects the master asks for (node/node.h). It prints
+//   shelfmark-node: ssd store <config> endpoint <ip:port>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/host_port.h"
+#include "service/metrics.h"
+#include "node/node.h"
+#include "service/process_stats.h"
+#include "transport/rdma_plugin.h"
+#include "service/service_main.h"
+#include "ssdstore/storage_backend_factory.h"
+#include "ssdstore/storage_config.h"
+#include "transport/transport_set.h"
+#include "transport/ucx_engine.h"
+
+namespace shelfmark {
+namespace {
+
+struct NodeFlags {
+  std::string master = "127.0.0.1:50051";
+  int64_t segment_size = 0;
+  std::string protocol = "auto";
+  std::string device;
+  std::string listen_ip = "127.0.0.1";
+  int64_t listen_port = 0;
+  int64_t metrics_port = 0;
+  std::string cluster_token;
+  std::string segment_name;
+  int64_t ping_interval_ms = 3'000;
+};
+
+// --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
+// message when the values do not fit together.
+bool ParseFlags(int argc, char** argv, NodeFlags* f) {
+  FlagSet flags("shelfmark-node");
+  flags.AddString("master", &f->master, "HOST:PORT of shelfmark-master's RPC");
+  flags.AddInt64("segment_size", &f->segment_size, "bytes of DRAM to contribute", 4096,
+                 INT64_MAX);
+  flags.AddString("protocol", &f->protocol, "data-plane protocol", {"rdma", "ucx", "auto"});
+  flags.AddString("device", &f->device, "RDMA device (\"\" = the first)");
+  flags.AddString("listen_ip", &f->listen_ip, "address peers connect to");
+  flags.AddInt64("listen_port", &f->listen_port, "transport port (0 = any free)", 0, 65535);
+  flags.AddInt64("metrics_port", &f->metrics_port, "HTTP /metrics port (0 = any free)", 0, 65535);
+  flags.AddString("cluster_token", &f->cluster_token, "token clients must present");
+  flags.AddString("segment_name", &f->segment_name, "segment name (\"\" = node-<client id>)");
+  flags.AddInt64("ping_interval_ms", &f->ping_interval_ms,
+                 "ping period; keep it under the master's client TTL / 2", 10, 3'600'000);
+  flags.ParseOrExit(argc, argv);
+  if (!ParseHostPort(f->master)) {
+    std::fprintf(stderr, "shelfmark-node: flag --master expects HOST:PORT, got '%s'\n",
+                 f->master.c_str());
+    return false;
+  }
+  if (f->segment_size == 0) {
+    std::fprintf(stderr, "shelfmark-node: flag --segment_size is required\n");
+    return false;
+  }
+  if (f->listen_ip.empty()) {
+    std::fprintf(stderr, "shelfmark-node: flag --listen_ip must not be empty\n");
+    return false;
+  }
+  return true;
+}
+
+// The verbs listener's counters (rdma only): connections accepted and
+// rejected prove that clients reached this node over RDMA.
+void AddRdmaMetrics(MetricsRegistry& metrics, const TransportEngine& engine,
+                    const EngineCountersReader& counters) {
+  const TransportEngine* e = &engine;
+  auto gauge = [&](const char* name, const char* help, uint64_t EngineCounters::*field) {
+    metrics.AddGauge(name, help, [e, counters, field] {
+      std::optional<EngineCounters> c = counters(*e);
+      return c ? static_cast<double>((*c).*field) : 0.0;
+    });
+  };
+  gauge("shelfmark_node_rdma_accepted_connections", "RDMA connections accepted",
+        &EngineCounters::accepted);
+  gauge("shelfmark_node_rdma_rejected_connections",
+        "RDMA connect requests rejected (wrong cluster token, bad request)",
+        &EngineCounters::rejected);
+}
+
+void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
+  const Node* n = &node;
+  metrics.AddGauge("shelfmark_node_segment_bytes", "bytes of the mounted DRAM segment",
+                   [n] { return static_cast<double>(n->segment().size); });
+  metrics.AddGauge("shelfmark_node_mounted", "1 while the segment is mounted at the master",
+                   [n] { return n->mounted() ? 1.0 : 0.0; });
+  metrics.AddGauge("shelfmark_node_pings", "pings the master answered",
+                   [n] { return static_cast<double>(n->counters().pings); });
+  metrics.AddGauge("shelfmark_node_ping_failures", "pings that failed",
+                   [n] { return static_cast<double>(n->counters().ping_failures); });
+  metrics.AddGauge("shelfmark_node_remounts", "NEED_REMOUNT answers (master restarts)",
+                   [n] { return static_cast<double>(n->counters().remounts); });
+  metrics.AddGauge("shelfmark_node_offloaded", "objects offloaded to the SSD store",
+                   [n] { return static_cast<double>(n->counters().offloaded); });
+  metrics.AddGauge("shelfmark_node_offload_failures", "offload tasks that failed",
+                   [n] { return static_cast<double>(n->counters().offload_failures); });
+  metrics.AddGauge("shelfmark_node_disk_evictions", "SSD evictions reported to the master",
+                   [n] { return static_cast<double>(n->counters().disk_evictions); });
+}
+
+// The SSD store's gauges: the LOCAL_DISK service's counters prove which
+// node's disk served a read; the store's contents and the restart re-report.
+void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBackend& disk) {
+  const Node* n = &node;
+  auto served = [&](const char* name, const char* help, uint64_t LocalDiskStats::*field) {
+    metrics.AddGauge(name, help,
+                     [n, field] { return static_cast<double>(n->disk_stats().*field); });
+  };
+  served("shelfmark_node_disk_requests", "LOCAL_DISK read requests received",
+         &LocalDiskStats::requests);
+  served("shelfmark_node_disk_bytes_served", "object bytes in OK LOCAL_DISK replies",
+         &LocalDiskStats::bytes_served);
+  served("shelfmark_node_disk_errors", "LOCAL_DISK replies with an error status",
+         &LocalDiskStats::errors);
+  served("shelfmark_node_disk_inline_reads",
+         "LOCAL_DISK reads answered on the progress thread from the page cache",
+         &LocalDiskStats::inline_reads);
+  const StorageBackend* d = &disk;
+  metrics.AddGauge("shelfmark_node_disk_objects", "objects in the SSD store",
+                   [d] { return static_cast<double>(d->object_count()); });
+  metrics.AddGauge("shelfmark_node_disk_reported",
+                   "stored objects re-reported to the master after a (re)mount",
+                   [n] { return static_cast<double>(n->counters().disk_reported); });
+}
+
+// The SSD store when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set.
+struct SsdStore {
+  std::unique_ptr<StorageBackend> backend;  // null: no SSD store
+  UcxEngine* ucx = nullptr;                 // serves LOCAL_DISK reads
+};
+
+// Exit code on failure (2: a bad setting, 1: the store or engine fails).
+int OpenSsdStore(TransportSet& transports, TransportEngine* data_engine,
+                 const TransportOptions& to, SsdStore* store) {
+  const char* path = std::getenv(std::string(kEnvStoragePath).c_str());
+  if (path == nullptr || *path == '\0') return 0;
+  std::string error;
+  auto config = StorageConfigFromEnvironment(&error);
+  if (!config.ok()) {
+    std::fprintf(stderr, "shelfmark-node: %s\n", error.c_str());
+    return 2;
+  }
+  auto backend = OpenStorageBackend(*config, nullptr, &error);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "shelfmark-node: cannot open the ssd store: %s\n", error.c_str());
+    return 1;
+  }
+  store->backend = std::move(*backend);
+  TransportEngine* engine = data_engine;
+  if (engine->protocol() != UcxEngine::kProtocol) {
+    TransportOptions uo = to;
+    uo.listen_port = 0;
+    auto ucx = transports.Open(UcxEngine::kProtocol, uo);
+    if (!ucx.ok()) {
+      std::fprintf(stderr, "shelfmark-node: cannot start the ucx engine for LOCAL_DISK reads: %s\n",
+                   std::string(ErrorCodeName(ucx.error())).c_str());
+      return 1;
+    }
+    engine = *ucx;
+  }
+  store->ucx = static_cast<UcxEngine*>(engine);
+  std::fprintf(stderr, "shelfmark-node: ssd store %s endpoint %s\n", config->ToString().c_str(),
+               store->ucx->endpoint().c_str());
+  return 0;
+}
+
+int Run(const NodeFlags& f) {
+  StopSignals stop_signals;
+  RdmaPlugin rdma = LinkedRdmaPlugin();
+  auto protocol = ChooseProtocol(f.protocol, rdma.factory && rdma.device_present);
+  if (*protocol == "rdma" && !rdma.factory) {
+    std::fprintf(stderr, "shelfmark-node: flag --protocol=rdma: this build has no verbs engine\n");
+    return 2;
+  }
+  TransportSet transports;
+  if (rdma.factory) transports.RegisterFactory("rdma", rdma.factory);
+  TransportOptions to;
+  to.client_id = UUID::Generate();
+  to.cluster_token = f.cluster_token;
+  to.listen_ip = f.listen_ip;
+  to.listen_port = static_cast<uint16_t>(f.listen_port);
+  to.device = f.device;
+  auto engine = transports.Open(*protocol, to);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "shelfmark-node: cannot start the %s engine on --listen_ip=%s: %s\n",
+                 protocol->c_str(), f.listen_ip.c_str(),
+                 std::string(ErrorCodeName(engine.error())).c_str());
+    return 1;
+  }
+  SsdStore ssd;
+  if (int rc = OpenSsdStore(transports, *engine, to, &ssd); rc != 0) return rc;
+  NodeOptions no;
+  if (ssd.backend) {
+    no.disk = ssd.backend.get();
+    no.disk_am = ssd.ucx->messages();
+    no.disk_endpoint = ssd.ucx->endpoint();
+  }
+  no.master = f.master;
+  no.client_id = to.client_id;
+  no.segment_size = static_cast<uint64_t>(f.segment_size);
+  no.segment_name = f.segment_name;
+  no.ping_interval_ms = f.ping_interval_ms;
+  bool first = true;
+  const std::string client_id = to.client_id.ToString();
+  no.on_mounted = [&first, &client_id](const Segment& s) {
+    if (!first) {
+      std::fprintf(stderr, "shelfmark-node: remounted segment %s\n", s.id.ToString().c_str());
+      return;
+    }
+    first = false;
+    std::fprintf(stderr, "node %s segment %llu protocol %s endpoint %s\n",
+                 client_id.c_str(), static_cast<unsigned long long>(s.size), s.protocol.c_str(),
+                 s.endpoint.c_str());
+  };
+  auto node = Node::Create(no, *engine);
+  if (!node.ok()) {
+    std::fprintf(stderr, "shelfmark-node: cannot set up --segment_size=%lld: %s\n",
+                 static_cast<long long>(f.segment_size),
+                 std::string(ErrorCodeName(node.error())).c_str());
+    return 1;
+  }
+  MetricsRegistry metrics;
+  AddProcessMetrics(metrics);
+  AddNodeMetrics(metrics, **node);
+  if (ssd.backend) AddDiskMetrics(metrics, **node, *ssd.backend);
+  if (*protocol == "rdma") AddRdmaMetrics(metrics, **engine, rdma.counters);
+  HttpServer http;
+  auto http_port = ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node");
+  if (!http_port.ok()) return 1;
+  std::fprintf(stderr, "shelfmark-node: metrics port %u\n", *http_port);
+  ErrorCode unmounted = ErrorCode::OK;
+  std::thread loop([&node, &unmounted] { unmounted = (*node)->Run(); });
+  stop_signals.Wait("shelfmark-node", "unmounting");
+  (*node)->Stop();
+  loop.join();
+  if (unmounted != ErrorCode::OK) {
+    std::fprintf(stderr, "shelfmark-node: unmount: %s\n",
+                 std::string(ErrorCodeName(unmounted)).c_str());
+  }
+  http.Stop();
+  node->reset();  // the LOCAL_DISK service stops before the store closes
+  if (ssd.backend) {
+    if (ErrorCode rc = ssd.backend->Close(); rc != ErrorCode::OK) {
+      std::fprintf(stderr, "shelfmark-node: closing the ssd store: %s\n",
+                   std::string(ErrorCodeName(rc)).c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace shelfmark
+
+int main(int argc, char** argv) {
+  shelfmark::NodeFlags flags;
+  if (!shelfmark::ParseFlags(argc, argv, &flags)) return 2;
+  return shelfmark::Run(flags);
+}

@@ -1,0 +1,318 @@
+// Node against the real master service: mount, unmount on Stop, remount
+// after the master restarts (a fresh, empty directory on the same port), and
+// the SSD store: a real bucket backend in a temporary directory served over
+// real UCX active messages (LOCAL_DISK reads), re-reported to the master on
+// start and after a restart, offload from the node's segment and evictions.
+#include "node/node.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include <mutex>
+#include <thread>
+
+#include "master/rpc_server.h"
+#include "directory/directory.h"
+#include "ssdstore/io_test_util.h"
+#include "client/local_disk_client.h"
+#include "ssdstore/storage_backend_factory.h"
+#include "transport/loopback_engine.h"
+#include "transport/ucx_engine.h"
+#include "transport/transport_test_util.h"
+
+namespace shelfmark {
+namespace {
+
+// A master: a Directory served on 127.0.0.1:port (0: any free port).
+struct Master {
+  explicit Master(uint16_t port, bool enable_offload = false) {
+    DirectoryOptions d;
+    d.start_background_thread = false;
+    d.enable_offload = enable_offload;
+    directory = std::make_unique<Directory>(d);
+    RpcServerOptions r;
+    r.bind_address = "127.0.0.1";
+    r.port = port;
+    server = std::make_unique<RpcServer>(*directory, nullptr, r);
+    auto bound = server->Start();
+    EXPECT_TRUE(bound.ok());
+    this->port = bound.ok() ? *bound : 0;
+  }
+  std::unique_ptr<Directory> directory;
+  std::unique_ptr<RpcServer> server;
+  uint16_t port = 0;
+};
+
+// Counts on_mounted calls; waits for a given count.
+struct MountWatch {
+  std::mutex mu;
+  std::condition_variable cv;
+  int mounts = 0;
+  void Mounted() {
+    std::lock_guard<std::mutex> lock(mu);
+    ++mounts;
+    cv.notify_all();
+  }
+  void WaitFor(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return mounts >= n; });
+  }
+  // Ping rounds notify too; waits until `done` holds after a mount or round.
+  void Pinged() {
+    std::lock_guard<std::mutex> lock(mu);
+    cv.notify_all();
+  }
+  void WaitUntil(const std::function<bool()>& done) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, done);
+  }
+};
+
+NodeOptions Options(uint16_t port, MountWatch* watch) {
+  NodeOptions o;
+  o.master = "127.0.0.1:" + std::to_string(port);
+  o.segment_size = 1 << 20;
+  o.segment_name = "node-test";
+  o.ping_interval_ms = 20;
+  o.retry_interval_ms = 20;
+  o.on_mounted = [watch](const Segment&) { watch->Mounted(); };
+  return o;
+}
+
+TEST(NodeTest, MountsThenUnmountsOnStop) {
+  Master master(0);
+  LoopbackEngine engine(TransportOptions{});
+  MountWatch watch;
+  auto node = Node::Create(Options(master.port, &watch), &engine);
+  ASSERT_TRUE(node.ok());
+  const Segment& s = (*node)->segment();
+  EXPECT_EQ(s.size, 1u << 20);
+  EXPECT_EQ(s.protocol, "loopback");
+  EXPECT_EQ(s.endpoint, engine.endpoint());
+  EXPECT_EQ(s.base, reinterpret_cast<uint64_t>((*node)->memory()));
+  EXPECT_FALSE(s.rkey.empty());
+  ErrorCode unmounted = ErrorCode::INTERNAL_ERROR;
+  std::thread loop([&] { unmounted = (*node)->Run(); });
+  watch.WaitFor(1);
+  EXPECT_TRUE((*node)->mounted());
+  EXPECT_EQ(master.directory->Stats().segment_count, 1u);
+  (*node)->Stop();
+  loop.join();
+  EXPECT_EQ(unmounted, ErrorCode::OK);
+  EXPECT_FALSE((*node)->mounted());
+  EXPECT_EQ(master.directory->Stats().segment_count, 0u);
+}
+
+TEST(NodeTest, RemountsAfterTheMasterRestarts) {
+  auto master = std::make_unique<Master>(0);
+  const uint16_t port = master->port;
+  LoopbackEngine engine(TransportOptions{});
+  MountWatch watch;
+  auto node = Node::Create(Options(port, &watch), &engine);
+  ASSERT_TRUE(node.ok());
+  std::thread loop([&] { (void)(*node)->Run(); });
+  watch.WaitFor(1);
+  master.reset();                          // the master goes away...
+  master = std::make_unique<Master>(port);  // ...and comes back empty
+  ASSERT_EQ(master->port, port);
+  watch.WaitFor(2);
+  EXPECT_GE((*node)->counters().remounts, 1u);
+  EXPECT_EQ(master->directory->Stats().segment_count, 1u);
+  (*node)->Stop();
+  loop.join();
+  EXPECT_EQ(master->directory->Stats().segment_count, 0u);
+}
+
+TEST(NodeTest, StopBeforeTheMasterAnswersReturns) {
+  LoopbackEngine engine(TransportOptions{});
+  MountWatch watch;
+  // Port 1 on loopback: nothing listens, mounts fail and are retried.
+  auto node = Node::Create(Options(1, &watch), &engine);
+  ASSERT_TRUE(node.ok());
+  std::thread loop([&] { EXPECT_EQ((*node)->Run(), ErrorCode::OK); });
+  (*node)->Stop();
+  loop.join();
+  EXPECT_EQ((*node)->counters().mounts, 0u);
+}
+
+TEST(NodeTest, CreateRejectsBadOptions) {
+  LoopbackEngine engine(TransportOptions{});
+  MountWatch watch;
+  NodeOptions o = Options(1, &watch);
+  o.segment_size = 0;
+  EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+  o = Options(1, &watch);
+  o.master = "nohost";
+  EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(Node::Create(Options(1, &watch), nullptr).error(), ErrorCode::INVALID_PARAMS);
+}
+
+// ------------------------------------------------------------- SSD store
+
+constexpr int64_t kReadTimeoutMs = 10'000;
+
+// A node with a bucket SSD store in a temp dir, on a real UCX engine (its
+// segment and its LOCAL_DISK service), plus a client UCX engine.
+struct DiskNode {
+  explicit DiskNode(uint64_t total_keys_limit = 0) {
+    StorageConfig config;
+    config.storage_path = dir.path();
+    config.total_keys_limit = total_keys_limit;
+    auto opened = OpenStorageBackend(config, nullptr, nullptr);
+    EXPECT_TRUE(opened.ok());
+    if (opened.ok()) backend = std::move(*opened);
+    auto e = UcxEngine::Create(testing::UcxTestOptions(true));
+    EXPECT_TRUE(e.ok());
+    if (e.ok()) engine = std::move(*e);
+    auto c = UcxEngine::Create(testing::UcxTestOptions(false));
+    EXPECT_TRUE(c.ok());
+    if (c.ok()) client = std::move(*c);
+  }
+  ~DiskNode() {
+    if (loop.joinable()) {
+      node->Stop();
+      loop.join();
+    }
+    node.reset();
+  }
+  bool Start(uint16_t port) {
+    if (!backend || !engine || !client) return false;
+    NodeOptions o = Options(port, &watch);
+    o.disk = backend.get();
+    o.disk_am = &engine->am();
+    o.disk_endpoint = engine->endpoint();
+    o.on_ping = [this] { watch.Pinged(); };
+    auto created = Node::Create(o, engine.get());
+    if (!created.ok()) return false;
+    node = std::move(*created);
+    client_id = o.client_id;
+    loop = std::thread([this] { (void)node->Run(); });
+    return true;
+  }
+  Result<LocalDiskRead> Read(std::string_view key, uint64_t size) {
+    return ReadLocalDisk(client->am(), engine->endpoint(), "t", key, size, kReadTimeoutMs);
+  }
+
+  testing::TempDir dir;
+  std::unique_ptr<StorageBackend> backend;
+  std::unique_ptr<UcxEngine> engine, client;
+  MountWatch watch;
+  UUID client_id;
+  std::unique_ptr<Node> node;
+  std::thread loop;
+};
+
+// The key's LOCAL_DISK replica at the master (nullopt when it has none).
+std::optional<ReplicaDescriptor> DiskReplica(Directory& directory, std::string_view key) {
+  auto info = directory.Stat("t", key);
+  if (!info.ok()) return std::nullopt;
+  for (const ReplicaDescriptor& r : info->replicas) {
+    if (r.type == ReplicaType::LOCAL_DISK) return r;
+  }
+  return std::nullopt;
+}
+
+void ExpectDiskReplica(Directory& directory, std::string_view key, const DiskNode& n,
+                       uint64_t size) {
+  auto r = DiskReplica(directory, key);
+  ASSERT_TRUE(r.has_value()) << key;
+  EXPECT_EQ(r->status, ReplicaStatus::COMPLETE);
+  EXPECT_EQ(r->disk.client_id, n.client_id);
+  EXPECT_EQ(r->disk.endpoint, n.engine->endpoint());
+  EXPECT_EQ(r->disk.object_size, size);
+}
+
+TEST(NodeDiskTest, ReportsStoredObjectsOnStartAndAfterMasterRestart) {
+  DiskNode n;
+  const std::string a = testing::TestPattern(5000, 'a'), b = testing::TestPattern(70000, 'b');
+  ASSERT_TRUE(n.backend->WriteBatch({{"t", "k1", a}, {"t", "k2", b}}).ok());
+  auto master = std::make_unique<Master>(0);
+  const uint16_t port = master->port;
+  ASSERT_TRUE(n.Start(port));
+  n.watch.WaitFor(1);
+  EXPECT_EQ(n.node->counters().disk_mounts, 1u);
+  EXPECT_EQ(n.node->counters().disk_reported, 2u);
+  ExpectDiskReplica(*master->directory, "k1", n, a.size());
+  ExpectDiskReplica(*master->directory, "k2", n, b.size());
+  auto read = n.Read("k2", b.size());
+  ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
+  EXPECT_TRUE(read->data == b);
+  EXPECT_EQ(n.Read("absent", 0).error(), ErrorCode::OBJECT_NOT_FOUND);
+
+  master.reset();                           // the master goes away...
+  master = std::make_unique<Master>(port);  // ...and comes back empty
+  ASSERT_EQ(master->port, port);
+  EXPECT_FALSE(DiskReplica(*master->directory, "k1").has_value());
+  n.watch.WaitFor(2);
+  EXPECT_EQ(n.node->counters().disk_mounts, 2u);
+  EXPECT_EQ(n.node->counters().disk_reported, 4u);
+  ExpectDiskReplica(*master->directory, "k1", n, a.size());
+  ExpectDiskReplica(*master->directory, "k2", n, b.size());
+  read = n.Read("k1", a.size());
+  ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
+  EXPECT_TRUE(read->data == a);
+}
+
+// Puts `value` into the node's segment as the master directs (PutStart,
+// copy into the node's memory, PutEnd), which queues an offload task.
+void PutIntoNode(Directory& directory, DiskNode& n, const std::string& key,
+                 const std::string& value) {
+  auto replicas = directory.PutStart(n.client_id, "t", key, value.size(), PutConfig{});
+  ASSERT_TRUE(replicas.ok()) << ErrorCodeName(replicas.error());
+  ASSERT_EQ(replicas->size(), 1u);
+  const MemoryDescriptor& m = (*replicas)[0].memory;
+  ASSERT_EQ(m.segment_id, n.node->segment().id);
+  std::memcpy(n.node->memory() + (m.buffer_address - n.node->segment().base), value.data(),
+              value.size());
+  ASSERT_EQ(directory.PutEnd(n.client_id, "t", key), ErrorCode::OK);
+}
+
+TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
+  DiskNode n(/*total_keys_limit=*/1);
+  Master master(0, /*enable_offload=*/true);
+  ASSERT_TRUE(n.Start(master.port));
+  n.watch.WaitFor(1);
+  const std::string a = testing::TestPattern(3000, 'c'), b = testing::TestPattern(9000, 'd');
+  PutIntoNode(*master.directory, n, "k1", a);
+  n.watch.WaitUntil([&] { return n.node->counters().offloaded >= 1; });
+  ExpectDiskReplica(*master.directory, "k1", n, a.size());
+  auto read = n.Read("k1", a.size());
+  ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
+  EXPECT_TRUE(read->data == a);
+
+  // A second object exceeds the one-key limit: k1 leaves the SSD store and
+  // its LOCAL_DISK replica leaves the master (the MEMORY one stays).
+  PutIntoNode(*master.directory, n, "k2", b);
+  n.watch.WaitUntil([&] { return n.node->counters().disk_evictions >= 1; });
+  EXPECT_EQ(n.node->counters().offloaded, 2u);
+  EXPECT_EQ(n.node->counters().offload_failures, 0u);
+  EXPECT_FALSE(DiskReplica(*master.directory, "k1").has_value());
+  ASSERT_TRUE(master.directory->Stat("t", "k1").ok());
+  ExpectDiskReplica(*master.directory, "k2", n, b.size());
+  EXPECT_EQ(n.Read("k1", a.size()).error(), ErrorCode::OBJECT_NOT_FOUND);
+  read = n.Read("k2", b.size());
+  ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
+  EXPECT_TRUE(read->data == b);
+}
+
+TEST(NodeDiskTest, CreateRejectsAPartialDisk) {
+  testing::TempDir dir;
+  StorageConfig config;
+  config.storage_path = dir.path();
+  auto backend = OpenStorageBackend(config, nullptr, nullptr);
+  ASSERT_TRUE(backend.ok());
+  LoopbackEngine engine(TransportOptions{});
+  MountWatch watch;
+  NodeOptions o = Options(1, &watch);
+  o.disk = backend->get();
+  EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+}
+
+}  // namespace
+}  // namespace shelfmark

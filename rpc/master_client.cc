@@ -1,0 +1,703 @@
+#include "rpc/master_client.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <cstring>
+#include <utility>
+
+#include <capnp/message.h>
+#include <capnp/rpc-twoparty.h>
+#include <capnp/rpc.h>
+#include <kj/async-io.h>
+#include <kj/async.h>
+#include <kj/timer.h>
+
+#include "rpc/rpc_convert.h"
+#include "schemas/master.capnp.h"
+
+namespace shelfmark {
+namespace {
+
+using rpcconv::CodeFromWire;
+using rpcconv::CopyText;
+
+// One KJ event loop per thread, shared by the thread's MasterClients (a
+// thread can hold only one kj::EventLoop).
+struct ThreadIo {
+  kj::AsyncIoContext io = kj::setupAsyncIo();
+  int refs = 0;
+};
+thread_local ThreadIo* t_io = nullptr;
+
+ThreadIo* AcquireThreadIo() {
+  if (t_io == nullptr) t_io = new ThreadIo();
+  ++t_io->refs;
+  return t_io;
+}
+
+void ReleaseThreadIo(ThreadIo* io) {
+  if (--io->refs == 0) {
+    if (t_io == io) t_io = nullptr;
+    delete io;
+  }
+}
+
+// An established connection: stream, two-party network, RPC system and the
+// master's bootstrap capability. `broken` turns true when the network
+// reports the disconnect (observed whenever the event loop runs).
+struct Connection {
+  explicit Connection(kj::Own<kj::AsyncIoStream>&& s)
+      : stream(kj::mv(s)),
+        network(*stream, capnp::rpc::twoparty::Side::CLIENT, ReaderOptions()),
+        rpc(capnp::makeRpcClient(network)) {
+    capnp::word scratch[4];
+    std::memset(scratch, 0, sizeof(scratch));
+    capnp::MallocMessageBuilder message(scratch);
+    auto vat_id = message.getRoot<capnp::rpc::twoparty::VatId>();
+    vat_id.setSide(capnp::rpc::twoparty::Side::SERVER);
+    master = rpc.bootstrap(vat_id).castAs<wire::MasterService>();
+    watch = network.onDisconnect()
+                .then([this]() { broken = true; }, [this](kj::Exception&&) { broken = true; })
+                .eagerlyEvaluate(nullptr);
+  }
+
+  static capnp::ReaderOptions ReaderOptions() {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = rpcconv::kTraversalLimitWords;
+    options.nestingLimit = rpcconv::kNestingLimit;
+    return options;
+  }
+
+  kj::Own<kj::AsyncIoStream> stream;
+  capnp::TwoPartyVatNetwork network;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+  wire::MasterService::Client master = nullptr;
+  bool broken = false;
+  kj::Promise<void> watch = nullptr;
+};
+
+// Size hint (words) for a request carrying `keys`.
+size_t KeysWords(const std::vector<std::string>& keys) {
+  size_t words = 16;
+  for (const auto& k : keys) words += 2 + k.size() / 8;
+  return words;
+}
+
+}  // namespace
+
+struct MasterClient::Impl {
+  explicit Impl(MasterClientOptions opts) : options(std::move(opts)), tio(AcquireThreadIo()) {}
+  ~Impl() {
+    conn = nullptr;
+    address = nullptr;
+    ReleaseThreadIo(tio);
+  }
+
+  kj::AsyncIoContext& io() { return tio->io; }
+
+  template <typename T>
+  T WaitWithTimeout(kj::Promise<T>&& promise) {
+    if (options.call_timeout_ms > 0) {
+      return io()
+          .provider->getTimer()
+          .timeoutAfter(options.call_timeout_ms * kj::MILLISECONDS, kj::mv(promise))
+          .wait(io().waitScope);
+    }
+    return promise.wait(io().waitScope);
+  }
+
+  template <typename T>
+  capnp::Response<T> WaitReply(capnp::RemotePromise<T>&& remote) {
+    kj::Promise<capnp::Response<T>> promise = kj::mv(remote);
+    return WaitWithTimeout(kj::mv(promise));
+  }
+
+  template <typename T>
+  static typename T::Reader AsReader(capnp::Response<T>& response) {
+    return response;
+  }
+
+  void Drop() { conn = nullptr; }
+
+  // OK when a live connection exists (or was just made); RPC_FAIL otherwise.
+  ErrorCode EnsureConnected() {
+    if (conn) {
+      // Let the loop notice a peer that went away since the last call, so a
+      // stale connection is replaced before a request is sent on it.
+      io().waitScope.poll();
+      if (!conn->broken) return ErrorCode::OK;
+      Drop();
+    }
+    try {
+      if (!address) {
+        address = WaitWithTimeout(io().provider->getNetwork().parseAddress(options.address));
+      }
+      auto stream = WaitWithTimeout(address->connect());
+      try {
+        int one = 1;
+        stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      } catch (const kj::Exception&) {
+      }
+      conn = kj::heap<Connection>(kj::mv(stream));
+      return ErrorCode::OK;
+    } catch (const kj::Exception&) {
+      Drop();
+      return ErrorCode::RPC_FAIL;
+    }
+  }
+
+  // Sends the request built by make(master) and decodes the reply with
+  // on_reply(response) -> Ret. Transport failures give RPC_FAIL (the
+  // connection is dropped; the next call reconnects). A read-only call that
+  // found its connection dropped is retried once on a fresh connection.
+  template <typename Ret, typename Make, typename OnReply>
+  Ret Call(bool read_only, Make&& make, OnReply&& on_reply) {
+    for (int attempt = 0;; ++attempt) {
+      if (EnsureConnected() != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+      bool retry = false;
+      try {
+        auto request = make(conn->master);
+        auto response = WaitReply(request.send());
+        try {
+          return on_reply(AsReader(response));
+        } catch (const kj::Exception&) {
+          return ErrorCode::RPC_FAIL;  // malformed reply
+        }
+      } catch (const kj::Exception& e) {
+        retry = read_only && attempt == 0 &&
+                e.getType() == kj::Exception::Type::DISCONNECTED;
+        Drop();
+      }
+      if (!retry) return ErrorCode::RPC_FAIL;
+    }
+  }
+
+  MasterClientOptions options;
+  ThreadIo* tio;
+  kj::Own<kj::NetworkAddress> address;
+  kj::Own<Connection> conn;
+};
+
+namespace {
+
+// Whole-call code of a reply: OK, the master's error, or RPC_FAIL is never
+// produced here (transport errors are handled by Call()).
+template <typename Reader>
+ErrorCode ReplyCode(Reader r) {
+  return CodeFromWire(r.getCode());
+}
+
+template <typename Params>
+void SetTenantKey(Params& p, std::string_view tenant, std::string_view key) {
+  CopyText(p.initTenant(tenant.size()), tenant);
+  CopyText(p.initKey(key.size()), key);
+}
+
+Result<std::vector<ErrorCode>> DecodeCodes(capnp::List<int32_t>::Reader codes, size_t expected) {
+  if (codes.size() != expected) return ErrorCode::RPC_FAIL;
+  std::vector<ErrorCode> out;
+  out.reserve(codes.size());
+  for (int32_t c : codes) out.push_back(CodeFromWire(c));
+  return out;
+}
+
+// One Result<T> per reply item, in request order: the item's own code, or
+// the value `decode(item, &value)` fills in. RPC_FAIL for a reply with the
+// wrong number of items or an item that does not decode.
+template <typename T, typename List, typename Decode>
+Result<std::vector<Result<T>>> DecodeItems(List items, size_t expected, Decode decode) {
+  if (items.size() != expected) return ErrorCode::RPC_FAIL;
+  std::vector<Result<T>> out;
+  out.reserve(items.size());
+  for (auto item : items) {
+    ErrorCode code = CodeFromWire(item.getCode());
+    if (code != ErrorCode::OK) {
+      out.emplace_back(code);
+      continue;
+    }
+    T value{};
+    if (decode(item, &value) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+    out.emplace_back(std::move(value));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> DecodeKeys(capnp::List<capnp::Text>::Reader keys) {
+  std::vector<std::string> out;
+  if (rpcconv::DecodeTexts(keys, keys.size(), &out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  return out;
+}
+
+}  // namespace
+
+MasterClient::MasterClient(MasterClientOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+MasterClient::~MasterClient() = default;
+
+const UUID& MasterClient::client_id() const { return impl_->options.client_id; }
+
+ErrorCode MasterClient::Connect() { return impl_->EnsureConnected(); }
+
+// --- segments and clients -----------------------------------------------------
+
+ErrorCode MasterClient::MountSegment(const Segment& segment) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.mountSegmentRequest(
+            capnp::MessageSize{32 + (segment.name.size() + segment.endpoint.size() +
+                                     segment.protocol.size() + segment.rkey.size()) / 8,
+                               0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        rpcconv::Encode(segment, req.initSegment());
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+ErrorCode MasterClient::UnmountSegment(const UUID& segment_id) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.unmountSegmentRequest(capnp::MessageSize{16, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        rpcconv::Encode(segment_id, req.initSegmentId());
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+Result<PingResponse> MasterClient::Ping() {
+  using Ret = Result<PingResponse>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.pingRequest(capnp::MessageSize{8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        PingResponse out;
+        out.view_version = r.getViewVersion();
+        if (rpcconv::DecodeEnum(r.getStatus(), &out.status) != ErrorCode::OK) {
+          return ErrorCode::RPC_FAIL;
+        }
+        return out;
+      });
+}
+
+ErrorCode MasterClient::MountLocalDisk(bool enable_offloading, std::string_view endpoint) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.mountLocalDiskRequest(capnp::MessageSize{16 + endpoint.size() / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        req.setEnableOffloading(enable_offloading);
+        CopyText(req.initEndpoint(endpoint.size()), endpoint);
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+// --- puts ---------------------------------------------------------------------
+
+Result<std::vector<ReplicaDescriptor>> MasterClient::PutStart(std::string_view tenant,
+                                                              std::string_view key, uint64_t size,
+                                                              const PutConfig& config) {
+  using Ret = Result<std::vector<ReplicaDescriptor>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.putStartRequest(
+            capnp::MessageSize{32 + (tenant.size() + key.size()) / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        SetTenantKey(req, tenant, key);
+        req.setSize(size);
+        rpcconv::Encode(config, req.initConfig());
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        std::vector<ReplicaDescriptor> out;
+        if (rpcconv::DecodeReplicas(r.getReplicas(), &out) != ErrorCode::OK) {
+          return ErrorCode::RPC_FAIL;
+        }
+        return out;
+      });
+}
+
+ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, ReplicaType type) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.putEndRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        SetTenantKey(req, tenant, key);
+        req.setType(rpcconv::EncodeEnum(type));
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
+                                  ReplicaType type) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req =
+            m.putRevokeRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        SetTenantKey(req, tenant, key);
+        req.setType(rpcconv::EncodeEnum(type));
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+// --- reads --------------------------------------------------------------------
+
+Result<GetReplicaListResponse> MasterClient::GetReplicaList(std::string_view tenant,
+                                                            std::string_view key) {
+  using Ret = Result<GetReplicaListResponse>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.getReplicaListRequest(
+            capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
+        SetTenantKey(req, tenant, key);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        GetReplicaListResponse out;
+        if (rpcconv::Decode(r.getResponse(), &out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+        return out;
+      });
+}
+
+Result<bool> MasterClient::ExistKey(std::string_view tenant, std::string_view key) {
+  using Ret = Result<bool>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req =
+            m.existKeyRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
+        SetTenantKey(req, tenant, key);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return static_cast<bool>(r.getExists());
+      });
+}
+
+Result<ObjectInfo> MasterClient::Stat(std::string_view tenant, std::string_view key) {
+  using Ret = Result<ObjectInfo>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.statRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
+        SetTenantKey(req, tenant, key);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        ObjectInfo out;
+        if (rpcconv::Decode(r.getInfo(), &out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+        return out;
+      });
+}
+
+Result<std::vector<std::string>> MasterClient::ListKeys(std::string_view tenant,
+                                                        std::string_view prefix, uint64_t limit) {
+  using Ret = Result<std::vector<std::string>>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req =
+            m.listKeysRequest(capnp::MessageSize{8 + (tenant.size() + prefix.size()) / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        CopyText(req.initPrefix(prefix.size()), prefix);
+        req.setLimit(limit);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeKeys(r.getKeys());
+      });
+}
+
+Result<uint64_t> MasterClient::CountKeys(std::string_view tenant, bool all_tenants) {
+  using Ret = Result<uint64_t>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.countKeysRequest(capnp::MessageSize{8 + tenant.size() / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        req.setAllTenants(all_tenants);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return static_cast<uint64_t>(r.getCount());
+      });
+}
+
+Result<std::vector<std::string>> MasterClient::GroupMembers(std::string_view tenant,
+                                                            std::string_view group_id) {
+  using Ret = Result<std::vector<std::string>>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.groupMembersRequest(
+            capnp::MessageSize{8 + (tenant.size() + group_id.size()) / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        CopyText(req.initGroupId(group_id.size()), group_id);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeKeys(r.getKeys());
+      });
+}
+
+// --- removal ------------------------------------------------------------------
+
+ErrorCode MasterClient::Remove(std::string_view tenant, std::string_view key, bool force) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.removeRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
+        SetTenantKey(req, tenant, key);
+        req.setForce(force);
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+Result<uint64_t> MasterClient::RemoveAll(std::string_view tenant, bool all_tenants, bool force) {
+  using Ret = Result<uint64_t>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.removeAllRequest(capnp::MessageSize{8 + tenant.size() / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        req.setAllTenants(all_tenants);
+        req.setForce(force);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return static_cast<uint64_t>(r.getRemoved());
+      });
+}
+
+// --- batches ------------------------------------------------------------------
+
+Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchPutStart(
+    std::string_view tenant, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& sizes, const PutConfig& config) {
+  using Item = Result<std::vector<ReplicaDescriptor>>;
+  using Ret = Result<std::vector<Item>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.batchPutStartRequest(
+            capnp::MessageSize{KeysWords(keys) + sizes.size() + 32 + tenant.size() / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        CopyText(req.initTenant(tenant.size()), tenant);
+        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+        auto s = req.initSizes(sizes.size());
+        for (size_t i = 0; i < sizes.size(); ++i) s.set(i, sizes[i]);
+        rpcconv::Encode(config, req.initConfig());
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeItems<std::vector<ReplicaDescriptor>>(
+            r.getResults(), keys.size(), [](auto item, std::vector<ReplicaDescriptor>* out) {
+              return rpcconv::DecodeReplicas(item.getReplicas(), out);
+            });
+      });
+}
+
+Result<std::vector<ErrorCode>> MasterClient::BatchPutEnd(std::string_view tenant,
+                                                         const std::vector<std::string>& keys) {
+  using Ret = Result<std::vector<ErrorCode>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.batchPutEndRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        CopyText(req.initTenant(tenant.size()), tenant);
+        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeCodes(r.getCodes(), keys.size());
+      });
+}
+
+Result<std::vector<ErrorCode>> MasterClient::BatchPutRevoke(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  using Ret = Result<std::vector<ErrorCode>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req =
+            m.batchPutRevokeRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        CopyText(req.initTenant(tenant.size()), tenant);
+        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeCodes(r.getCodes(), keys.size());
+      });
+}
+
+Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::BatchGetReplicaList(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  using Item = Result<GetReplicaListResponse>;
+  using Ret = Result<std::vector<Item>>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.batchGetReplicaListRequest(
+            capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeItems<GetReplicaListResponse>(
+            r.getResults(), keys.size(), [](auto item, GetReplicaListResponse* out) {
+              return rpcconv::Decode(item.getResponse(), out);
+            });
+      });
+}
+
+Result<std::vector<Result<bool>>> MasterClient::BatchExistKey(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  using Ret = Result<std::vector<Result<bool>>>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req =
+            m.batchExistKeyRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeItems<bool>(r.getResults(), keys.size(), [](auto item, bool* out) {
+          *out = item.getExists();
+          return ErrorCode::OK;
+        });
+      });
+}
+
+Result<std::vector<ErrorCode>> MasterClient::BatchRemove(std::string_view tenant,
+                                                         const std::vector<std::string>& keys,
+                                                         bool force) {
+  using Ret = Result<std::vector<ErrorCode>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.batchRemoveRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+        req.setForce(force);
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeCodes(r.getCodes(), keys.size());
+      });
+}
+
+// --- offload ------------------------------------------------------------------
+
+Result<std::vector<OffloadTask>> MasterClient::OffloadHeartbeat(uint64_t max_tasks) {
+  using Ret = Result<std::vector<OffloadTask>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.offloadHeartbeatRequest(capnp::MessageSize{8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        req.setMaxTasks(max_tasks);
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        auto tasks = r.getTasks();
+        if (tasks.size() > max_tasks) return ErrorCode::RPC_FAIL;
+        std::vector<OffloadTask> out(tasks.size());
+        for (unsigned i = 0; i < tasks.size(); ++i) {
+          if (rpcconv::Decode(tasks[i], &out[i]) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+        }
+        return out;
+      });
+}
+
+Result<std::vector<ErrorCode>> MasterClient::NotifyOffloadSuccess(
+    const std::vector<OffloadedObject>& items) {
+  using Ret = Result<std::vector<ErrorCode>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        size_t words = 16;
+        for (const auto& item : items) {
+          words += 12 + (item.tenant.size() + item.key.size() +
+                         item.location.transport_endpoint.size()) / 8;
+        }
+        auto req = m.notifyOffloadSuccessRequest(capnp::MessageSize{words, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        auto list = req.initItems(items.size());
+        for (size_t i = 0; i < items.size(); ++i) rpcconv::Encode(items[i], list[i]);
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeCodes(r.getCodes(), items.size());
+      });
+}
+
+ErrorCode MasterClient::EvictDiskReplica(std::string_view tenant, std::string_view key) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.evictDiskReplicaRequest(
+            capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        SetTenantKey(req, tenant, key);
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,93 @@
+// MasterClient: the client-side stub of the master's Cap'n Proto RPC, used by
+// nodes, the client library and the tools. Synchronous calls plus batch
+// forms; each method mirrors the Directory method of the same name (see
+// directory/directory.h for semantics) and returns the master's ErrorCode,
+// or RPC_FAIL when the call could not be completed (connection refused,
+// dropped, timed out, malformed reply).
+//
+// Thread safety: a MasterClient belongs to the thread that created it (it
+// owns a KJ event loop on that thread); use one per thread.
+// Reconnection: after a dropped connection the next call reconnects; calls
+// that only read (Ping, GetReplicaList, ExistKey, Stat, ListKeys, CountKeys,
+// GroupMembers, their batch forms) are retried once on a fresh connection,
+// calls that change state are not (they return RPC_FAIL).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/uuid.h"
+#include "common/types.h"
+
+namespace shelfmark {
+
+struct MasterClientOptions {
+  std::string address = "127.0.0.1:50051";  // host:port of shelfmark-master
+  UUID client_id = UUID::Generate();
+  int64_t call_timeout_ms = 10'000;
+};
+
+class MasterClient {
+ public:
+  explicit MasterClient(MasterClientOptions options);
+  ~MasterClient();
+  MasterClient(const MasterClient&) = delete;
+  MasterClient& operator=(const MasterClient&) = delete;
+
+  const UUID& client_id() const;
+  // Connects now (calls connect lazily otherwise). RPC_FAIL when unreachable.
+  ErrorCode Connect();
+
+  ErrorCode MountSegment(const Segment& segment);
+  ErrorCode UnmountSegment(const UUID& segment_id);
+  Result<PingResponse> Ping();
+  ErrorCode MountLocalDisk(bool enable_offloading, std::string_view endpoint);
+
+  Result<std::vector<ReplicaDescriptor>> PutStart(std::string_view tenant, std::string_view key,
+                                                  uint64_t size, const PutConfig& config);
+  ErrorCode PutEnd(std::string_view tenant, std::string_view key,
+                   ReplicaType type = ReplicaType::MEMORY);
+  ErrorCode PutRevoke(std::string_view tenant, std::string_view key,
+                      ReplicaType type = ReplicaType::MEMORY);
+  Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
+  Result<bool> ExistKey(std::string_view tenant, std::string_view key);
+  Result<ObjectInfo> Stat(std::string_view tenant, std::string_view key);
+  Result<std::vector<std::string>> ListKeys(std::string_view tenant, std::string_view prefix,
+                                            uint64_t limit);
+  Result<uint64_t> CountKeys(std::string_view tenant, bool all_tenants);
+  Result<std::vector<std::string>> GroupMembers(std::string_view tenant,
+                                                std::string_view group_id);
+  ErrorCode Remove(std::string_view tenant, std::string_view key, bool force = false);
+  Result<uint64_t> RemoveAll(std::string_view tenant, bool all_tenants, bool force = false);
+
+  // Batch forms: the outer Result fails only as a whole (RPC_FAIL or
+  // INVALID_PARAMS for mismatched lengths); otherwise one answer per key, in order.
+  Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> BatchPutStart(
+      std::string_view tenant, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& sizes, const PutConfig& config);
+  Result<std::vector<ErrorCode>> BatchPutEnd(std::string_view tenant,
+                                             const std::vector<std::string>& keys);
+  Result<std::vector<ErrorCode>> BatchPutRevoke(std::string_view tenant,
+                                                const std::vector<std::string>& keys);
+  Result<std::vector<Result<GetReplicaListResponse>>> BatchGetReplicaList(
+      std::string_view tenant, const std::vector<std::string>& keys);
+  Result<std::vector<Result<bool>>> BatchExistKey(std::string_view tenant,
+                                                  const std::vector<std::string>& keys);
+  Result<std::vector<ErrorCode>> BatchRemove(std::string_view tenant,
+                                             const std::vector<std::string>& keys,
+                                             bool force = false);
+
+  Result<std::vector<OffloadTask>> OffloadHeartbeat(uint64_t max_tasks);
+  Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const std::vector<OffloadedObject>& items);
+  ErrorCode EvictDiskReplica(std::string_view tenant, std::string_view key);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,265 @@
+#include "service/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "service/metrics.h"
+
+namespace shelfmark {
+namespace {
+
+using std::chrono::steady_clock;
+
+// A connected client socket to 127.0.0.1:port with a generous receive timeout
+// so a broken server fails the test instead of hanging it.
+int Connect(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  timeval tv{};
+  tv.tv_sec = 15;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Everything the server sends until it closes (or the client timeout hits).
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// Sends `raw` on a fresh connection and returns the whole response.
+std::string Exchange(uint16_t port, const std::string& raw) {
+  int fd = Connect(port);
+  if (fd < 0) return "connect failed";
+  SendAll(fd, raw);
+  std::string response = ReadAll(fd);
+  close(fd);
+  return response;
+}
+
+std::string Get(uint16_t port, const std::string& path) {
+  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\r\n");
+}
+
+int StatusOf(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return -1;
+  return std::stoi(response.substr(9, 3));
+}
+
+std::string BodyOf(const std::string& response) {
+  size_t end = response.find("\r\n\r\n");
+  return end == std::string::npos ? "" : response.substr(end + 4);
+}
+
+bool HasHeader(const std::string& response, const std::string& header) {
+  std::string head = response.substr(0, response.find("\r\n\r\n"));
+  return head.find("\r\n" + header + "\r\n") != std::string::npos ||
+         response.find("\r\n" + header + "\r\n\r\n") != std::string::npos;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry_.AddCounter("requests_total", "Requests.")->Inc(7);
+    server_.Handle("/metrics", [this] {
+      HttpResponse r;
+      r.body = registry_.RenderPrometheus();
+      return r;
+    });
+    server_.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+    server_.Handle("/throws", []() -> HttpResponse { throw std::runtime_error("boom"); });
+    Result<uint16_t> port = server_.Start(0);
+    ASSERT_TRUE(port.ok()) << ErrorCodeName(port.error());
+    port_ = *port;
+    ASSERT_NE(port_, 0);
+  }
+
+  MetricsRegistry registry_;
+  HttpServer server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(HttpServerTest, ServesMetrics) {
+  std::string response = Get(port_, "/metrics");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  std::string body = BodyOf(response);
+  EXPECT_EQ(body, registry_.RenderPrometheus());
+  EXPECT_TRUE(HasHeader(response, "Content-Length: " + std::to_string(body.size()))) << response;
+  EXPECT_TRUE(HasHeader(response, "Connection: close")) << response;
+  EXPECT_TRUE(HasHeader(response, "Content-Type: text/plain; version=0.0.4; charset=utf-8"))
+      << response;
+  EXPECT_NE(body.find("requests_total 7\n"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, QueryStringIsIgnoredAndHttp10BareNewlinesAccepted) {
+  EXPECT_EQ(BodyOf(Get(port_, "/health?verbose=1")), "ok\n");
+  std::string response = Exchange(port_, "GET /health HTTP/1.0\n\n");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_EQ(BodyOf(response), "ok\n");
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404) {
+  std::string response = Get(port_, "/nope");
+  EXPECT_EQ(StatusOf(response), 404) << response;
+  EXPECT_TRUE(HasHeader(response, "Content-Length: " + std::to_string(BodyOf(response).size())));
+  EXPECT_EQ(StatusOf(Get(port_, "/metrics/")), 404);
+}
+
+TEST_F(HttpServerTest, NonGetIs405) {
+  std::string response =
+      Exchange(port_, "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(StatusOf(response), 405) << response;
+  EXPECT_TRUE(HasHeader(response, "Allow: GET")) << response;
+  EXPECT_EQ(StatusOf(Exchange(port_, "DELETE /health HTTP/1.1\r\n\r\n")), 405);
+}
+
+TEST_F(HttpServerTest, MalformedRequestLineIs400) {
+  for (const char* raw : {"NONSENSE\r\n\r\n", "GET\r\n\r\n", "GET /metrics\r\n\r\n",
+                          "GET metrics HTTP/1.1\r\n\r\n", "GET /metrics HTTP/2.0\r\n\r\n",
+                          "get /metrics HTTP/1.1\r\n\r\n", "GET  /metrics HTTP/1.1\r\n\r\n",
+                          "GET /metrics HTTP/1.1 extra\r\n\r\n"}) {
+    std::string response = Exchange(port_, raw);
+    EXPECT_EQ(StatusOf(response), 400) << raw << " -> " << response;
+  }
+}
+
+TEST_F(HttpServerTest, ThrowingHandlerIs500) {
+  EXPECT_EQ(StatusOf(Get(port_, "/throws")), 500);
+  EXPECT_EQ(StatusOf(Get(port_, "/health")), 200);
+}
+
+TEST_F(HttpServerTest, GarbageThenValidRequestStillServed) {
+  std::mt19937 rng(42);
+  std::string garbage(20'000, '\0');
+  for (char& c : garbage) c = static_cast<char>(rng());
+  Exchange(port_, garbage);  // any answer (or none) is fine, as long as it ends
+  std::string oversized(16'000, 'A');  // no line end within the 8 KiB cap
+  EXPECT_EQ(StatusOf(Exchange(port_, oversized)), 400);
+  std::string binary("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);  // a TLS hello
+  Exchange(port_, binary + "\r\n\r\n");
+  std::string response = Get(port_, "/metrics");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_EQ(BodyOf(response), registry_.RenderPrometheus());
+}
+
+TEST_F(HttpServerTest, ClientsThatHangUpAreHarmless) {
+  for (int i = 0; i < 5; ++i) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    if (i % 2) SendAll(fd, "GET /met");
+    close(fd);
+  }
+  EXPECT_EQ(StatusOf(Get(port_, "/health")), 200);
+}
+
+TEST_F(HttpServerTest, SilentClientDoesNotBlockLaterRequests) {
+  int silent = Connect(port_);
+  ASSERT_GE(silent, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the server take it first
+  auto start = steady_clock::now();
+  std::string response = Get(port_, "/health");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(12));
+  EXPECT_EQ(ReadAll(silent), "");  // the server dropped it without an answer
+  close(silent);
+}
+
+TEST_F(HttpServerTest, SlowDripClientIsCutOffByTheRequestDeadline) {
+  int slow = Connect(port_);
+  ASSERT_GE(slow, 0);
+  std::atomic<bool> stop{false};
+  std::thread dripper([&] {  // one byte every 100 ms, never finishing the line
+    SendAll(slow, "GET /");
+    for (int i = 0; i < 100 && !stop; ++i) {
+      if (!SendAll(slow, "a")) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto start = steady_clock::now();
+  std::string response = Get(port_, "/health");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(8));
+  stop = true;
+  dripper.join();
+  close(slow);
+}
+
+TEST_F(HttpServerTest, ManySequentialRequests) {
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(StatusOf(Get(port_, "/health")), 200) << i;
+}
+
+TEST_F(HttpServerTest, StopIsPromptWithAClientMidRequest) {
+  int silent = Connect(port_);
+  ASSERT_GE(silent, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto start = steady_clock::now();
+  server_.Stop();
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(10));
+  close(silent);
+  EXPECT_EQ(Connect(port_), -1);  // the listener is gone
+}
+
+TEST(HttpServer, PortInUseIsInvalidParams) {
+  HttpServer first;
+  Result<uint16_t> port = first.Start(0);
+  ASSERT_TRUE(port.ok());
+  HttpServer second;
+  Result<uint16_t> clash = second.Start(*port);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.error(), ErrorCode::INVALID_PARAMS);
+  second.Stop();  // stopping a server that never started is fine
+}
+
+TEST(HttpServer, StartTwiceFailsStopIsIdempotentAndRestartWorks) {
+  HttpServer server;
+  server.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok"}; });
+  Result<uint16_t> port = server.Start(0);
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(server.Start(0).error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(BodyOf(Get(*port, "/health")), "ok");
+  server.Stop();
+  server.Stop();
+  Result<uint16_t> again = server.Start(*port);  // SO_REUSEADDR: same port right away
+  ASSERT_TRUE(again.ok()) << ErrorCodeName(again.error());
+  EXPECT_EQ(*again, *port);
+  EXPECT_EQ(BodyOf(Get(*again, "/health")), "ok");
+}  // the destructor stops the running server
+
+}  // namespace
+}  // namespace shelfmark

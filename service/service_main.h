@@ -1,0 +1,52 @@
+// The plumbing the long-running processes (shelfmark-master, shelfmark-node)
+// share around their own work: stopping on SIGINT/SIGTERM, and serving
+// /health and /metrics over HTTP.
+//
+// StopSignals: constructed first in the main thread, before any other thread
+// starts, it blocks SIGINT and SIGTERM (threads started later inherit the
+// mask, so no thread is interrupted by them) and ignores SIGPIPE (a peer that
+// closes a socket mid-write gives EPIPE, not death). Wait() returns the first
+// stop signal that arrives and prints "<program>: signal <n>, <doing>" on
+// stderr; the destructor restores the previous mask.
+//
+// ServeHealthAndMetrics: GET /health answers "ok\n"; GET /metrics renders
+// `metrics` (which must outlive the server) as Prometheus text.
+//
+// Thread safety: StopSignals is used by the thread that made it.
+// ServeHealthAndMetrics as HttpServer::Handle/Start (before/at start-up).
+#pragma once
+
+#include <signal.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "service/http_server.h"
+#include "service/metrics.h"
+
+namespace shelfmark {
+
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // Blocks until SIGINT or SIGTERM is pending; returns it (consumed).
+  int Wait(std::string_view program, std::string_view doing) const;
+
+ private:
+  sigset_t set_;
+  sigset_t previous_;
+};
+
+// Installs /health and /metrics on `http` and starts it on `port` (0: any
+// free port). On failure prints "<program>: cannot serve --metrics_port=<port>"
+// and returns the error; else the bound port.
+Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& metrics,
+                                       int64_t port, std::string_view program);
+
+}  // namespace shelfmark

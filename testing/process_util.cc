@@ -1,0 +1,150 @@
+#include "testing/process_util.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "service/http_client.h"
+#include "testing/wait_for.h"
+
+namespace shelfmark::testing {
+bool WaitForServicePorts(const std::string& log_path, int timeout_ms, ServicePorts* ports) {
+  if (!WaitForText(log_path, "metrics port ", timeout_ms)) return false;
+  const std::string text = ReadFile(log_path);
+  const size_t at = text.find("rpc port ");
+  int rpc = 0, http = 0;
+  if (at == std::string::npos ||
+      std::sscanf(text.c_str() + at, "rpc port %d, metrics port %d", &rpc, &http) != 2) {
+    return false;
+  }
+  ports->rpc = static_cast<uint16_t>(rpc);
+  ports->http = static_cast<uint16_t>(http);
+  return WaitHealthy(ports->http, timeout_ms);
+}
+
+bool ParseNodeReady(const std::string& log_text, NodeReady* ready) {
+  const std::string text = "\n" + log_text;
+  const size_t line = text.find("\nnode ");
+  const size_t metrics = text.find("metrics port ");
+  char id[64] = {0};
+  int port = 0;
+  if (line == std::string::npos || metrics == std::string::npos ||
+      std::sscanf(text.c_str() + line, "\nnode %63s segment", id) != 1 ||
+      std::sscanf(text.c_str() + metrics, "metrics port %d", &port) != 1) {
+    return false;
+  }
+  ready->client_id = id;
+  ready->metrics_port = static_cast<uint16_t>(port);
+  return true;
+}
+
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args,
+                           const std::string& stderr_path) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    if (!stderr_path.empty()) {
+      int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, STDERR_FILENO);
+    }
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void ChildProcess::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) kill(pid_, sig);
+}
+
+int ChildProcess::Wait(int timeout_ms) {
+  if (reaped_) return status_;
+  const bool exited = WaitFor(
+      [this] {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+        reaped_ = true;
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return true;
+      },
+      timeout_ms);
+  return exited ? status_ : -1;
+}
+
+int HttpGet(uint16_t port, const std::string& path, std::string* body) {
+  auto reply = shelfmark::HttpGet(HostPort{"127.0.0.1", port}, path);
+  if (!reply.ok()) return -1;
+  *body = reply->body;
+  return reply->status;
+}
+
+bool WaitHealthy(uint16_t port, int timeout_ms) {
+  return WaitFor(
+      [port] {
+        std::string body;
+        return HttpGet(port, "/health", &body) == 200;
+      },
+      timeout_ms);
+}
+
+double MetricValue(const std::string& text, const std::string& series) {
+  return PrometheusValue(text, series).value_or(-1);
+}
+
+double ScrapeMetric(uint16_t port, const std::string& series) {
+  std::string body;
+  if (HttpGet(port, "/metrics", &body) != 200) return -1;
+  return MetricValue(body, series);
+}
+
+bool WaitForMetric(uint16_t port, const std::string& series,
+                   const std::function<bool(double)>& done, int timeout_ms) {
+  return WaitFor([&] { return done(ScrapeMetric(port, series)); }, timeout_ms);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms) {
+  return WaitFor([&] { return ReadFile(path).find(needle) != std::string::npos; },
+                   timeout_ms);
+}
+
+}  // namespace shelfmark::testing

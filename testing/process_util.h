@@ -1,0 +1,83 @@
+// Helpers for multi-process tests: free ports, child processes, files they
+// write, HTTP GET and Prometheus metrics. Every wait is WaitFor
+// (testing/wait_for.h) with a deadline.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "testing/wait_for.h"
+
+namespace shelfmark::testing {
+
+// The ports a shelfmark-master started with --rpc_port=0 --metrics_port=0
+// printed ("rpc port N, metrics port M") to the log at `log_path`, once it
+// answers /health; false (after `timeout_ms`) when it does not.
+struct ServicePorts {
+  uint16_t rpc = 0;
+  uint16_t http = 0;
+};
+bool WaitForServicePorts(const std::string& log_path, int timeout_ms, ServicePorts* ports);
+
+// What a shelfmark-node printed once mounted ("shelfmark-node: metrics port
+// M", then "node <client id> segment ..."), from its log text; false when a
+// line is missing.
+struct NodeReady {
+  std::string client_id;
+  uint16_t metrics_port = 0;
+};
+bool ParseNodeReady(const std::string& log_text, NodeReady* ready);
+
+// A TCP port that was free a moment ago (bound to 0 and released).
+uint16_t FreePort();
+
+// A child process started with execv; killed (SIGKILL) on destruction if
+// still running.
+class ChildProcess {
+ public:
+  ChildProcess(const std::string& binary, const std::vector<std::string>& args,
+               const std::string& stderr_path = "");
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  pid_t pid() const { return pid_; }
+  void Signal(int sig);
+  // Waits up to `timeout_ms` for exit; returns the exit status (128 + signal
+  // for a signal death) or -1 on timeout.
+  int Wait(int timeout_ms);
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = -1;  // once reaped_
+};
+
+// GET http://127.0.0.1:port/path; returns the status code and fills *body;
+// -1 when the connection fails.
+int HttpGet(uint16_t port, const std::string& path, std::string* body);
+
+// Polls /health until it answers 200 or `timeout_ms` passes.
+bool WaitHealthy(uint16_t port, int timeout_ms);
+
+// The value of the sample `series` in Prometheus text: a metric name, or a
+// name with its labels as printed ("m{result=\"success\"}"); -1 if absent.
+double MetricValue(const std::string& text, const std::string& series);
+
+// MetricValue of GET http://127.0.0.1:port/metrics; -1 when that fails.
+double ScrapeMetric(uint16_t port, const std::string& series);
+
+// Polls ScrapeMetric until `done(value)` holds; false after `timeout_ms`.
+bool WaitForMetric(uint16_t port, const std::string& series,
+                   const std::function<bool(double)>& done, int timeout_ms);
+
+// The bytes of the file at `path`; "" when it cannot be read.
+std::string ReadFile(const std::string& path);
+
+// Polls the file at `path` until it contains `needle`; false after `timeout_ms`.
+bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms);
+
+}  // namespace shelfmark::testing
