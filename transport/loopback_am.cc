@@ -46,6 +46,13 @@ class LoopbackSink final : public AmReplySink {
       : call_(std::move(call)), caller_(std::move(caller)) {}
 
   bool Send(ErrorCode status, std::string header, std::string data) override {
+    const bool fits = header.size() <= LoopbackAm::kMaxHeaderSize;
+    if (!fits) {
+      // As UcxAm: a reply that cannot travel is answered INVALID_PARAMS.
+      status = ErrorCode::INVALID_PARAMS;
+      header.clear();
+      data.clear();
+    }
     MutexLock lock(&call_->mu);
     if (call_->abandoned) {
       caller_->dropped.fetch_add(1);
@@ -57,7 +64,7 @@ class LoopbackSink final : public AmReplySink {
     if (status == ErrorCode::OK) Deliver(std::move(data));
     call_->done = true;
     call_->cv.notify_all();
-    return true;
+    return fits;
   }
 
  private:
