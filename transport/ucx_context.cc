@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "common/host_port.h"
@@ -230,7 +231,16 @@ bool UcxContext::WaitLocked(MutexLock& lock, const std::function<bool()>& done,
       continue;
     }
     if (UcxNowMs() >= deadline_ms) return done();
-    if (++idle < kSpinsBeforeWait) continue;
+    if (++idle < kSpinsBeforeWait) {
+      // Spin politely: on a small host the peer that must answer (a node's
+      // progress thread on this machine) may be runnable on this very CPU,
+      // and a waiter spinning through its whole time slice kept it from
+      // running: same-host LOCAL_DISK reads (and their probe) were bimodal,
+      // ~70 us or ~200 us at 64 KiB depending on where the scheduler put
+      // the two threads (always ~200 us with both pinned to one CPU).
+      std::this_thread::yield();
+      continue;
+    }
     // Idle for a while: let the progress thread (woken by the worker's
     // events) and other users have the worker, then look again.
     progressed_.wait_for(lock, std::chrono::milliseconds(1));
