@@ -12,13 +12,17 @@
 //     (master's order). GetOptions::prefer_local_disk puts the LOCAL_DISK
 //     replicas first instead. An object with no replica of either type
 //     answers UNAVAILABLE_IN_CURRENT_STATUS.
-//   - LOCAL_DISK read: ReadLocalDisk (client/local_disk_client.h), a UCX
-//     active message to the DiskDescriptor's endpoint on this client's ucx
-//     engine, waiting up to transfer_timeout_ms (no answer -> TRANSFER_FAIL).
-//     Without a ucx engine the replica answers INVALID_PARAMS. The node's
-//     own codes (OBJECT_NOT_FOUND, FILE_READ_FAIL, ...) and DATA_CORRUPTED
-//     (a reply of the wrong size) count as failures of that replica. Lease
-//     and checksum rules are those of MEMORY reads.
+//   - LOCAL_DISK read: ReadLocalDiskInto (client/local_disk_client.h), a
+//     request to the DiskDescriptor's endpoint on the messages
+//     (transport/am_transport.h) of this client's ucx engine (or, without
+//     one, of any engine that carries messages: loopback in tests), waiting
+//     up to transfer_timeout_ms (no answer -> TRANSFER_FAIL). The reply's
+//     bytes land straight in the destination (Read's dst, or Get's string):
+//     no staging copy. Without such an engine the replica answers
+//     INVALID_PARAMS. The node's own codes (OBJECT_NOT_FOUND,
+//     FILE_READ_FAIL, ...) and DATA_CORRUPTED (a reply of the wrong size)
+//     count as failures of that replica. Lease and checksum rules are those
+//     of MEMORY reads.
 //   - Lease: the lease GetReplicaList grants is counted from a clock reading
 //     taken before the RPC was sent; a read that finishes at or after
 //     start + lease_ttl_ms answers LEASE_EXPIRED and returns no bytes (the
