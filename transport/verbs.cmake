@@ -1,7 +1,7 @@
 # RDMA verbs engine (libibverbs + librdmacm from Debian's libibverbs-dev and
 # librdmacm-dev): library shelfmark::transport_verbs. Built only where
 # rdma-core's headers and libraries exist; binaries test for the target
-# (client/rdma_plugin.h).
+# (transport/rdma_plugin.h).
 find_path(SHELFMARK_VERBS_INCLUDE infiniband/verbs.h)
 find_path(SHELFMARK_RDMACM_INCLUDE rdma/rdma_cma.h)
 find_library(SHELFMARK_IBVERBS_LIB ibverbs)
