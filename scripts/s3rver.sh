@@ -2,7 +2,7 @@
 # Starts and stops s3rver (npm package; an S3 server on the local disk) for
 # the S3 object store tests. s3rver 3.7.1 checks the access key id and that
 # x-amz-content-sha256 is present, but does not verify SigV4 signatures
-# (snapshot/sigv4_test.cc checks those against AWS's published examples).
+# (snapshot/s3_signing_test.cc checks libcurl's against AWS's published examples).
 #
 #   scripts/s3rver.sh install                  install only (no-op when present)
 #   scripts/s3rver.sh start DIR PORT [BUCKET]  serve 127.0.0.1:PORT from a fresh

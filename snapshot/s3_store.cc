@@ -1,19 +1,15 @@
 #include "snapshot/s3_store.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <ctime>
 #include <mutex>
-
-#include "snapshot/sigv4.h"
 
 namespace shelfmark {
 namespace {
-
-using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr size_t kMaxIdleHandles = 8;
 
@@ -102,16 +98,30 @@ size_t WriteBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-struct Upload {
-  std::string_view rest;
-};
+// Lower-case hex SHA-256 of `data` (x-amz-content-sha256); libcurl 7.88 does
+// not compute it for a request body.
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xF]);
+  }
+  return hex;
+}
 
-size_t ReadBody(char* buffer, size_t size, size_t n, void* user) {
-  auto* upload = static_cast<Upload*>(user);
-  size_t len = std::min(size * n, upload->rest.size());
-  std::copy_n(upload->rest.data(), len, buffer);
-  upload->rest.remove_prefix(len);
-  return len;
+// RFC 3986 encoding of a query value (unreserved characters stay, the rest is
+// %XX upper case), as SigV4's canonical query string needs it.
+std::string QueryEscape(std::string_view value) {
+  if (value.empty()) return "";  // (a length of 0 would make curl use strlen)
+  char* escaped = curl_easy_escape(nullptr, value.data(), static_cast<int>(value.size()));
+  if (escaped == nullptr) return "";
+  std::string out(escaped);
+  curl_free(escaped);
+  return out;
 }
 
 bool Success(long status) { return status >= 200 && status < 300; }
@@ -232,7 +242,9 @@ Result<std::unique_ptr<S3Store>> S3Store::Open(S3Config config, std::string* err
     return fail("S3 endpoint must be http://host[:port] or https://host[:port]");
   }
   if (!ValidBucket(config.bucket)) return fail("S3 bucket name must be 3..63 of [a-z0-9.-]");
-  if (config.region.empty()) return fail("S3 region is empty");
+  if (config.region.empty() || config.region.find(':') != std::string::npos) {
+    return fail("S3 region must be non-empty and without ':'");
+  }
   if (config.access_key.empty() || config.secret_key.empty()) {
     return fail("S3 access key and secret key are required");
   }
@@ -247,8 +259,14 @@ Result<std::unique_ptr<S3Store>> S3Store::Open(S3Config config, std::string* err
   return std::unique_ptr<S3Store>(new S3Store(std::move(config)));
 }
 
-S3Store::S3Store(S3Config config) : config_(std::move(config)) {
-  host_ = EndpointHost(config_.endpoint);
+S3Store::S3Store(S3Config config) : config_(std::move(config)) {}
+
+bool SetCurlSigV4(void* handle, const S3Config& config) {
+  CURL* curl = static_cast<CURL*>(handle);
+  std::string provider = "aws:amz:" + config.region + ":s3";
+  return curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str()) == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_USERNAME, config.access_key.c_str()) == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_PASSWORD, config.secret_key.c_str()) == CURLE_OK;
 }
 
 S3Store::~S3Store() {
@@ -302,32 +320,32 @@ void S3Store::ReturnHandle(void* handle) {
   curl_easy_cleanup(static_cast<CURL*>(handle));
 }
 
-bool S3Store::Perform(const std::string& method, const std::string& object, const Pairs& query,
-                      std::string_view body, Response* response) {
-  sigv4::Request request;
-  request.method = method;
-  request.path = "/" + config_.bucket + "/" + sigv4::UriEncode(object, /*keep_slash=*/true);
-  request.query = query;
-  request.payload_hash = sigv4::Sha256Hex(body);
-  std::string amz_date = sigv4::AmzDate(std::time(nullptr));
-  request.headers = {{"host", host_},
-                     {"x-amz-content-sha256", request.payload_hash},
-                     {"x-amz-date", amz_date}};
-  sigv4::Credentials creds{config_.access_key, config_.secret_key, config_.region, "s3"};
-  std::string authorization = sigv4::AuthorizationHeader(request, creds, amz_date);
+bool S3Store::Perform(const std::string& method, const std::string& object,
+                      const std::string& query, std::string_view body, Response* response) {
+  // libcurl signs the path and query exactly as sent, so both must already be
+  // canonical. The path needs no encoding: bucket names and object keys are
+  // made of [A-Za-z0-9._-] and '/' (ValidBucket, ValidObjectKey), all RFC 3986
+  // unreserved.
+  std::string url = config_.endpoint;
+  if (url.ends_with('/')) url.pop_back();
+  url += "/" + config_.bucket + "/" + object;
+  if (!query.empty()) url += "?" + query;
 
-  std::string base = config_.endpoint;
-  if (base.ends_with('/')) base.pop_back();
-  std::string url = base + request.path;
-  std::string query_string = sigv4::CanonicalQueryString(query);
-  if (!query_string.empty()) url += "?" + query_string;
-
+  // Only headers that are sent: libcurl 7.88 signs every CURLOPT_HTTPHEADER
+  // entry, even "Expect:" (which removes a header instead of sending one),
+  // and takes the payload hash from x-amz-content-sha256. No Date header:
+  // libcurl would take it for the signing time.
+  std::vector<std::string> lines = {"x-amz-content-sha256: " + Sha256Hex(body)};
+  if (method == "PUT") lines.emplace_back("Content-Type: application/octet-stream");
   curl_slist* headers = nullptr;
-  for (const std::string& line :
-       {"Host: " + host_, "x-amz-content-sha256: " + request.payload_hash,
-        "x-amz-date: " + amz_date, "Authorization: " + authorization, std::string("Expect:"),
-        std::string(method == "PUT" ? "Content-Type: application/octet-stream" : "")}) {
-    if (!line.empty()) headers = curl_slist_append(headers, line.c_str());
+  for (const std::string& line : lines) {
+    curl_slist* longer = curl_slist_append(headers, line.c_str());
+    if (longer == nullptr) {
+      curl_slist_free_all(headers);
+      SetError(method + " " + object + ": out of memory");
+      return false;
+    }
+    headers = longer;
   }
 
   CURL* curl = static_cast<CURL*>(TakeHandle());
@@ -336,7 +354,6 @@ bool S3Store::Perform(const std::string& method, const std::string& object, cons
     SetError(method + " " + object + ": curl_easy_init failed");
     return false;
   }
-  Upload upload{body};
   response->body.clear();
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -346,17 +363,21 @@ bool S3Store::Perform(const std::string& method, const std::string& object, cons
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response->body);
   if (method == "PUT") {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, ReadBody);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &upload);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  } else if (method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+    // The body from memory, not copied (it outlives curl_easy_perform).
+    // libcurl adds "Expect: 100-continue" (unsigned) only above 1 MiB.
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   }
-  CURLcode rc = curl_easy_perform(curl);
+  if (method != "GET") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  const bool signing = SetCurlSigV4(curl, config_);
+  CURLcode rc = signing ? curl_easy_perform(curl) : CURLE_OK;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
   curl_slist_free_all(headers);
   ReturnHandle(curl);
+  if (!signing) {
+    SetError(method + " " + object + ": libcurl refused the SigV4 signing options");
+    return false;
+  }
   if (rc != CURLE_OK) {
     SetError(method + " " + object + ": curl: " + curl_easy_strerror(rc));
     return false;
@@ -368,7 +389,7 @@ ErrorCode S3Store::Put(std::string_view key, std::string_view bytes) {
   if (!ValidObjectKey(key)) return ErrorCode::INVALID_PARAMS;
   std::string object = config_.prefix + std::string(key);
   Response response;
-  if (!Perform("PUT", object, {}, bytes, &response)) return ErrorCode::STORE_UNAVAILABLE;
+  if (!Perform("PUT", object, "", bytes, &response)) return ErrorCode::STORE_UNAVAILABLE;
   if (!Success(response.status)) {
     SetHttpError("PUT " + object, response);
     return ErrorCode::STORE_UNAVAILABLE;
@@ -380,7 +401,7 @@ Result<std::string> S3Store::Get(std::string_view key) {
   if (!ValidObjectKey(key)) return ErrorCode::INVALID_PARAMS;
   std::string object = config_.prefix + std::string(key);
   Response response;
-  if (!Perform("GET", object, {}, "", &response)) return ErrorCode::STORE_UNAVAILABLE;
+  if (!Perform("GET", object, "", "", &response)) return ErrorCode::STORE_UNAVAILABLE;
   if (Success(response.status)) return std::move(response.body);
   if (response.status == 404 && ElementText(response.body, "Code") != "NoSuchBucket") {
     return ErrorCode::FILE_NOT_FOUND;
@@ -395,10 +416,12 @@ Result<std::vector<std::string>> S3Store::List(std::string_view prefix) {
   std::vector<std::string> keys;
   std::string token;
   while (true) {
-    Pairs query = {{"list-type", "2"},
-                   {"prefix", full_prefix},
-                   {"max-keys", std::to_string(config_.list_page_size)}};
-    if (!token.empty()) query.emplace_back("continuation-token", token);
+    // SigV4's canonical query string: parameters sorted by name, values
+    // RFC 3986 encoded (libcurl signs the query as sent).
+    std::string query;
+    if (!token.empty()) query = "continuation-token=" + QueryEscape(token) + "&";
+    query += "list-type=2&max-keys=" + std::to_string(config_.list_page_size) +
+             "&prefix=" + QueryEscape(full_prefix);
     Response response;
     if (!Perform("GET", "", query, "", &response)) return ErrorCode::STORE_UNAVAILABLE;
     const std::string what = "LIST " + full_prefix;
@@ -432,7 +455,7 @@ ErrorCode S3Store::Remove(std::string_view key) {
   if (!ValidObjectKey(key)) return ErrorCode::INVALID_PARAMS;
   std::string object = config_.prefix + std::string(key);
   Response response;
-  if (!Perform("DELETE", object, {}, "", &response)) return ErrorCode::STORE_UNAVAILABLE;
+  if (!Perform("DELETE", object, "", "", &response)) return ErrorCode::STORE_UNAVAILABLE;
   if (Success(response.status)) return ErrorCode::OK;
   if (response.status == 404 && ElementText(response.body, "Code") != "NoSuchBucket") {
     return ErrorCode::OK;

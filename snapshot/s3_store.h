@@ -1,8 +1,11 @@
 // S3Store: an ObjectStore in an S3 bucket (AWS S3 or any S3-compatible server:
-// MinIO, Ceph RGW, s3rver), over libcurl with SigV4 (snapshot/sigv4.h).
+// MinIO, Ceph RGW, s3rver), over libcurl. libcurl signs every request with
+// AWS Signature Version 4 (CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3"; see
+// docs/snapshot.md for what libcurl 7.88 signs and what S3Store supplies).
 //
-// Requests are path-style: <endpoint>/<bucket>/<prefix><key>. Put is one
-// PUT carrying x-amz-content-sha256 (the hex SHA-256 of the body); Get is a
+// Requests are path-style: <endpoint>/<bucket>/<prefix><key>. Every request
+// carries x-amz-content-sha256 (the hex SHA-256 of the body, signed). Put is
+// one PUT; Get is a
 // GET (404 NoSuchKey -> FILE_NOT_FOUND); List is ListObjectsV2 (list-type=2)
 // following continuation tokens until the listing is complete; Remove is a
 // DELETE (a missing key is OK). Every other answer, a connection failure or a
@@ -56,9 +59,9 @@ Result<S3Config> S3ConfigFromEnv(std::string* error_message = nullptr);
 class S3Store : public ObjectStore {
  public:
   // Validates the configuration (endpoint scheme and form, bucket name,
-  // non-empty credentials, timeout > 0, page size 1..1000, prefix made of key
-  // characters); INVALID_PARAMS with *error_message otherwise. Contacts
-  // nothing.
+  // region non-empty and without ':', non-empty credentials, timeout > 0,
+  // page size 1..1000, prefix made of key characters); INVALID_PARAMS with
+  // *error_message otherwise. Contacts nothing.
   static Result<std::unique_ptr<S3Store>> Open(S3Config config,
                                                std::string* error_message = nullptr);
   ~S3Store() override;
@@ -83,9 +86,10 @@ class S3Store : public ObjectStore {
   };
 
   explicit S3Store(S3Config config);
-  // One signed request; false (and last_error set) on a transport failure.
-  bool Perform(const std::string& method, const std::string& object,
-               const std::vector<std::pair<std::string, std::string>>& query,
+  // One signed request for <bucket>/<object>[?query] (`query` already in
+  // canonical form, see List); false (and last_error set) on a transport
+  // failure.
+  bool Perform(const std::string& method, const std::string& object, const std::string& query,
                std::string_view body, Response* response);
   // Records "METHOD what: HTTP status Code" for a non-2xx reply.
   void SetHttpError(const std::string& what, const Response& response);
@@ -94,12 +98,20 @@ class S3Store : public ObjectStore {
   void ReturnHandle(void* handle);
 
   const S3Config config_;
-  std::string host_;  // the endpoint's host[:port], the signed Host header
 
   mutable Mutex mu_;
   std::string last_error_ GUARDED_BY(mu_);
   std::vector<void*> idle_handles_ GUARDED_BY(mu_);  // CURL* easy handles
 };
+
+// How S3Store has libcurl sign (exposed for tests, which check it against
+// AWS's published SigV4 examples): sets CURLOPT_AWS_SIGV4
+// "aws:amz:<config.region>:s3" and the access key and secret as
+// CURLOPT_USERNAME / CURLOPT_PASSWORD on `curl` (a CURL*). libcurl then signs
+// the method, the path and query as sent, the Host header, every header in
+// CURLOPT_HTTPHEADER and x-amz-date; the payload hash is the caller's
+// x-amz-content-sha256 header. False when libcurl refuses an option.
+bool SetCurlSigV4(void* curl, const S3Config& config);
 
 // ListObjectsV2 reply parsing (exposed for tests).
 struct S3ListPage {

@@ -1,5 +1,5 @@
 // S3Store against a real S3 server (s3rver: real HTTP, real XML, checks the
-// access key id; it does not verify SigV4 signatures, sigv4_test.cc does),
+// access key id; it does not verify SigV4 signatures, s3_signing_test.cc does),
 // started through scripts/s3rver.sh; plus fault servers on loopback (one that
 // never answers, one that answers 500). When node/npm cannot provide s3rver
 // the tests FAIL (they never pass without a server).
