@@ -14,12 +14,16 @@
 #
 # Credentials: access key S3RVER, secret S3RVER (s3rver's defaults).
 # s3rver is installed with npm into $SHELFMARK_NPM_CACHE (default
-# $HOME/.cache/shelfmark/npm), never into the repository. Needs node and npm
-# (Debian: nodejs, npm). With S3RVER_PARENT_PID set, the server is also killed
-# when that process exits (a crashed test leaves no server behind).
+# $HOME/.cache/shelfmark/npm), never into the repository; npm's output goes to
+# npm-install.log there. Needs node, curl, and npm and flock to install
+# (Debian: nodejs, curl, npm, util-linux). With S3RVER_PARENT_PID set, the
+# server is also killed when that process exits (a crashed test leaves no
+# server behind).
 #
-# Exit status: 0 ok, 2 usage, 3 node/npm missing or npm install failed,
-# 4 the server did not come up.
+# Exit status: 0 ok, 2 usage, 3 a program it needs (node, npm, flock, curl)
+# is not installed, 4 the server did not come up (its log is printed),
+# 5 installing s3rver failed (npm's exit status and the last lines of its
+# output are printed).
 set -euo pipefail
 
 version=3.7.1
@@ -37,18 +41,30 @@ install_s3rver() {
   command -v node >/dev/null || die 3 "node is not installed (Debian: apt-get install nodejs npm)"
   installed && return 0
   command -v npm >/dev/null || die 3 "npm is not installed (Debian: apt-get install npm)"
-  mkdir -p "$cache"
-  (
-    flock 9
-    installed || npm install --prefix "$cache" --no-audit --no-fund --loglevel=error \
-      "s3rver@$version" >&2
-  ) 9>"$cache/.install.lock" || die 3 "npm install s3rver@$version into $cache failed"
-  installed || die 3 "s3rver $version is not in $cache after npm install"
+  command -v flock >/dev/null || die 3 "flock is not installed (Debian: apt-get install util-linux)"
+  mkdir -p "$cache" || die 5 "cannot create the npm directory $cache"
+  # One install at a time (parallel tests); fd 9 is closed again before the
+  # server starts, which must not inherit the lock.
+  exec 9>"$cache/.install.lock" || die 5 "cannot open $cache/.install.lock"
+  flock 9 || die 5 "cannot lock $cache/.install.lock"
+  local log="$cache/npm-install.log" rc=0
+  if ! installed; then
+    npm install --prefix "$cache" --no-audit --no-fund --loglevel=error "s3rver@$version" \
+      >"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || die 5 "npm install s3rver@$version into $cache failed (npm exit status $rc); \
+last lines of its output (all of it in $log):
+$(tail -n 20 "$log")"
+    installed || die 5 "npm install s3rver@$version exited 0 but s3rver $version is not in $cache \
+(npm's output is in $log)"
+  fi
+  exec 9>&-
 }
 
 start() {
   local dir="$1" port="$2" bucket="${3:-shelfmark-test}"
   install_s3rver
+  # The readiness poll below would take a missing curl for an answer.
+  command -v curl >/dev/null || die 3 "curl is not installed (Debian: apt-get install curl)"
   mkdir -p "$dir"
   rm -rf "$dir/data"
   mkdir -p "$dir/data"
@@ -65,8 +81,7 @@ start() {
     (tail --pid="$S3RVER_PARENT_PID" -f /dev/null; kill "$pid" 2>/dev/null) \
       </dev/null >/dev/null 2>&1 &
   fi
-  local i
-  for i in $(seq 1 300); do
+  for _ in $(seq 1 300); do
     kill -0 "$pid" 2>/dev/null || die 4 "s3rver exited: $(tail -n 20 "$dir/s3rver.log")"
     if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/")" != 000 ]; then
       return 0
@@ -83,8 +98,7 @@ stop() {
   pid="$(cat "$dir/s3rver.pid")"
   kill "$pid" 2>/dev/null || true
   # Until it has exited (or is a zombie whose reaper is not us); then -9.
-  local i
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     kill -0 "$pid" 2>/dev/null || break
     grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null && break
     sleep 0.1
