@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,24 +16,25 @@
 #include <fstream>
 #include <thread>
 
+#include "testing/temp_dir.h"
+#include "testing/wait_for.h"
+
 namespace shelfmark {
 namespace {
 
 namespace fs = std::filesystem;
 
+// The store's base is a directory inside a TempDir, so what a test writes
+// next to the base (a sibling the store must not reach) goes with it.
 class LocalStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/shelfmark-local-store-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.Join("base");
+    ASSERT_TRUE(fs::create_directory(dir_));
     auto store = LocalStore::Open(dir_);
     ASSERT_TRUE(store.ok());
     store_ = std::move(store.value());
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
   }
 
   // Every file and directory under the base, relative, sorted.
@@ -52,7 +52,8 @@ class LocalStoreTest : public ::testing::Test {
     std::ofstream(dir_ + "/" + rel, std::ios::binary) << bytes;
   }
 
-  std::string dir_;
+  testing::TempDir tmp_{"local_store"};
+  std::string dir_;  // the store's base
   std::unique_ptr<LocalStore> store_;
 };
 
@@ -61,9 +62,10 @@ TEST(LocalStoreOpen, RejectsRelativeMissingAndNonDirectoryBases) {
   EXPECT_EQ(LocalStore::Open("relative/dir").error(), ErrorCode::INVALID_PARAMS);
   EXPECT_EQ(LocalStore::Open("/nonexistent/shelfmark/dir").error(), ErrorCode::INVALID_PARAMS);
   EXPECT_EQ(LocalStore::Open("/dev/null").error(), ErrorCode::INVALID_PARAMS);
-  auto ok = LocalStore::Open("/tmp/");
+  testing::TempDir base("local_store_open");
+  auto ok = LocalStore::Open(base.path() + "/");
   ASSERT_TRUE(ok.ok());
-  EXPECT_EQ((*ok)->Describe(), "local:/tmp");
+  EXPECT_EQ((*ok)->Describe(), "local:" + base.path());  // without the trailing '/'
 }
 
 TEST_F(LocalStoreTest, PutGetReplace) {
@@ -137,7 +139,6 @@ TEST_F(LocalStoreTest, InvalidKeysAreRejectedAndTouchNothing) {
   }
   EXPECT_TRUE(Tree().empty());
   EXPECT_TRUE(fs::exists(fs::path(dir_).parent_path() / ("outside-" + sibling)));
-  fs::remove(fs::path(dir_).parent_path() / ("outside-" + sibling));
   EXPECT_EQ(store_->Put(std::string(1024, 'k'), "v"), ErrorCode::FILE_WRITE_FAIL);  // > NAME_MAX
   EXPECT_EQ(store_->List("../").error(), ErrorCode::INVALID_PARAMS);
   EXPECT_EQ(store_->List("/").error(), ErrorCode::INVALID_PARAMS);
@@ -171,15 +172,19 @@ TEST_F(LocalStoreTest, KilledWriterLeavesAWholeValue) {
     }
   }
   // Wait until the child is mid-write (its temp file exists), then kill it.
-  bool saw_temp = false;
-  while (!saw_temp) {
-    for (const auto& e : fs::directory_iterator(dir_ + "/k")) {
-      if (e.path().filename().string().find("~tmp.") != std::string::npos) saw_temp = true;
-    }
-  }
+  bool mid_write = testing::WaitFor(
+      [&] {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir_ + "/k", ec)) {
+          if (e.path().filename().string().find("~tmp.") != std::string::npos) return true;
+        }
+        return false;
+      },
+      30000);
   kill(child, SIGKILL);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(mid_write) << "the writer's temp file never appeared";
   ASSERT_TRUE(WIFSIGNALED(status));
   auto got = store_->Get("k/v");
   ASSERT_TRUE(got.ok());
@@ -188,9 +193,8 @@ TEST_F(LocalStoreTest, KilledWriterLeavesAWholeValue) {
 }
 
 TEST_F(LocalStoreTest, SymlinksInsideTheTreeAreNeverFollowed) {
-  char outside_tmpl[] = "/tmp/shelfmark-local-outside-XXXXXX";
-  ASSERT_NE(mkdtemp(outside_tmpl), nullptr);
-  const std::string outside = outside_tmpl;
+  const std::string outside = tmp_.Join("outside");  // next to the base
+  ASSERT_TRUE(fs::create_directory(outside));
   std::ofstream(outside + "/secret") << "secret";
   fs::create_directory_symlink(outside, dir_ + "/linkdir");
   fs::create_symlink(outside + "/secret", dir_ + "/linkfile");
@@ -207,7 +211,6 @@ TEST_F(LocalStoreTest, SymlinksInsideTheTreeAreNeverFollowed) {
   EXPECT_FALSE(fs::is_symlink(dir_ + "/linkfile"));
   EXPECT_TRUE(fs::exists(outside + "/secret"));
   EXPECT_FALSE(fs::exists(outside + "/new"));
-  fs::remove_all(outside);
 }
 
 TEST_F(LocalStoreTest, PathThroughAFileFails) {
@@ -243,27 +246,25 @@ TEST_F(LocalStoreTest, ConcurrentPutsAndRemovesStayConsistent) {
   for (const auto& path : Tree()) EXPECT_EQ(path.find("~tmp."), std::string::npos) << path;
 }
 
-// A real full disk: a 64 KiB tmpfs. Needs the right to mount (root in the CI
-// VM); elsewhere the test reports SKIPPED.
+// A real full disk: a 64 KiB tmpfs mounted inside a TempDir. Needs the right
+// to mount (root in the CI VM); elsewhere the test reports SKIPPED.
 class LocalStoreFullDiskTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/shelfmark-local-full-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.Join("disk");
+    ASSERT_TRUE(fs::create_directory(dir_));
     if (mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=64k") != 0) {
-      std::string why = strerror(errno);
-      rmdir(dir_.c_str());
-      dir_.clear();
-      GTEST_SKIP() << "SKIPPED: cannot mount a 64 KiB tmpfs (" << why << ")";
+      GTEST_SKIP() << "SKIPPED: cannot mount a 64 KiB tmpfs (" << strerror(errno) << ")";
     }
+    mounted_ = true;
   }
   void TearDown() override {
-    if (dir_.empty()) return;
-    umount(dir_.c_str());
-    rmdir(dir_.c_str());
+    if (mounted_) umount(dir_.c_str());  // before tmp_ removes the directory
   }
+  testing::TempDir tmp_{"local_store_full"};
   std::string dir_;
+  bool mounted_ = false;
 };
 
 TEST_F(LocalStoreFullDiskTest, FullDiskIsFileWriteFailAndKeepsOldValue) {

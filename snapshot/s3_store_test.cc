@@ -15,15 +15,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <filesystem>
 #include <thread>
 
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr char kBucket[] = "shelfmark-test";
 constexpr char kScript[] = SHELFMARK_SOURCE_DIR "/scripts/s3rver.sh";
@@ -47,30 +45,43 @@ int RunScript(const std::string& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// One s3rver on a free loopback port with kBucket, in a fresh directory.
+// What a non-zero exit status of scripts/s3rver.sh start means.
+std::string StartFailure(int status) {
+  std::string text = "s3rver did not start (scripts/s3rver.sh exit " + std::to_string(status) + ": ";
+  switch (status) {
+    case 3:
+      return text + "a program it needs is not installed (its message is above); the S3 "
+                    "tests need node, npm and curl (Debian: apt-get install nodejs npm curl))";
+    case 4:
+      return text + "the server did not come up; its log is above)";
+    case 5:
+      return text + "npm could not install s3rver; npm's exit status and output are above)";
+    default:
+      return text + "see scripts/s3rver.sh)";
+  }
+}
+
+// One s3rver on a free loopback port with kBucket, in a fresh directory
+// (removed with the object).
 class S3rver {
  public:
   S3rver() {
-    char tmpl[] = "/tmp/shelfmark-s3rver-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return;
-    dir_ = tmpl;
+    if (dir_.path().empty()) return;
     port_ = testing::FreePort();
-    status_ = RunScript("start " + Quote(dir_) + " " + std::to_string(port_) + " " + kBucket);
+    status_ = RunScript("start " + Quote(dir_.path()) + " " + std::to_string(port_) + " " +
+                        kBucket);
   }
-  ~S3rver() {
-    Stop();
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  // 0 when the server runs; see scripts/s3rver.sh for the other values.
+  ~S3rver() { Stop(); }  // before dir_ goes
+  // 0 when the server runs; StartFailure() tells what another value means.
   int status() const { return status_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   void Stop() {
-    if (status_ == 0) RunScript("stop " + Quote(dir_));
+    if (status_ == 0) RunScript("stop " + Quote(dir_.path()));
     status_ = -1;
   }
 
  private:
-  std::string dir_;
+  testing::TempDir dir_{"s3rver"};
   uint16_t port_ = 0;
   int status_ = -1;
 };
@@ -100,10 +111,7 @@ class S3StoreTest : public ::testing::Test {
     server_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_EQ(server_->status(), 0)
-        << "s3rver did not start (scripts/s3rver.sh exit " << server_->status()
-        << ": 3 = node/npm missing or npm install failed, 4 = server did not come up); "
-           "the S3 tests need Node.js and npm (Debian: apt-get install nodejs npm)";
+    ASSERT_EQ(server_->status(), 0) << StartFailure(server_->status());
     // Each test works under its own prefix of the shared bucket.
     S3Config config = ConfigFor(server_->endpoint());
     config.prefix = ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -232,7 +240,7 @@ TEST_F(S3StoreTest, ConcurrentCallsFromManyThreads) {
 
 TEST(S3StoreServerGone, StoppedServerIsStoreUnavailable) {
   S3rver server;
-  ASSERT_EQ(server.status(), 0) << "s3rver did not start (see scripts/s3rver.sh)";
+  ASSERT_EQ(server.status(), 0) << StartFailure(server.status());
   S3Config config = ConfigFor(server.endpoint());
   config.timeout_ms = 2000;
   auto store = OpenStore(config);
