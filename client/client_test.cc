@@ -14,19 +14,19 @@
 #include <thread>
 #include <vector>
 
-#include "common/clock.h"
-#include "rpc/master_client.h"
-#include "node/node.h"
 #include "client/object_load.h"
-#include "master/rpc_server.h"
+#include "common/clock.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
-#include "ssdstore/io_test_util.h"
+#include "master/rpc_server.h"
 #include "node/local_disk_service.h"
+#include "node/node.h"
+#include "rpc/master_client.h"
 #include "ssdstore/storage_backend_factory.h"
+#include "testing/temp_dir.h"
 #include "transport/loopback_engine.h"
-#include "transport/ucx_engine.h"
 #include "transport/transport_test_util.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 namespace {

@@ -11,17 +11,18 @@
 #include <thread>
 #include <vector>
 
-#include "common/object_key.h"
-#include "ssdstore/bucket_backend.h"
-#include "ssdstore/fault_file_io.h"
-#include "ssdstore/io_test_util.h"
 #include "client/local_disk_client.h"
+#include "common/object_key.h"
 #include "node/local_disk_service.h"
 #include "rpc/local_disk_wire.h"
+#include "ssdstore/bucket_backend.h"
+#include "ssdstore/fault_file_io.h"
 #include "ssdstore/offset_backend.h"
 #include "ssdstore/storage_backend_factory.h"
-#include "transport/ucx_engine.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 #include "transport/transport_test_util.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 namespace {
@@ -288,7 +289,7 @@ TEST_P(LocalDiskTest, ReplyCarriesWhereTheBytesLie) {
     const std::string file = GetParam() == StorageConfig::Backend::kBucket
                                  ? BucketFileName(where.bucket_id)
                                  : std::string(kOffsetDataFileName);
-    const std::string whole = testing::ReadWholeFile(dir_.Join(file));
+    const std::string whole = testing::ReadFile(dir_.Join(file));
     ASSERT_GE(whole.size(), static_cast<size_t>(where.offset) + read->data.size());
     EXPECT_TRUE(whole.compare(where.offset, read->data.size(), read->data) == 0) << where.key;
   }

@@ -17,14 +17,14 @@
 #include <mutex>
 #include <thread>
 
-#include "master/rpc_server.h"
-#include "directory/directory.h"
-#include "ssdstore/io_test_util.h"
 #include "client/local_disk_client.h"
+#include "directory/directory.h"
+#include "master/rpc_server.h"
 #include "ssdstore/storage_backend_factory.h"
+#include "testing/temp_dir.h"
 #include "transport/loopback_engine.h"
-#include "transport/ucx_engine.h"
 #include "transport/transport_test_util.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 namespace {

@@ -11,7 +11,8 @@
 
 #include "common/object_key.h"
 #include "ssdstore/fault_file_io.h"
-#include "ssdstore/io_test_util.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -107,7 +108,7 @@ TEST_F(BucketBackendTest, RoundTripsManySizes) {
     EXPECT_EQ(l.key_size, static_cast<int64_t>(batch.keys[i].size()));
     EXPECT_EQ(l.data_size, static_cast<int64_t>(batch.values[i].size()));
     const std::string file =
-        testing::ReadWholeFile(dir_.Join(std::to_string(l.bucket_id) + ".bucket"));
+        testing::ReadFile(dir_.Join(std::to_string(l.bucket_id) + ".bucket"));
     EXPECT_EQ(file.substr(l.offset - l.key_size, l.key_size), batch.keys[i]);
     EXPECT_EQ(file.substr(l.offset, l.data_size), batch.values[i]);
   }
@@ -240,9 +241,9 @@ TEST_F(BucketBackendTest, CorruptMetaDroppedWithItsBucket) {
     ASSERT_TRUE(b->WriteBatch(a.Build()).ok());
     ASSERT_TRUE(b->WriteBatch(c.Build()).ok());
   }
-  std::string meta = testing::ReadWholeFile(dir_.Join("2.meta"));
+  std::string meta = testing::ReadFile(dir_.Join("2.meta"));
   meta[meta.size() / 2] ^= 0x10;
-  testing::WriteWholeFile(dir_.Join("2.meta"), meta);
+  testing::WriteFile(dir_.Join("2.meta"), meta);
   auto b = OpenDefault();
   ExpectReadable(b.get(), a);
   ExpectAbsent(b.get(), c);
@@ -255,11 +256,10 @@ TEST_F(BucketBackendTest, OrphansAndStrayFilesRemoved) {
     auto b = OpenDefault();
     ASSERT_TRUE(b->WriteBatch(a.Build()).ok());
   }
-  testing::WriteWholeFile(dir_.Join("5.bucket"), "orphan");
-  testing::WriteWholeFile(dir_.Join("9.meta"),
-                          testing::ReadWholeFile(dir_.Join("1.meta")));  // no 9.bucket
-  testing::WriteWholeFile(dir_.Join("12.meta.tmp"), "half");
-  testing::WriteWholeFile(dir_.Join("README"), "not ours");
+  testing::WriteFile(dir_.Join("5.bucket"), "orphan");
+  testing::WriteFile(dir_.Join("9.meta"), testing::ReadFile(dir_.Join("1.meta")));  // no 9.bucket
+  testing::WriteFile(dir_.Join("12.meta.tmp"), "half");
+  testing::WriteFile(dir_.Join("README"), "not ours");
   auto b = OpenDefault();
   ExpectReadable(b.get(), a);
   EXPECT_EQ(Files(dir_.path()), (std::set<std::string>{"1.bucket", "1.meta", "README"}));

@@ -12,15 +12,16 @@
 #include <functional>
 #include <thread>
 
-#include "ssdstore/io_test_util.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
 
 using Op = FaultyFileIo::Op;
-using testing::ReadWholeFile;
+using testing::ReadFile;
 using testing::TempDir;
-using testing::WriteWholeFile;
+using testing::WriteFile;
 
 class FaultyFileIoTest : public ::testing::Test {
  protected:
@@ -62,7 +63,7 @@ TEST_F(FaultyFileIoTest, FailsTheNthCallOnlyWithoutEffect) {
   EXPECT_EQ(io_->PWrite(fd, "bb", 2, 0), ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(errno, EIO);
   Write(fd, "c", 1);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("f")), "ac");  // the failed write did nothing
+  EXPECT_EQ(ReadFile(dir_.Join("f")), "ac");  // the failed write did nothing
   EXPECT_EQ(io_->CallCount(Op::kPWrite), 3u);
   EXPECT_EQ(io_->CallCount(Op::kPWriteV), 0u);
 
@@ -79,7 +80,7 @@ TEST_F(FaultyFileIoTest, FailsTheNthCallOnlyWithoutEffect) {
 }
 
 TEST_F(FaultyFileIoTest, EveryKindCanFail) {
-  WriteWholeFile(dir_.Join("x"), "0123456789");
+  WriteFile(dir_.Join("x"), "0123456789");
   int fd = OpenOk("x");
   iovec iov{const_cast<char*>("v"), 1};
   char buf[4];
@@ -111,7 +112,7 @@ TEST_F(FaultyFileIoTest, EveryKindCanFail) {
     EXPECT_EQ(io_->CallCount(c.op), before + 1);
   }
   // None of them had an effect.
-  EXPECT_EQ(ReadWholeFile(dir_.Join("x")), "0123456789");
+  EXPECT_EQ(ReadFile(dir_.Join("x")), "0123456789");
   EXPECT_EQ(DiskNames(), std::vector<std::string>{"x"});
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
 }
@@ -123,7 +124,7 @@ TEST_F(FaultyFileIoTest, DiskFullWritesWhatFitsThenFailsWithEnospc) {
   errno = 0;
   EXPECT_EQ(io_->PWrite(fd, "abcdef", 6, 6), ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(errno, ENOSPC);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("f")), "123456abcd");
+  EXPECT_EQ(ReadFile(dir_.Join("f")), "123456abcd");
   iovec iov{const_cast<char*>("z"), 1};
   EXPECT_EQ(io_->PWriteV(fd, std::span<const iovec>(&iov, 1), 0), ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(io_->Fallocate(fd, 0, 4096), ErrorCode::FILE_WRITE_FAIL);
@@ -142,7 +143,7 @@ TEST_F(FaultyFileIoTest, PowerCutUndoesUnsyncedData) {
   Write(fd, "CCC", 8);  // grows the file
   EXPECT_EQ(io_->Truncate(fd, 4), ErrorCode::OK);
   EXPECT_EQ(io_->Fallocate(fd, 0, 1 << 16), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("f")).size(), 1u << 16);
+  EXPECT_EQ(ReadFile(dir_.Join("f")).size(), 1u << 16);
 
   int other = OpenOk("g");
   Write(other, "synced", 0);
@@ -151,8 +152,8 @@ TEST_F(FaultyFileIoTest, PowerCutUndoesUnsyncedData) {
   EXPECT_EQ(io_->SyncDir(dir_.path()), ErrorCode::OK);  // g's name is durable
 
   EXPECT_EQ(io_->PowerCut(), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("f")), "AAAAAAAA");
-  EXPECT_EQ(ReadWholeFile(dir_.Join("g")), "synced");
+  EXPECT_EQ(ReadFile(dir_.Join("f")), "AAAAAAAA");
+  EXPECT_EQ(ReadFile(dir_.Join("g")), "synced");
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
   EXPECT_EQ(io_->Close(other), ErrorCode::OK);
 }
@@ -165,7 +166,7 @@ TEST_F(FaultyFileIoTest, PowerCutUndoesOTruncAndUnsyncedCreates) {
   Write(created, "data", 0);
   EXPECT_EQ(io_->FSync(created), ErrorCode::OK);  // data durable, name not
   EXPECT_EQ(io_->PowerCut(), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("kept")), "hello world");
+  EXPECT_EQ(ReadFile(dir_.Join("kept")), "hello world");
   EXPECT_EQ(DiskNames(), std::vector<std::string>{"kept"});
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
   EXPECT_EQ(io_->Close(created), ErrorCode::OK);
@@ -187,7 +188,7 @@ TEST_F(FaultyFileIoTest, RenameOverIsUndoneUntilTheDirectoryIsSynced) {
     }
     EXPECT_EQ(io_->PowerCut(), ErrorCode::OK);
     io_->Restart();
-    EXPECT_EQ(ReadWholeFile(dir_.Join("meta")), sync_dir ? "new" : "old");
+    EXPECT_EQ(ReadFile(dir_.Join("meta")), sync_dir ? "new" : "old");
     EXPECT_EQ(DiskNames(), std::vector<std::string>{"meta"});
   }
 }
@@ -200,7 +201,7 @@ TEST_F(FaultyFileIoTest, RemoveIsUndoneUntilTheDirectoryIsSynced) {
   EXPECT_EQ(*io_->List(dir_.path()), std::vector<std::string>{"b"});
   EXPECT_EQ(io_->PowerCut(), ErrorCode::OK);
   io_->Restart();
-  EXPECT_EQ(ReadWholeFile(dir_.Join("a")), "first");
+  EXPECT_EQ(ReadFile(dir_.Join("a")), "first");
 
   EXPECT_EQ(io_->Remove(dir_.Join("a")), ErrorCode::OK);
   EXPECT_EQ(io_->SyncDir(dir_.path() + "/"), ErrorCode::OK);
@@ -218,7 +219,7 @@ TEST_F(FaultyFileIoTest, DataUndoFollowsARename) {
   EXPECT_EQ(io_->SyncDir(dir_.path()), ErrorCode::OK);
   EXPECT_EQ(io_->PowerCut(), ErrorCode::OK);
   EXPECT_EQ(DiskNames(), std::vector<std::string>{"y"});
-  EXPECT_EQ(ReadWholeFile(dir_.Join("y")), "synced");
+  EXPECT_EQ(ReadFile(dir_.Join("y")), "synced");
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
 }
 
@@ -239,7 +240,7 @@ TEST_F(FaultyFileIoTest, DownAfterPowerCutUntilRestart) {
   fd = OpenOk("g");
   Write(fd, "ok", 0);
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("g")), "ok");
+  EXPECT_EQ(ReadFile(dir_.Join("g")), "ok");
 }
 
 TEST_F(FaultyFileIoTest, CleanShutdownCompletesPendingRemovals) {
@@ -271,7 +272,7 @@ TEST_F(FaultyFileIoTest, ConcurrentWritersThenPowerCut) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(io_->PowerCut(), ErrorCode::OK);
   for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(ReadWholeFile(dir_.Join("t" + std::to_string(t))),
+    EXPECT_EQ(ReadFile(dir_.Join("t" + std::to_string(t))),
               std::string(5000, static_cast<char>('a' + t)));
     EXPECT_EQ(io_->Close(fds[t]), ErrorCode::OK);
   }

@@ -16,14 +16,15 @@
 #include <climits>
 #include <filesystem>
 
-#include "ssdstore/io_test_util.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
 
-using testing::ReadWholeFile;
+using testing::ReadFile;
 using testing::TempDir;
-using testing::WriteWholeFile;
+using testing::WriteFile;
 
 class PosixFileIoTest : public ::testing::Test {
  protected:
@@ -57,7 +58,7 @@ TEST_F(PosixFileIoTest, WriteReadRoundTripAndSize) {
   EXPECT_EQ(io_->PRead(fd, hole.data(), hole.size(), 0), ErrorCode::OK);
   EXPECT_EQ(hole, std::string(100, '\0'));
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(path), std::string(100, '\0') + data);
+  EXPECT_EQ(ReadFile(path), std::string(100, '\0') + data);
   // Opening an existing file with O_CREAT keeps it; the mode is 0644.
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
@@ -67,7 +68,7 @@ TEST_F(PosixFileIoTest, WriteReadRoundTripAndSize) {
 }
 
 TEST_F(PosixFileIoTest, ReadPastEndIsReadFailWithErrnoZero) {
-  WriteWholeFile(dir_.Join("short"), "12345");
+  WriteFile(dir_.Join("short"), "12345");
   int fd = OpenOk(dir_.Join("short"), O_RDONLY);
   char buf[8];
   errno = EINVAL;
@@ -94,7 +95,7 @@ TEST_F(PosixFileIoTest, VectoredWriteLongerThanIovMax) {
   EXPECT_EQ(io_->PWriteV(fd, iov, 3), ErrorCode::OK);
   EXPECT_EQ(io_->PWriteV(fd, std::span<const iovec>(), 0), ErrorCode::OK);
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("v")), std::string(3, '\0') + expected);
+  EXPECT_EQ(ReadFile(dir_.Join("v")), std::string(3, '\0') + expected);
 }
 
 // RLIMIT_FSIZE makes the kernel write only up to the limit (a real short
@@ -117,7 +118,7 @@ TEST_F(PosixFileIoTest, ShortWriteIsContinuedUntilTheError) {
   ASSERT_EQ(::sigaction(SIGXFSZ, &old, nullptr), 0);
   EXPECT_EQ(code, ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(err, EFBIG);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("limited")), std::string(5000, 'z'));
+  EXPECT_EQ(ReadFile(dir_.Join("limited")), std::string(5000, 'z'));
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
 }
 
@@ -129,14 +130,14 @@ TEST_F(PosixFileIoTest, TypedErrorsKeepErrno) {
   EXPECT_EQ(is_dir.error(), ErrorCode::FILE_OPEN_FAIL);
   EXPECT_EQ(errno, EISDIR);
 
-  WriteWholeFile(dir_.Join("ro"), "abc");
+  WriteFile(dir_.Join("ro"), "abc");
   int fd = OpenOk(dir_.Join("ro"), O_RDONLY);
   EXPECT_EQ(io_->PWrite(fd, "x", 1, 0), ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(errno, EBADF);
   EXPECT_EQ(io_->Truncate(fd, 0), ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(io_->Fallocate(fd, 0, 4096), ErrorCode::FILE_WRITE_FAIL);
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(dir_.Join("ro")), "abc");
+  EXPECT_EQ(ReadFile(dir_.Join("ro")), "abc");
 
   char c;
   EXPECT_EQ(io_->PRead(fd, &c, 1, 0), ErrorCode::FILE_READ_FAIL);  // closed fd
@@ -164,21 +165,21 @@ TEST_F(PosixFileIoTest, FallocateTruncateRenameRemove) {
   EXPECT_EQ(io_->Truncate(fd, 12), ErrorCode::OK);
   EXPECT_EQ(*io_->FileSize(fd), 12u);
   EXPECT_EQ(io_->Close(fd), ErrorCode::OK);
-  EXPECT_EQ(ReadWholeFile(a), std::string(10, '\0') + "he");
+  EXPECT_EQ(ReadFile(a), std::string(10, '\0') + "he");
 
-  WriteWholeFile(dir_.Join("b"), "old b");
+  WriteFile(dir_.Join("b"), "old b");
   EXPECT_EQ(io_->Rename(a, dir_.Join("b")), ErrorCode::OK);  // replaces b
   EXPECT_EQ(io_->SyncDir(dir_.path()), ErrorCode::OK);
   EXPECT_FALSE(std::filesystem::exists(a));
-  EXPECT_EQ(ReadWholeFile(dir_.Join("b")), std::string(10, '\0') + "he");
+  EXPECT_EQ(ReadFile(dir_.Join("b")), std::string(10, '\0') + "he");
   EXPECT_EQ(io_->Remove(dir_.Join("b")), ErrorCode::OK);
   EXPECT_FALSE(std::filesystem::exists(dir_.Join("b")));
 }
 
 TEST_F(PosixFileIoTest, ListNamesRegularFilesSorted) {
-  WriteWholeFile(dir_.Join("c.meta"), "1");
-  WriteWholeFile(dir_.Join("a.bucket"), "2");
-  WriteWholeFile(dir_.Join("b"), "3");
+  WriteFile(dir_.Join("c.meta"), "1");
+  WriteFile(dir_.Join("a.bucket"), "2");
+  WriteFile(dir_.Join("b"), "3");
   std::filesystem::create_directory(dir_.Join("sub"));
   std::filesystem::create_symlink(dir_.Join("b"), dir_.Join("link"));
   auto names = io_->List(dir_.path());

@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "ssdstore/fault_file_io.h"
-#include "ssdstore/io_test_util.h"
 #include "ssdstore/offset_record.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
 
-using testing::ReadWholeFile;
+using testing::ReadFile;
 using testing::TempDir;
 using Op = FaultyFileIo::Op;
 
@@ -85,7 +86,7 @@ TEST(OffsetBackendTest, RoundTripsManySizes) {
   Result<std::vector<StoredLocation>> locs = b->WriteBatch(batch);
   ASSERT_TRUE(locs.ok());
   ASSERT_EQ(locs->size(), sizes.size());
-  const std::string data = ReadWholeFile(dir.Join("kv_cache.data"));
+  const std::string data = ReadFile(dir.Join("kv_cache.data"));
   for (size_t i = 0; i < sizes.size(); ++i) {
     const StoredLocation& l = (*locs)[i];
     EXPECT_EQ(l.tenant, "default");
@@ -299,7 +300,7 @@ TEST(OffsetBackendTest, CorruptCheckpointStartsEmpty) {
   auto b = MustOpen(io.get(), Options(dir, OffsetPersistMode::kStrict));
   ASSERT_EQ(Put(b.get(), "a", "x"), ErrorCode::OK);
   ASSERT_EQ(b->Close(), ErrorCode::OK);
-  testing::WriteWholeFile(dir.Join("kv_cache.meta"), "SMKVMETA torn");
+  testing::WriteFile(dir.Join("kv_cache.meta"), "SMKVMETA torn");
   b = MustOpen(io.get(), Options(dir, OffsetPersistMode::kStrict));
   EXPECT_TRUE(b->recovery_report().checkpoint_corrupt);
   EXPECT_EQ(b->object_count(), 0u);
@@ -367,7 +368,7 @@ TEST(OffsetBackendTest, FifoEvictionTellsBeforeReuseAndStopsAtLowWatermark) {
     evicted.emplace_back(key);
     EXPECT_EQ(b->used_bytes(), 8u * 8192);  // nothing freed before the master is told
     // Told before reuse: the evicted record's bytes are still on disk.
-    const std::string data = ReadWholeFile(dir.Join("kv_cache.data"));
+    const std::string data = ReadFile(dir.Join("kv_cache.data"));
     EXPECT_EQ(data.substr(value_offset[std::string(key)], 4096), Pattern(std::string(key), 4096));
   });
   for (int i = 0; i < 8; ++i) {
@@ -578,8 +579,8 @@ TEST(OffsetBackendTest, TransientOpenErrorFailsWithoutDeleting) {
   ASSERT_EQ(Put(b.get(), "a", Pattern("a", 5000)), ErrorCode::OK);
   ASSERT_EQ(b->Close(), ErrorCode::OK);
   b.reset();
-  const std::string meta = ReadWholeFile(dir.Join("kv_cache.meta"));
-  const std::string data = ReadWholeFile(dir.Join("kv_cache.data"));
+  const std::string meta = ReadFile(dir.Join("kv_cache.meta"));
+  const std::string data = ReadFile(dir.Join("kv_cache.data"));
   // The data file cannot be opened (EACCES), then the meta file (EIO), then
   // a record cannot be read back (EIO): each fails Open.
   io.FailNext(Op::kOpen, 1, ErrorCode::FILE_OPEN_FAIL, EACCES);
@@ -591,8 +592,8 @@ TEST(OffsetBackendTest, TransientOpenErrorFailsWithoutDeleting) {
   io.FailNext(Op::kPRead, 2, ErrorCode::FILE_READ_FAIL, EIO);
   EXPECT_EQ(OffsetBackend::Open(&io, Options(dir, OffsetPersistMode::kStrict)).error(),
             ErrorCode::FILE_READ_FAIL);
-  EXPECT_EQ(ReadWholeFile(dir.Join("kv_cache.meta")), meta);
-  EXPECT_EQ(ReadWholeFile(dir.Join("kv_cache.data")), data);
+  EXPECT_EQ(ReadFile(dir.Join("kv_cache.meta")), meta);
+  EXPECT_EQ(ReadFile(dir.Join("kv_cache.data")), data);
   b = MustOpen(&io, Options(dir, OffsetPersistMode::kStrict));
   ExpectValue(b.get(), "a", Pattern("a", 5000));
 }

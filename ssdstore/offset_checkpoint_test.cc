@@ -5,15 +5,16 @@
 #include <cstring>
 #include <string>
 
-#include "ssdstore/io_test_util.h"
 #include "ssdstore/offset_record.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
 
-using testing::ReadWholeFile;
+using testing::ReadFile;
 using testing::TempDir;
-using testing::WriteWholeFile;
+using testing::WriteFile;
 
 Checkpoint Sample() {
   Checkpoint c;
@@ -80,8 +81,8 @@ TEST(OffsetCheckpointTest, FileWriteAndRead) {
   Result<Checkpoint> back = ReadCheckpointFile(io.get(), dir.path());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, Sample());
-  EXPECT_EQ(ReadWholeFile(dir.Join("kv_cache.meta")), EncodeCheckpoint(Sample()));
-  WriteWholeFile(dir.Join("kv_cache.meta"), "garbage");
+  EXPECT_EQ(ReadFile(dir.Join("kv_cache.meta")), EncodeCheckpoint(Sample()));
+  WriteFile(dir.Join("kv_cache.meta"), "garbage");
   EXPECT_EQ(ReadCheckpointFile(io.get(), dir.path()).error(), ErrorCode::DATA_CORRUPTED);
 }
 

@@ -7,13 +7,14 @@
 
 #include <map>
 
-#include "ssdstore/io_test_util.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
 
 using testing::TempDir;
-using testing::WriteWholeFile;
+using testing::WriteFile;
 
 class StorageConfigTest : public ::testing::Test {
  protected:
@@ -78,7 +79,7 @@ TEST_F(StorageConfigTest, DesignStudyOffsetExample) {
   EXPECT_NE(c->ToString().find("persist_mode=relaxed"), std::string::npos);
 
   // An existing data file keeps its size across restarts.
-  WriteWholeFile(dir_.Join("kv_cache.data"), std::string(3 * 4096 + 100, '\0'));
+  WriteFile(dir_.Join("kv_cache.data"), std::string(3 * 4096 + 100, '\0'));
   c = Parse();
   ASSERT_TRUE(c.ok()) << error_;
   EXPECT_EQ(c->total_size_limit_bytes, 3u * 4096);
@@ -112,7 +113,7 @@ TEST_F(StorageConfigTest, BadValuesNameTheVariable) {
   ExpectBad(kEnvStorageBackend, "bucket");
   ExpectBad(kEnvStoragePath, "relative/dir");
   ExpectBad(kEnvStoragePath, dir_.Join("missing"));
-  WriteWholeFile(dir_.Join("file"), "x");
+  WriteFile(dir_.Join("file"), "x");
   ExpectBad(kEnvStoragePath, dir_.Join("file"));
   ExpectBad(kEnvPersistMode, "sometimes");
   ExpectBad(kEnvPersistInterval, "4");

@@ -8,12 +8,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
+#include <system_error>
 
 #include "service/http_client.h"
 #include "testing/wait_for.h"
@@ -140,6 +143,33 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  out.close();
+  if (!out) ADD_FAILURE() << "cannot write " << path;
+}
+
+std::string LogTails(const std::string& dir, const std::string& suffix, size_t max_bytes) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file(error) && name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& name : names) {
+    std::string text = ReadFile(dir + "/" + name);
+    if (text.size() > max_bytes) text = "..." + text.substr(text.size() - max_bytes);
+    out += "--- " + name + " ---\n" + text + "\n";
+  }
+  return out;
 }
 
 bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms) {

@@ -1,10 +1,11 @@
-// Helpers for multi-process tests: free ports, child processes, files they
-// write, HTTP GET and Prometheus metrics. Every wait is WaitFor
-// (testing/wait_for.h) with a deadline.
+// Helpers for tests: files (read, write, the logs a failed test shows), free
+// ports, child processes, HTTP GET and Prometheus metrics. Every wait is
+// WaitFor (testing/wait_for.h) with a deadline.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -76,6 +77,16 @@ bool WaitForMetric(uint16_t port, const std::string& series,
 
 // The bytes of the file at `path`; "" when it cannot be read.
 std::string ReadFile(const std::string& path);
+
+// Replaces the file at `path` with `bytes`; ADD_FAILURE (GoogleTest) when it
+// cannot be written.
+void WriteFile(const std::string& path, const std::string& bytes);
+
+// The files directly in `dir` whose names end with `suffix`, by name, each as
+// "--- <name> ---\n<its last `max_bytes` bytes>\n": what a failed test prints
+// of its processes' logs before its TempDir takes them away.
+std::string LogTails(const std::string& dir, const std::string& suffix,
+                     size_t max_bytes = 4000);
 
 // Polls the file at `path` until it contains `needle`; false after `timeout_ms`.
 bool WaitForText(const std::string& path, const std::string& needle, int timeout_ms);
