@@ -64,7 +64,7 @@ TEST_F(ConcurrencyTest, UnmountDuringPutsLeavesNoDanglingReplicas) {
         if (dir_->PutStart(writer_, "", key, 64, {}).ok()) dir_->PutEnd(writer_, "", key);
       }
     });
-    std::this_thread::yield();
+    std::this_thread::yield();  // not synchronisation: the test holds at any interleaving
     ASSERT_EQ(dir_->UnmountSegment(node_, s.id), ErrorCode::OK);
     writer.join();
     EXPECT_EQ(dir_->Stats().key_count, 0u);

@@ -17,6 +17,7 @@
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
 #include "directory/snapshot_lock.h"
+#include "testing/wait_for.h"
 
 namespace shelfmark {
 namespace {
@@ -522,7 +523,7 @@ TEST(SnapshotLockTest, ReadersArrivingDuringAPauseWaitForIt) {
     entered = true;
     lock.unlock_shared();
   });
-  while (lock.waiting() == 0 && !entered) std::this_thread::yield();
+  EXPECT_TRUE(testing::WaitFor([&] { return lock.waiting() != 0 || entered; }, 60'000));
   EXPECT_FALSE(entered.load());
   EXPECT_EQ(lock.waiting(), 1u);
   lock.unlock();
@@ -540,7 +541,8 @@ TEST_F(SnapshotTest, RunPausedHoldsWritersBack) {
       put_done = true;
     });
     // Wait until the put is held back (or, were the lock broken, done).
-    while (!put_done && src_->Stats().snapshot_waiters == 0) std::this_thread::yield();
+    EXPECT_TRUE(testing::WaitFor(
+        [&] { return put_done || src_->Stats().snapshot_waiters != 0; }, 60'000));
     EXPECT_FALSE(put_done.load());
     EXPECT_EQ(src_->ExportShard(0).index, 0u);  // Export* work inside
     EXPECT_EQ(src_->Stats().key_count, 0u);

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +16,7 @@
 #include "ssdstore/offset_record.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
+#include "testing/wait_for.h"
 
 namespace shelfmark {
 namespace {
@@ -232,13 +232,9 @@ TEST(OffsetBackendTest, RelaxedCheckpointsInTheBackground) {
   o.persist_interval_seconds = 1;  // raised to 5
   auto b = MustOpen(&io, o);
   ASSERT_EQ(Put(b.get(), "bg", Pattern("bg", 5000)), ErrorCode::OK);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (io.CallCount(Op::kSyncDir) < 1 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling the condition
-  }
   // The checkpoint's last step (a relaxed Open syncs no directory); calls are
   // serialised, so a counted SyncDir has finished.
-  ASSERT_GE(io.CallCount(Op::kSyncDir), 1u);
+  ASSERT_TRUE(testing::WaitFor([&] { return io.CallCount(Op::kSyncDir) >= 1; }, 120'000));
   ASSERT_EQ(io.PowerCut(), ErrorCode::OK);
   b.reset();
   io.Restart();

@@ -77,6 +77,9 @@ constexpr uint32_t kMaxReplicas = 2;
 // hang check, not a performance threshold.
 constexpr int64_t kHangBoundMs = 2 * kRpcTimeoutMs + kMaxReplicas * kTransferTimeoutMs + 5'000;
 constexpr size_t kViolationsKept = 20;
+// The workload reaching a given number of calls takes far less than this;
+// past it, it is stuck.
+constexpr int64_t kProgressMs = 300'000;
 
 // --- values ------------------------------------------------------------------
 
@@ -425,22 +428,22 @@ class ClusterModelTest : public ::testing::Test {
     return client.ok() ? std::move(client).value() : nullptr;
   }
 
-  // Waits until `done` reaches `target`.
-  static void WaitForProgress(const std::atomic<uint64_t>& done, uint64_t target) {
-    while (done.load() < target) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Waits until `done` reaches `target` (true), or for kProgressMs (false).
+  static bool WaitForProgress(const std::atomic<uint64_t>& done, uint64_t target) {
+    return testing::WaitFor([&] { return done.load() >= target; }, kProgressMs);
   }
 
   // While the workload runs: SIGKILL the victim and start it again, later
   // SIGTERM it (a clean exit) and start it again. Prints when.
   void RestartVictimTwice(const std::atomic<uint64_t>& done, uint64_t total) {
-    WaitForProgress(done, total / 5);
+    ASSERT_TRUE(WaitForProgress(done, total / 5)) << "the workload stalled at " << done.load();
     std::printf("SIGKILL %s after %llu ops\n", SegmentName(kVictim).c_str(),
                 static_cast<unsigned long long>(done.load()));
     nodes_[kVictim]->Signal(SIGKILL);
     EXPECT_EQ(nodes_[kVictim]->Wait(10'000), 128 + SIGKILL);
     ASSERT_NO_FATAL_FAILURE(StartNode(kVictim));
     std::printf("  back after %llu ops\n", static_cast<unsigned long long>(done.load()));
-    WaitForProgress(done, total / 2);
+    ASSERT_TRUE(WaitForProgress(done, total / 2)) << "the workload stalled at " << done.load();
     std::printf("SIGTERM %s after %llu ops\n", SegmentName(kVictim).c_str(),
                 static_cast<unsigned long long>(done.load()));
     nodes_[kVictim]->Signal(SIGTERM);
