@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "client/client.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -40,8 +40,7 @@ class ClientProcessTest : public ::testing::Test {
   // The master binds free ports itself (port 0) and prints them: no race
   // with other processes picking ports.
   void SetUp() override {
-    const std::string err = ::testing::TempDir() + "/client_process_master.err";
-    std::remove(err.c_str());
+    const std::string err = dir_.Join("master.err");
     master_ = std::make_unique<ChildProcess>(
         SHELFMARK_MASTER_BIN,
         std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2"}, err);
@@ -51,12 +50,15 @@ class ClientProcessTest : public ::testing::Test {
     http_ = ports.http;
   }
 
-  static std::string NodeErr(const std::string& name) {
-    return ::testing::TempDir() + "/client_process_" + name + ".err";
+  // A failed test shows the processes' logs (the directory goes with them).
+  void TearDown() override {
+    if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err").c_str());
   }
 
+  std::string NodeErr(const std::string& name) const { return dir_.Join(name + ".err"); }
+
   // The node's metrics port from its stderr ("shelfmark-node: metrics port N"); 0 if absent.
-  static uint16_t NodeMetricsPort(const std::string& name) {
+  uint16_t NodeMetricsPort(const std::string& name) const {
     const std::string text = ReadFile(NodeErr(name));
     const std::string tag = "metrics port ";
     const size_t at = text.find(tag);
@@ -69,7 +71,6 @@ class ClientProcessTest : public ::testing::Test {
   // Starts a node and waits for its ready line.
   std::unique_ptr<ChildProcess> StartNode(const std::string& name) {
     const std::string err = NodeErr(name);
-    std::remove(err.c_str());  // no ready line from an earlier run
     auto node = std::make_unique<ChildProcess>(
         SHELFMARK_NODE_BIN,
         std::vector<std::string>{"--master=" + Master(), "--segment_size=67108864",
@@ -90,6 +91,7 @@ class ClientProcessTest : public ::testing::Test {
     return client.ok() ? std::move(client).value() : nullptr;
   }
 
+  testing::TempDir dir_{"client_process"};  // the processes' logs; outlives them
   uint16_t rpc_ = 0, http_ = 0;
   std::unique_ptr<ChildProcess> master_;
 };
@@ -149,10 +151,10 @@ TEST_F(ClientProcessTest, SigtermUnmountsAndExitsZero) {
 
 TEST_F(ClientProcessTest, CliPutGetRoundTripOfAFile) {
   auto node = StartNode("cli");
-  const std::string in = ::testing::TempDir() + "/client_process_cli.in";
-  const std::string out = ::testing::TempDir() + "/client_process_cli.out";
+  const std::string in = dir_.Join("cli.in");
+  const std::string out = dir_.Join("cli.out");
   const std::string value = Pattern(300'000, 77);
-  std::ofstream(in, std::ios::binary) << value;
+  testing::WriteFile(in, value);
   ChildProcess put(SHELFMARK_CLI_BIN, {"--master=" + Master(), "--protocol=ucx", "put",
                                        "cli-key", in, "--tenant=files"});
   ASSERT_EQ(put.Wait(30'000), 0);
@@ -165,7 +167,8 @@ TEST_F(ClientProcessTest, CliPutGetRoundTripOfAFile) {
 }
 
 TEST(NodeProcess, BadFlagsExitTwoNamingTheFlag) {
-  const std::string err = ::testing::TempDir() + "/node_bad_flag.err";
+  testing::TempDir dir("client_process");
+  const std::string err = dir.Join("node_bad_flag.err");
   for (const char* arg : {"--protocol=smoke", "--segment_size=abc", "--master=nohost",
                           "--no_such_flag=1"}) {
     ChildProcess node(SHELFMARK_NODE_BIN, {arg}, err);

@@ -28,7 +28,6 @@
 // bridge in the host, this process's UCX on that bridge only.
 #include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +52,7 @@
 #include "ssdstore/storage_config.h"
 #include "tests/netns_util.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -188,12 +188,6 @@ class ClusterFaultTest : public ::testing::Test {
     ASSERT_NE(network_, nullptr) << error;
     // The clients' UCX on the bridge only (netns_util.h); nodes override it.
     setenv("UCX_NET_DEVICES", network_->bridge().c_str(), 1);
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(test.begin(), test.end(), '/', '_');
-    root_ = std::filesystem::absolute(::testing::TempDir()).string() + "/cluster_fault_" +
-            std::to_string(getpid()) + "_" + test;
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
   }
 
   void TearDown() override {
@@ -203,23 +197,15 @@ class ClusterFaultTest : public ::testing::Test {
     master_.reset();
     network_.reset();
     unsetenv("UCX_NET_DEVICES");
-    if (root_.empty()) return;
-    if (HasFailure()) {  // the processes' logs tell why
-      for (const auto& entry : std::filesystem::directory_iterator(root_)) {
-        if (entry.path().extension() != ".log") continue;
-        std::string text = ReadFile(entry.path().string());
-        if (text.size() > 4000) text = "..." + text.substr(text.size() - 4000);
-        std::fprintf(stderr, "--- %s ---\n%s\n", entry.path().filename().c_str(), text.c_str());
-      }
-    }
-    std::filesystem::remove_all(root_);
+    // The processes' logs tell why (the directory goes with them).
+    if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".log").c_str());
   }
 
   // Starts shelfmark-master with `flags` (plus `env` VAR=value) on RPC port
   // `rpc_port` (0: any free one) and waits until it is healthy.
   void StartMaster(const std::vector<std::string>& flags, uint16_t rpc_port = 0,
                    const std::vector<std::string>& env = {}) {
-    const std::string log = root_ + "/master-" + std::to_string(++master_starts_) + ".log";
+    const std::string log = dir_.Join("master-" + std::to_string(++master_starts_) + ".log");
     std::vector<std::string> args = env;
     args.push_back(SHELFMARK_MASTER_BIN);
     args.insert(args.end(), {"--rpc_address=0.0.0.0", "--rpc_port=" + std::to_string(rpc_port),
@@ -249,7 +235,7 @@ class ClusterFaultTest : public ::testing::Test {
     return ns;
   }
 
-  std::string StoreDir(const std::string& node) const { return root_ + "/" + node + ".ssd"; }
+  std::string StoreDir(const std::string& node) const { return dir_.Join(node + ".ssd"); }
 
   // Starts a node in its namespace, connected to the master through the
   // namespace's host address, and waits until it is mounted (after its disk
@@ -260,8 +246,7 @@ class ClusterFaultTest : public ::testing::Test {
     NodeProcess& node = *nodes_.back();
     NetNamespace* ns = Ns(spec.ns);
     if (ns == nullptr) return node;
-    const std::string log =
-        root_ + "/" + spec.name + "-" + std::to_string(nodes_.size()) + ".log";
+    const std::string log = dir_.Join(spec.name + "-" + std::to_string(nodes_.size()) + ".log");
     std::vector<std::string> args;
     if (!spec.backend.empty()) {
       std::filesystem::create_directories(StoreDir(spec.name));
@@ -391,7 +376,7 @@ class ClusterFaultTest : public ::testing::Test {
     return future.get();
   }
 
-  std::string root_;
+  testing::TempDir dir_{"cluster_fault"};  // logs, stores, snapshots; outlives the processes
   std::unique_ptr<TestNetwork> network_;  // the bridge and the namespaces
   uint16_t rpc_ = 0, http_ = 0;
   int master_starts_ = 0;
@@ -469,7 +454,7 @@ TEST_F(ClusterFaultTest, KilledNodeFailsOverThenServesItsDiskAfterRestart) {
 // 2. The master killed with kill -9 and restarted from its snapshot.
 
 TEST_F(ClusterFaultTest, MasterRestartedFromSnapshotServesEverySnapshottedObject) {
-  const std::vector<std::string> env = {"MOONCAKE_SNAPSHOT_LOCAL_PATH=" + root_ + "/snapshots"};
+  const std::vector<std::string> env = {"MOONCAKE_SNAPSHOT_LOCAL_PATH=" + dir_.Join("snapshots")};
   const std::vector<std::string> flags = {
       "--client_ttl=5", "--enable_offload", "--memory_allocator=offset",
       "--enable_snapshot=true", "--enable_snapshot_restore=true",

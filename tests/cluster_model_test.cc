@@ -29,7 +29,6 @@
 // UCX uses only its veth. The bytes still cross each node's own veth.
 #include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -49,6 +48,7 @@
 #include "client/client.h"
 #include "tests/netns_util.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -332,22 +332,14 @@ class ClusterModelTest : public ::testing::Test {
     network_.reset();
     master_.reset();
     unsetenv("UCX_NET_DEVICES");
-    for (const std::string& log : logs_) {  // shown when the test failed, then removed
-      if (HasFailure()) {
-        const std::string text = ReadFile(log);
-        std::fprintf(stderr, "--- %s ---\n%s\n", log.c_str(),
-                     text.substr(text.size() > 2000 ? text.size() - 2000 : 0).c_str());
-      }
-      std::remove(log.c_str());
+    // A failed test shows the processes' logs (the directory goes with them).
+    if (HasFailure()) {
+      std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err", 2000).c_str());
     }
   }
 
   // Where a process's stderr goes: one file per process start.
-  std::string LogPath(const std::string& name) {
-    logs_.push_back(::testing::TempDir() + "/cluster_model_" + std::to_string(getpid()) + "_" +
-                    name + ".err");
-    return logs_.back();
-  }
+  std::string LogPath(const std::string& name) const { return dir_.Join(name + ".err"); }
 
   // The master binds every address (nodes reach it through their veth) and
   // free ports, which it prints.
@@ -474,13 +466,13 @@ class ClusterModelTest : public ::testing::Test {
     EXPECT_EQ(worker.tally().gets_of_held_ok, kFresh) << "reads from the restarted node failed";
   }
 
+  testing::TempDir dir_{"cluster_model"};  // the processes' logs; outlives them
   uint16_t rpc_ = 0, http_ = 0;
   int starts_ = 0;
   std::unique_ptr<ChildProcess> master_;
   std::unique_ptr<TestNetwork> network_;  // the bridge and the namespaces
   std::vector<NetNamespace*> namespaces_;   // network_'s, node i in namespaces_[i]
   std::vector<std::unique_ptr<ChildProcess>> nodes_;
-  std::vector<std::string> logs_;
 };
 
 TEST_F(ClusterModelTest, ConcurrentClientsSeeOnlyAcknowledgedValuesAcrossNodeRestarts) {

@@ -9,6 +9,7 @@
 #include "rpc/master_client.h"
 #include "directory/directory_test_util.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -17,7 +18,8 @@ using testing::ChildProcess;
 using testing::ReadFile;
 
 TEST(MasterProcess, BadFlagExitsNonZeroNamingTheFlag) {
-  std::string err = ::testing::TempDir() + "/master_bad_flag.err";
+  testing::TempDir dir("master_process");
+  const std::string err = dir.Join("bad_flag.err");
   for (const char* arg : {"--no_such_flag=1", "--rpc_port=abc", "--snapshot_retention_count=0",
                           "--eviction_ratio=7"}) {
     ChildProcess master(SHELFMARK_MASTER_BIN, {arg}, err);
@@ -66,12 +68,13 @@ TEST(MasterProcess, PortInUseIsAClearError) {
   ChildProcess first(SHELFMARK_MASTER_BIN,
                      {"--rpc_port=" + std::to_string(rpc), "--metrics_port=" + std::to_string(http)});
   ASSERT_TRUE(testing::WaitHealthy(http, 20'000));
-  std::string err = ::testing::TempDir() + "/master_port_in_use.err";
+  testing::TempDir dir("master_process");
+  const std::string err = dir.Join("port_in_use.err");
   ChildProcess second(SHELFMARK_MASTER_BIN,
                       {"--rpc_port=" + std::to_string(testing::FreePort()),
                        "--metrics_port=" + std::to_string(http)}, err);
   EXPECT_EQ(second.Wait(20'000), 1);
-  EXPECT_NE(ReadFile(err).find("--metrics_port"), std::string::npos);
+  EXPECT_NE(ReadFile(err).find("--metrics_port"), std::string::npos) << ReadFile(err);
 }
 
 }  // namespace

@@ -13,13 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "rpc/master_client.h"
 #include "directory/directory_test_util.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -41,27 +41,19 @@ bool WaitForSeries(uint16_t http, const std::string& series, double at_least, in
 class SnapshotProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/shelfmark_snapshot_process_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = std::filesystem::absolute(tmpl).string();
+    ASSERT_FALSE(dir_.path().empty());
 #ifdef SHELFMARK_SNAPSHOT_S3
     StartS3();
 #else
-    setenv("MOONCAKE_SNAPSHOT_LOCAL_PATH", (dir_ + "/snapshots").c_str(), 1);
+    setenv("MOONCAKE_SNAPSHOT_LOCAL_PATH", dir_.Join("snapshots").c_str(), 1);
 #endif
   }
   void TearDown() override {
 #ifdef SHELFMARK_SNAPSHOT_S3
-    Script({"stop", dir_ + "/s3"});
+    Script({"stop", dir_.Join("s3")});
 #endif
     // A failed test shows the masters' logs (the directory goes with them).
-    if (HasFailure()) {
-      for (const char* log : {"master1.log", "master2.log"}) {
-        std::fprintf(stderr, "--- %s ---\n%s\n", log, testing::ReadFile(dir_ + "/" + log).c_str());
-      }
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
+    if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".log").c_str());
   }
 
 #ifdef SHELFMARK_SNAPSHOT_S3
@@ -74,7 +66,7 @@ class SnapshotProcessTest : public ::testing::Test {
   void StartS3() {
     setenv("S3RVER_PARENT_PID", std::to_string(getpid()).c_str(), 1);
     uint16_t port = testing::FreePort();
-    ASSERT_EQ(Script({"start", dir_ + "/s3", std::to_string(port), "snapshots"}), 0)
+    ASSERT_EQ(Script({"start", dir_.Join("s3"), std::to_string(port), "snapshots"}), 0)
         << "s3rver did not start (scripts/s3rver.sh: 3 = node/npm missing)";
     setenv("MOONCAKE_SNAPSHOT_S3_ENDPOINT", ("http://127.0.0.1:" + std::to_string(port)).c_str(),
            1);
@@ -102,8 +94,8 @@ class SnapshotProcessTest : public ::testing::Test {
             std::string("--snapshot_object_store_type=") + kStoreType,
             "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=1",
             "--snapshot_child_timeout_seconds=15", "--snapshot_retention_count=2"},
-        dir_ + "/" + log);
-    EXPECT_TRUE(testing::WaitHealthy(http_, 30'000)) << "see " << dir_ << "/" << log;
+        dir_.Join(log));
+    EXPECT_TRUE(testing::WaitHealthy(http_, 30'000)) << log << " follows the test";
     return master;
   }
   MasterClientOptions ClientOptions() const {
@@ -113,7 +105,7 @@ class SnapshotProcessTest : public ::testing::Test {
     return o;
   }
 
-  std::string dir_;
+  testing::TempDir dir_{"snapshot_process"};
   uint16_t rpc_ = testing::FreePort();
   uint16_t http_ = testing::FreePort();
   UUID node_id_ = UUID::Generate();

@@ -10,20 +10,15 @@
 //    object the master lists on A's disk reads back with the right bytes.
 // Every wait is a bounded poll; nothing asserts on timing.
 #include <signal.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <iterator>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -31,6 +26,7 @@
 #include "ssdstore/offset_checkpoint.h"
 #include "ssdstore/storage_config.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -98,13 +94,8 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   // Master with offload on, a 2 s client TTL, eviction of everything
   // evictable once half the memory is allocated; node B; the client.
   void SetUp() override {
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(test.begin(), test.end(), '/', '_');  // "Name/bucket"
-    root_ = std::filesystem::absolute(::testing::TempDir()).string() + "/ssd_process_" +
-            std::to_string(getpid()) + "_" + test;
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
-    const std::string err = root_ + "/master.err";
+    ASSERT_FALSE(dir_.path().empty());
+    const std::string err = dir_.Join("master.err");
     master_ = std::make_unique<ChildProcess>(
         SHELFMARK_MASTER_BIN,
         std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2",
@@ -133,17 +124,18 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     a_.process.reset();
     b_.process.reset();
     master_.reset();
-    if (!HasFailure()) std::filesystem::remove_all(root_);
+    // A failed test shows the processes' logs (the directory goes with them).
+    if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err").c_str());
   }
 
   std::string Master() const { return "127.0.0.1:" + std::to_string(rpc_); }
-  std::string StoreDir(const std::string& node) const { return root_ + "/" + node + ".ssd"; }
+  std::string StoreDir(const std::string& node) const { return dir_.Join(node + ".ssd"); }
 
   // Starts a node named `name` on its store directory (kept across restarts)
   // with the test's backend and `persist_mode`; waits until it is mounted
   // (after its disk report). client_id is empty when it did not come up.
   NodeProcess StartNode(const std::string& name, const std::string& persist_mode) {
-    const std::string err = root_ + "/" + name + "-" + std::to_string(++starts_) + ".err";
+    const std::string err = dir_.Join(name + "-" + std::to_string(++starts_) + ".err");
     std::filesystem::create_directories(StoreDir(name));
     auto env = [](std::string_view var, const std::string& value) {
       return std::string(var) + "=" + value;
@@ -314,7 +306,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     ExpectReadsThroughDisk(listed, a_, get);
   }
 
-  std::string root_;
+  testing::TempDir dir_{"ssd_process"};  // logs and store directories
   uint16_t rpc_ = 0, http_ = 0;
   int starts_ = 0;
   std::unique_ptr<ChildProcess> master_;
