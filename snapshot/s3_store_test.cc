@@ -18,80 +18,19 @@
 #include <thread>
 
 #include "testing/process_util.h"
+#include "testing/s3rver.h"
 #include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
 
 constexpr char kBucket[] = "shelfmark-test";
-constexpr char kScript[] = SHELFMARK_SOURCE_DIR "/scripts/s3rver.sh";
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
-
-// Runs scripts/s3rver.sh with `args`; its exit status (-1 if it did not run).
-int RunScript(const std::string& args) {
-  setenv("S3RVER_PARENT_PID", std::to_string(getpid()).c_str(), 1);
-  int status = std::system((Quote(kScript) + " " + args).c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// What a non-zero exit status of scripts/s3rver.sh start means.
-std::string StartFailure(int status) {
-  std::string text = "s3rver did not start (scripts/s3rver.sh exit " + std::to_string(status) + ": ";
-  switch (status) {
-    case 3:
-      return text + "a program it needs is not installed (its message is above); the S3 "
-                    "tests need node, npm and curl (Debian: apt-get install nodejs npm curl))";
-    case 4:
-      return text + "the server did not come up; its log is above)";
-    case 5:
-      return text + "npm could not install s3rver; npm's exit status and output are above)";
-    default:
-      return text + "see scripts/s3rver.sh)";
-  }
-}
-
-// One s3rver on a free loopback port with kBucket, in a fresh directory
-// (removed with the object).
-class S3rver {
- public:
-  S3rver() {
-    if (dir_.path().empty()) return;
-    port_ = testing::FreePort();
-    status_ = RunScript("start " + Quote(dir_.path()) + " " + std::to_string(port_) + " " +
-                        kBucket);
-  }
-  ~S3rver() { Stop(); }  // before dir_ goes
-  // 0 when the server runs; StartFailure() tells what another value means.
-  int status() const { return status_; }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  void Stop() {
-    if (status_ == 0) RunScript("stop " + Quote(dir_.path()));
-    status_ = -1;
-  }
-
- private:
-  testing::TempDir dir_{"s3rver"};
-  uint16_t port_ = 0;
-  int status_ = -1;
-};
-
 S3Config ConfigFor(const std::string& endpoint) {
   S3Config config;
   config.endpoint = endpoint;
   config.bucket = kBucket;
-  config.access_key = "S3RVER";
-  config.secret_key = "S3RVER";
+  config.access_key = testing::S3rver::kAccessKey;
+  config.secret_key = testing::S3rver::kSecretKey;
   config.timeout_ms = 10000;
   return config;
 }
@@ -105,23 +44,23 @@ std::unique_ptr<S3Store> OpenStore(const S3Config& config) {
 
 class S3StoreTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new S3rver(); }
+  static void SetUpTestSuite() { server_ = new testing::S3rver(kBucket); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_EQ(server_->status(), 0) << StartFailure(server_->status());
+    ASSERT_EQ(server_->status(), 0) << server_->StartFailure();
     // Each test works under its own prefix of the shared bucket.
     S3Config config = ConfigFor(server_->endpoint());
     config.prefix = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     store_ = OpenStore(config);
     ASSERT_NE(store_, nullptr);
   }
-  static S3rver* server_;
+  static testing::S3rver* server_;
   std::unique_ptr<S3Store> store_;
 };
-S3rver* S3StoreTest::server_ = nullptr;
+testing::S3rver* S3StoreTest::server_ = nullptr;
 
 TEST_F(S3StoreTest, PutGetReplaceRemove) {
   EXPECT_EQ(store_->Get("snap/latest.txt").error(), ErrorCode::FILE_NOT_FOUND);
@@ -239,8 +178,8 @@ TEST_F(S3StoreTest, ConcurrentCallsFromManyThreads) {
 }
 
 TEST(S3StoreServerGone, StoppedServerIsStoreUnavailable) {
-  S3rver server;
-  ASSERT_EQ(server.status(), 0) << StartFailure(server.status());
+  testing::S3rver server(kBucket);
+  ASSERT_EQ(server.status(), 0) << server.StartFailure();
   S3Config config = ConfigFor(server.endpoint());
   config.timeout_ms = 2000;
   auto store = OpenStore(config);

@@ -19,6 +19,7 @@
 #include "rpc/master_client.h"
 #include "directory/directory_test_util.h"
 #include "testing/process_util.h"
+#include "testing/s3rver.h"
 #include "testing/temp_dir.h"
 
 namespace shelfmark {
@@ -50,30 +51,22 @@ class SnapshotProcessTest : public ::testing::Test {
   }
   void TearDown() override {
 #ifdef SHELFMARK_SNAPSHOT_S3
-    Script({"stop", dir_.Join("s3")});
+    s3_.reset();
 #endif
     // A failed test shows the masters' logs (the directory goes with them).
     if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".log").c_str());
   }
 
 #ifdef SHELFMARK_SNAPSHOT_S3
-  static int Script(const std::vector<std::string>& args) {
-    std::string cmd = std::string(SHELFMARK_SOURCE_DIR) + "/scripts/s3rver.sh";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  }
   void StartS3() {
-    setenv("S3RVER_PARENT_PID", std::to_string(getpid()).c_str(), 1);
-    uint16_t port = testing::FreePort();
-    ASSERT_EQ(Script({"start", dir_.Join("s3"), std::to_string(port), "snapshots"}), 0)
-        << "s3rver did not start (scripts/s3rver.sh: 3 = node/npm missing)";
-    setenv("MOONCAKE_SNAPSHOT_S3_ENDPOINT", ("http://127.0.0.1:" + std::to_string(port)).c_str(),
-           1);
-    setenv("MOONCAKE_SNAPSHOT_S3_BUCKET", "snapshots", 1);
-    setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
+    s3_ = std::make_unique<testing::S3rver>("snapshots");
+    ASSERT_EQ(s3_->status(), 0) << s3_->StartFailure();
+    setenv("MOONCAKE_SNAPSHOT_S3_ENDPOINT", s3_->endpoint().c_str(), 1);
+    setenv("MOONCAKE_SNAPSHOT_S3_BUCKET", s3_->bucket().c_str(), 1);
+    setenv("AWS_ACCESS_KEY_ID", testing::S3rver::kAccessKey, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", testing::S3rver::kSecretKey, 1);
   }
+  std::unique_ptr<testing::S3rver> s3_;
   static constexpr const char* kStoreType = "s3";
 #else
   static constexpr const char* kStoreType = "local";
