@@ -523,6 +523,50 @@ TEST_F(ClientLocalDiskTest, NodeGoneIsTransferFail) {
   EXPECT_EQ(client.Get("t", "gone").error(), ErrorCode::TRANSFER_FAIL);
 }
 
+TEST_F(ClientLocalDiskTest, DiskBytesLandInAnUnregisteredBuffer) {
+  Client& client = MakeDiskClient();
+  const std::string value = Pattern(200'000, 6);
+  OnDisk("t", "landing", value);
+  auto loc = client.Locate("t", "landing");
+  ASSERT_TRUE(loc.ok());
+  // Two-sided: the reply lands in any memory (a MEMORY replica would need
+  // RegisterBuffer), and not one byte past the object.
+  std::vector<char> buffer(value.size() + 100, 'g');
+  EXPECT_EQ(client.Read(*loc, buffer.data(), value.size() - 1), ErrorCode::BUFFER_OVERFLOW);
+  ASSERT_EQ(client.Read(*loc, buffer.data(), buffer.size()), ErrorCode::OK);
+  EXPECT_EQ(std::string(buffer.data(), value.size()), value);
+  EXPECT_EQ(std::string(buffer.data() + value.size(), 100), std::string(100, 'g'));
+}
+
+// The same LOCAL_DISK read without UCX: the node's service on a loopback
+// engine's messages, a client whose only engine is loopback.
+TEST_F(ClientLocalDiskTest, DiskOnlyObjectOverLoopbackMessages) {
+  LoopbackEngine node_engine{TransportOptions{}};
+  LocalDiskService service(node_engine.messages(), backend_.get());
+  MasterClientOptions mo;
+  mo.address = address_;
+  MasterClient node_master(mo);
+  ASSERT_EQ(node_master.MountLocalDisk(false, node_engine.endpoint()), ErrorCode::OK);
+  const std::string value = Pattern(100'000, 7);
+  ASSERT_TRUE(backend_->WriteBatch({{"t", "lb", value}}).ok());
+  OffloadedObject item{"t", "lb",
+                       StorageObjectMetadata{0, 0, 2, static_cast<int64_t>(value.size()),
+                                             node_engine.endpoint()}};
+  ASSERT_TRUE(node_master.NotifyOffloadSuccess({item}).ok());
+  ClientOptions options;
+  options.master = address_;
+  options.protocol = "loopback";
+  options.staging_bytes = 1 << 20;
+  options.clock = &client_clock_;
+  auto client = Client::Create(options);
+  ASSERT_TRUE(client.ok());
+  auto got = (*client)->Get("t", "lb");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+  EXPECT_EQ(service.stats().requests, 1u);
+  EXPECT_EQ(service.stats().bytes_served, value.size());
+}
+
 TEST_F(ClientTest, BatchPutGetExist) {
   StartNode("seg-a");
   StartNode("seg-b");
