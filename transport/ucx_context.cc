@@ -469,7 +469,8 @@ ucs_status_t UcxContext::OnHelloReply(void* arg, const void* header, size_t head
 
 void UcxContext::OnConnRequest(ucp_conn_request_h request, void* arg) {
   auto* self = static_cast<UcxContext*>(arg);
-  self->AfterProgressLocked([self, request]() NO_THREAD_SAFETY_ANALYSIS {
+  // The queued work runs under mu_ (AfterProgressLocked's contract).
+  self->AfterProgressLocked([self, request]() REQUIRES(self->mu_) {
     NodeConn node;
     const uint64_t id = self->next_id_++;
     node.arg = std::make_unique<UcxEpArg>(UcxEpArg{self, id});
@@ -490,7 +491,8 @@ void UcxContext::OnNodeEpError(void* arg, ucp_ep_h /*ep*/, ucs_status_t /*status
   auto* ep_arg = static_cast<UcxEpArg*>(arg);
   UcxContext* self = ep_arg->context;
   const uint64_t id = ep_arg->conn_id;
-  self->AfterProgressLocked([self, id]() NO_THREAD_SAFETY_ANALYSIS { self->CloseNodeConnLocked(id, false); });
+  self->AfterProgressLocked(
+      [self, id]() REQUIRES(self->mu_) { self->CloseNodeConnLocked(id, false); });
 }
 
 void UcxContext::CloseNodeConnLocked(uint64_t conn_id, bool flush) {
@@ -528,7 +530,7 @@ ucs_status_t UcxContext::OnHello(void* arg, const void* header, size_t header_le
   node.authorized = accepted;
   node.client_id = client;
   const uint64_t node_id = id->second;
-  self->AfterProgressLocked([self, node_id, conn_id, accepted]() NO_THREAD_SAFETY_ANALYSIS {
+  self->AfterProgressLocked([self, node_id, conn_id, accepted]() REQUIRES(self->mu_) {
     auto it = self->nodes_.find(node_id);
     if (it == self->nodes_.end()) return;
     auto reply = std::make_shared<std::string>(ucx_wire::Writer()
