@@ -11,7 +11,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +21,7 @@
 #include <kj/async.h>
 #include <kj/debug.h>
 
+#include "common/mutex.h"
 #include "master/master_service.h"
 #include "rpc/rpc_convert.h"
 
@@ -61,6 +61,23 @@ int MakeListenSocket(const sockaddr* addr, socklen_t len) {
     return -1;
   }
   return fd;
+}
+
+// Initialises KJ's process-wide network state once, on a thread of its own
+// that has finished before any loop thread starts. Every loop's
+// kj::setupAsyncIo() builds a network filter from a function-local static
+// table of CidrRanges (parsed with inet_pton); libkj is not built with
+// ThreadSanitizer, so two loops starting at once show up as a race on that
+// table (its guard's fast path is invisible to TSan). Done first here, the
+// table is complete before the loop threads exist (thread creation orders
+// it), and the loops only read it. A thread, not the caller: the caller may
+// already run a KJ event loop, and a thread has only one.
+void InitKjOnce() {
+  static const bool done = [] {
+    std::thread([] { kj::setupAsyncIo(); }).join();
+    return true;
+  }();
+  (void)done;
 }
 
 // How often a loop that is ahead of the others looks again whether it may
@@ -103,7 +120,7 @@ struct RpcServer::Impl {
       kj::TaskSet connections(error_handler);
       kj::Timer& timer = io.provider->getTimer();
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(&mu);
         stoppers.push_back(kj::mv(stop.fulfiller));
         ++ready;
         published = true;
@@ -148,7 +165,7 @@ struct RpcServer::Impl {
     if (fd >= 0) ::close(fd);
     if (!published) {
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(&mu);
         ++ready;
       }
       cv.notify_all();
@@ -199,21 +216,26 @@ struct RpcServer::Impl {
     }
 
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       ready = 0;
       stoppers.clear();
     }
+    InitKjOnce();
     loop_count = fds.size();
     open_connections = std::make_unique<std::atomic<int>[]>(loop_count);
     for (size_t i = 0; i < fds.size(); ++i) {
       threads.emplace_back([this, i, fd = fds[i]]() { Loop(i, fd); });
     }
+    bool all_started = false;
     {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&]() { return ready == static_cast<int>(threads.size()); });
+      MutexLock lock(&mu);
+      // Not cv.wait(lock, pred): the analysis cannot see the predicate
+      // lambda runs with mu held.
+      while (ready != static_cast<int>(threads.size())) cv.wait(lock);
+      all_started = stoppers.size() == threads.size();
     }
     running = true;
-    if (stoppers.size() != threads.size()) {  // a loop failed to start
+    if (!all_started) {  // a loop failed to start
       Stop();
       return ErrorCode::INTERNAL_ERROR;
     }
@@ -223,12 +245,15 @@ struct RpcServer::Impl {
   void Stop() {
     if (!running) return;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       for (auto& stopper : stoppers) stopper->fulfill();
     }
     for (auto& t : threads) t.join();
     threads.clear();
-    stoppers.clear();
+    {
+      MutexLock lock(&mu);
+      stoppers.clear();
+    }
     running = false;
   }
 
@@ -238,10 +263,10 @@ struct RpcServer::Impl {
   std::vector<std::thread> threads;
   size_t loop_count = 0;  // set before the loop threads start
   std::unique_ptr<std::atomic<int>[]> open_connections;  // per loop thread
-  std::mutex mu;
-  std::condition_variable cv;
-  int ready = 0;  // loop threads that finished starting (guarded by mu)
-  std::vector<kj::Own<kj::CrossThreadPromiseFulfiller<void>>> stoppers;  // guarded by mu
+  Mutex mu;
+  std::condition_variable_any cv;
+  int ready GUARDED_BY(mu) = 0;  // loop threads that finished starting
+  std::vector<kj::Own<kj::CrossThreadPromiseFulfiller<void>>> stoppers GUARDED_BY(mu);
 };
 
 RpcServer::RpcServer(Directory& directory, MetricsRegistry* metrics, RpcServerOptions options)

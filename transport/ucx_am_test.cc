@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -97,13 +98,16 @@ TEST_F(UcxAmTest, ErrorsAreTyped) {
 }
 
 TEST_F(UcxAmTest, NoReplyTimesOut) {
-  AmResponder kept;
-  node_->am().SetHandler(12, [&kept](AmRequest, AmResponder responder) {
-    kept = std::move(responder);  // never answered before the deadline
+  // The handler runs on the node's progress thread: it hands the responder
+  // over through a promise, which orders it before the test thread's use.
+  std::promise<AmResponder> handed;
+  node_->am().SetHandler(12, [&handed](AmRequest, AmResponder responder) {
+    handed.set_value(std::move(responder));  // never answered before the deadline
   });
   EXPECT_EQ(client_->am().Call(node_->endpoint(), 12, "", "", 300).error(),
             ErrorCode::TRANSFER_FAIL);
   // The late reply is dropped as unmatched; the connection still serves.
+  AmResponder kept = handed.get_future().get();
   kept.Reply("late", "");
   auto reply = client_->am().Call(node_->endpoint(), 7, "1", "", 5000);
   ASSERT_TRUE(reply.ok());
