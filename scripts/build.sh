@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Configures and builds Shelfmark. Usage: scripts/build.sh [BUILD_TYPE]
-# BUILD_TYPE: RelWithDebInfo (default), Release, Debug or Sanitize (ASan+UBSan).
-# Build tree: build/<type-in-lower-case>. Prints the build directory last.
+# BUILD_TYPE: RelWithDebInfo (default), Release, Debug, Sanitize (ASan+UBSan)
+# or Tsan (ThreadSanitizer; run its tests with the environment scripts/test.sh
+# sets for them). Build tree: build/<type-in-lower-case>. Prints the build
+# directory last.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 type="${1:-RelWithDebInfo}"
+case "$type" in
+  RelWithDebInfo | Release | Debug | Sanitize | Tsan) ;;
+  *)
+    echo "build.sh: unknown build type '$type' (RelWithDebInfo, Release, Debug, Sanitize, Tsan)" >&2
+    exit 2
+    ;;
+esac
 dir="$root/build/$(echo "$type" | tr '[:upper:]' '[:lower:]')"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi

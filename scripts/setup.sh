@@ -8,6 +8,8 @@ PACKAGES=(
   capnproto libcapnp-dev
   libzstd-dev libmsgpack-cxx-dev libcurl4-openssl-dev libssl-dev libxxhash-dev
   libgtest-dev
+  # scripts/check_thread_safety.sh builds the tree with clang -Wthread-safety.
+  clang
   libibverbs-dev librdmacm-dev libucx-dev
   curl iproute2 procps
   redis-server redis-tools

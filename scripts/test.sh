@@ -1,28 +1,109 @@
 #!/usr/bin/env bash
 # Runs Shelfmark's whole test suite from a fresh clone: installs the Debian
-# packages it needs, builds, runs every ctest label, then runs the quick suite
-# again under the Sanitize build type (ASan + UBSan).
-#   SHELFMARK_SKIP_SANITIZE=1  skip the sanitizer pass
-#   SHELFMARK_TEST_LABEL=quick run only that label
-set -euo pipefail
+# packages it needs (scripts/setup.sh), then runs these passes in order:
+#   1. RelWithDebInfo build, then every ctest label (unit, process, s3,
+#      cluster, softroce), one ctest run per label;
+#   2. Sanitize build (ASan + UBSan), labels unit and process;
+#   3. Tsan build (ThreadSanitizer), label unit, with UCX's memory hooks off
+#      (UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none: with them every
+#      UCX test crashes under TSan) and TSAN_OPTIONS="halt_on_error=1
+#      second_deadlock_stack=1 suppressions=scripts/tsan.supp" (third-party
+#      code only), followed by any TSAN_OPTIONS of the caller;
+#   4. scripts/check_thread_safety.sh: the whole tree built with clang
+#      -Wthread-safety -Werror=thread-safety.
+# A failing build or label is recorded and the script goes on with the next
+# one; at the end a summary lists every step with PASS/FAIL and its wall
+# time, and the exit status is non-zero when any step failed.
+#   SHELFMARK_TEST_LABEL=REGEX       pass 1 runs only the labels matching the
+#                                    regex (ctest -L style, e.g. unit or
+#                                    "unit|process")
+#   SHELFMARK_SKIP_SANITIZE=1        skip pass 2
+#   SHELFMARK_SKIP_TSAN=1            skip pass 3
+#   SHELFMARK_SKIP_THREAD_SAFETY=1   skip pass 4
+set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
+cd "$root" || exit 1
 
-bash scripts/setup.sh
+bash scripts/setup.sh || {
+  echo "test.sh: scripts/setup.sh failed" >&2
+  exit 1
+}
 jobs="$(nproc)"
 
-run_suite() {  # build type, label regex
-  local dir
-  dir="$(bash scripts/build.sh "$1" | tail -n 1)"
-  echo "== ctest ($1${2:+, label $2}) ==" >&2
-  if [ -n "$2" ]; then
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" -L "$2"
-  else
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+summary=()
+failures=0
+start_all=$SECONDS
+
+# record NAME STATUS SECONDS
+record() {
+  local verdict=PASS
+  if [ "$2" -ne 0 ]; then
+    verdict=FAIL
+    failures=$((failures + 1))
   fi
+  summary+=("$(printf '%s  %-26s %6ss' "$verdict" "$1" "$3")")
+  echo "== $verdict: $1 ($3 s) ==" >&2
 }
 
-run_suite RelWithDebInfo "${SHELFMARK_TEST_LABEL:-}"
-if [ "${SHELFMARK_SKIP_SANITIZE:-0}" != 1 ]; then
-  run_suite Sanitize quick
+# build TYPE: builds it (scripts/build.sh), sets $dir; non-zero on failure.
+build() {
+  local start=$SECONDS rc
+  echo "== build ($1) ==" >&2
+  dir="$(bash scripts/build.sh "$1" | tail -n 1)"
+  rc=$?
+  record "$1 build" "$rc" $((SECONDS - start))
+  return "$rc"
+}
+
+# run_labels TYPE REGEX [VAR=VALUE...]: one ctest run per label of $dir that
+# matches REGEX, in the given environment.
+run_labels() {
+  local type="$1" regex="$2" labels label start rc
+  shift 2
+  labels="$(ctest --test-dir "$dir" --print-labels | sed -n 's/^  //p' | grep -E -- "$regex")"
+  if [ -z "$labels" ]; then
+    echo "test.sh: no ctest label of $dir matches '$regex'" >&2
+    record "$type labels '$regex'" 1 0
+    return
+  fi
+  for label in $labels; do
+    echo "== ctest ($type, label $label) ==" >&2
+    start=$SECONDS
+    env "$@" ctest --test-dir "$dir" --output-on-failure -j "$jobs" -L "^${label}\$"
+    rc=$?
+    record "$type $label" "$rc" $((SECONDS - start))
+  done
+}
+
+# 1. Everything, optimised.
+if build RelWithDebInfo; then
+  run_labels RelWithDebInfo "${SHELFMARK_TEST_LABEL:-.}"
 fi
+
+# 2. ASan + UBSan.
+if [ "${SHELFMARK_SKIP_SANITIZE:-0}" != 1 ] && build Sanitize; then
+  run_labels Sanitize '^(unit|process)$'
+fi
+
+# 3. ThreadSanitizer.
+if [ "${SHELFMARK_SKIP_TSAN:-0}" != 1 ] && build Tsan; then
+  run_labels Tsan '^unit$' UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/scripts/tsan.supp ${TSAN_OPTIONS:-}"
+fi
+
+# 4. Clang's lock annotations over the whole tree.
+if [ "${SHELFMARK_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
+  start=$SECONDS
+  echo "== thread-safety (clang -Wthread-safety, all targets) ==" >&2
+  bash scripts/check_thread_safety.sh
+  record "thread-safety" $? $((SECONDS - start))
+fi
+
+echo >&2
+echo "== summary ($((SECONDS - start_all)) s) ==" >&2
+for line in "${summary[@]}"; do echo "$line" >&2; done
+if [ "$failures" -ne 0 ]; then
+  echo "test.sh: $failures step(s) failed" >&2
+  exit 1
+fi
+echo "test.sh: all passed" >&2
