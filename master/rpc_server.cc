@@ -65,16 +65,23 @@ int MakeListenSocket(const sockaddr* addr, socklen_t len) {
 
 // Initialises KJ's process-wide network state once, on a thread of its own
 // that has finished before any loop thread starts. Every loop's
-// kj::setupAsyncIo() builds a network filter from a function-local static
-// table of CidrRanges (parsed with inet_pton); libkj is not built with
-// ThreadSanitizer, so two loops starting at once show up as a race on that
-// table (its guard's fast path is invisible to TSan). Done first here, the
-// table is complete before the loop threads exist (thread creation orders
-// it), and the loops only read it. A thread, not the caller: the caller may
-// already run a KJ event loop, and a thread has only one.
+// kj::setupAsyncIo() builds a network filter that copies a function-local
+// static table of CidrRanges (kj::_::reservedCidrs(), parsed with
+// inet_pton); libkj is not built with ThreadSanitizer, so two loops starting
+// at once show up as a race on that table (its guard's fast path is
+// invisible to TSan). Done first here, the table is complete before the loop
+// threads exist (thread creation orders it), and the loops only read it. A
+// thread, not the caller: the caller may already run a KJ event loop, and a
+// thread has only one.
 void InitKjOnce() {
   static const bool done = [] {
-    std::thread([] { kj::setupAsyncIo(); }).join();
+    std::thread([] {
+      try {
+        kj::setupAsyncIo();
+      } catch (const kj::Exception&) {
+        // The loops set it up again and report what fails.
+      }
+    }).join();
     return true;
   }();
   (void)done;

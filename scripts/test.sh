@@ -41,7 +41,7 @@ record() {
     verdict=FAIL
     failures=$((failures + 1))
   fi
-  summary+=("$(printf '%s  %-26s %6ss' "$verdict" "$1" "$3")")
+  summary+=("$(printf '%s  %-30s %6ss' "$verdict" "$1" "$3")")
   echo "== $verdict: $1 ($3 s) ==" >&2
 }
 
