@@ -1,10 +1,12 @@
 // The AmTransport contract (am_transport.h), checked on both implementations:
-// UcxAm over real UCX on 127.0.0.1 and the in-process LoopbackAm.
+// UcxAm over real UCX on 127.0.0.1 (eager and rendezvous sizes both ways)
+// and the in-process LoopbackAm.
 #include "transport/am_transport.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,6 +79,33 @@ TEST_P(AmTransportTest, WithoutATargetTheDataIsReturned) {
     EXPECT_EQ(reply->data, testing::TestPattern(size, 'e'));
     EXPECT_EQ(reply->data_size, size);
   }
+}
+
+TEST_P(AmTransportTest, ALargeRequestPayloadArrivesWhole) {
+  node().SetHandler(8, [](AmRequest request, AmResponder responder) {
+    responder.Reply(std::to_string(request.payload.size()), request.payload.substr(0, 10));
+  });
+  const std::string payload = testing::TestPattern(3 << 20, 'p');  // rendezvous on UCX
+  auto reply = client().Call(node_->endpoint(), 8, "", payload, kTimeoutMs);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->header, std::to_string(payload.size()));
+  EXPECT_EQ(reply->data, payload.substr(0, 10));
+}
+
+TEST_P(AmTransportTest, AHandlerMayReplyFromAnotherThread) {
+  std::promise<std::thread> worker;  // hands the thread to the test thread
+  node().SetHandler(9, [&worker](AmRequest, AmResponder responder) {
+    worker.set_value(std::thread([responder = std::move(responder)]() mutable {
+      responder.Reply("later", std::string(1 << 20, 'L'));
+    }));
+  });
+  std::string buffer(1 << 20, 'g');
+  auto reply = client().CallInto(node_->endpoint(), 9, "", "",
+                                 AmReplyTarget{buffer.data(), buffer.size()}, kTimeoutMs);
+  worker.get_future().get().join();
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->header, "later");
+  EXPECT_EQ(buffer, std::string(1 << 20, 'L'));
 }
 
 TEST_P(AmTransportTest, AReplyLargerThanTheTargetWritesNothing) {
