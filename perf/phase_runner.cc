@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
+
 namespace shelfmark {
 namespace {
 
@@ -29,12 +31,12 @@ struct alignas(64) WorkerState {
 };
 
 struct Gate {
-  std::mutex mu;
+  Mutex mu;
   std::atomic<size_t> ready{0};
   std::atomic<size_t> finished{0};
   std::atomic<bool> open{false};
   std::atomic<int64_t> start_ns{0};
-  ErrorCode first_error = ErrorCode::OK;
+  ErrorCode first_error GUARDED_BY(mu) = ErrorCode::OK;
 };
 
 bool StopRequested(const PhaseSpec& spec) {
@@ -45,14 +47,14 @@ void RunWorker(const PhaseSpec& spec, const WorkerFactory& factory, size_t index
                WorkerState* state) {
   Result<StepFn> step = factory(index);
   if (!step.ok()) {
-    std::lock_guard<std::mutex> lock(gate->mu);
+    MutexLock lock(&gate->mu);
     if (gate->first_error == ErrorCode::OK) gate->first_error = step.error();
   }
   gate->ready.fetch_add(1);
   while (!gate->open.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
   if (!step.ok()) return;
   {
-    std::lock_guard<std::mutex> lock(gate->mu);
+    MutexLock lock(&gate->mu);
     if (gate->first_error != ErrorCode::OK) return;
   }
   const int64_t start = gate->start_ns.load();
@@ -126,7 +128,10 @@ PhaseOutcome RunPhase(const PhaseSpec& spec, const WorkerFactory& factory) {
   for (auto& t : threads) t.join();
 
   PhaseOutcome out;
-  out.setup_error = gate.first_error;
+  {
+    MutexLock lock(&gate.mu);  // the workers have been joined; the lock states the rule
+    out.setup_error = gate.first_error;
+  }
   int64_t end = start;
   for (auto& s : states) {
     if (s->calls == 0 && s->end_ns == 0) continue;  // failed setup

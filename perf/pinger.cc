@@ -11,7 +11,7 @@ Pinger::Pinger(MasterClientOptions options, Segment segment)
 
 Pinger::~Pinger() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -20,8 +20,8 @@ Pinger::~Pinger() {
 
 void Pinger::Run() {
   MasterClient client(options_);
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+  MutexLock lock(&mu_);
+  while (!cv_.wait_for(lock, std::chrono::seconds(1), [this]() REQUIRES(mu_) { return stop_; })) {
     lock.unlock();
     Result<PingResponse> r = client.Ping();
     if (!r.ok()) {

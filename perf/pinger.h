@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "rpc/master_client.h"
 #include "common/types.h"
 
@@ -33,9 +34,9 @@ class Pinger {
 
   MasterClientOptions options_;
   Segment segment_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  Mutex mu_;
+  std::condition_variable_any cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> failures_{0};
   std::thread thread_;  // last: starts after every other member exists
 };

@@ -136,7 +136,7 @@ std::vector<double> LatencyBucketsUs() {
 // (or histogram, keeping its original bounds), so a series is never duplicated.
 Counter* MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
                                      const std::string& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Entry& e : entries_) {
     if (e.type == "counter" && e.name == name && e.labels == labels) return e.counter;
   }
@@ -148,7 +148,7 @@ Counter* MetricsRegistry::AddCounter(const std::string& name, const std::string&
 Histogram* MetricsRegistry::AddHistogram(const std::string& name, const std::string& help,
                                          const std::string& labels,
                                          std::vector<double> upper_bounds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Entry& e : entries_) {
     if (e.type == "histogram" && e.name == name && e.labels == labels) return e.histogram;
   }
@@ -161,7 +161,7 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name, const std::str
 // Registering the same gauge name and labels again replaces its reader.
 void MetricsRegistry::AddGauge(const std::string& name, const std::string& help,
                                std::function<double()> read, const std::string& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Entry& e : entries_) {
     if (e.type == "gauge" && e.name == name && e.labels == labels) {
       e.gauge = std::move(read);
@@ -177,7 +177,7 @@ void MetricsRegistry::AddGauge(const std::string& name, const std::string& help,
 std::string MetricsRegistry::RenderPrometheus() const {
   std::vector<Entry> snapshot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     snapshot = entries_;
   }
   std::vector<std::string> order;

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace shelfmark {
 
 class Counter {
@@ -68,10 +70,10 @@ class MetricsRegistry {
     Histogram* histogram = nullptr;
     std::function<double()> gauge;
   };
-  mutable std::mutex mu_;
-  std::vector<Entry> entries_;
-  std::deque<Counter> counters_;
-  std::deque<std::unique_ptr<Histogram>> histograms_;
+  mutable Mutex mu_;
+  std::vector<Entry> entries_ GUARDED_BY(mu_);
+  std::deque<Counter> counters_ GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<Histogram>> histograms_ GUARDED_BY(mu_);
 };
 
 }  // namespace shelfmark
