@@ -50,9 +50,11 @@
 // Progress: a dedicated thread per engine sleeps on the worker's event fd and
 // progresses the worker whenever it has work, so RMA emulated over tcp, which
 // needs the owner's CPU, completes while the owner's own threads do other
-// things. Callers of Transfer()/Call() also progress the worker while they
-// wait (lower latency). Every worker call is made under one mutex
-// (UCS_THREAD_MODE_SERIALIZED).
+// things. Callers of Transfer()/CallInto() also progress the worker while
+// they wait (lower latency), yielding the CPU between idle polls (a peer on
+// the same host may need this CPU to answer; see UcxContext::WaitLocked),
+// then sleep until the progress thread reports progress. Every worker call is
+// made under one mutex (UCS_THREAD_MODE_SERIALIZED).
 //
 // Transports: UCX's defaults (UCX_TLS unset: shared memory + cma on one host,
 // tcp across hosts). The only configuration set is CM_REUSEADDR=y (unless
