@@ -45,19 +45,7 @@ int64_t ElapsedMs(Clock::time_point start) {
 }
 
 // Connects a plain TCP socket to 127.0.0.1:port; -1 on failure.
-int ConnectRaw(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int ConnectRaw(uint16_t port) { return testing::ConnectLoopback(port); }
 
 // Waits (bounded) for the peer to close the connection, reading and
 // discarding what it sends; true when it did.
@@ -624,16 +612,10 @@ TEST_F(RpcServerTest, ConnectionsSpreadEvenlyOverLoops) {
 
 TEST_F(RpcServerTest, StartFailsOnBadAddressOrBusyPort) {
   // A port held by a listener without SO_REUSEPORT.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  uint16_t held = 0;
+  int fd = testing::ListenLoopback(1, &held);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  auto busy = MakeServer(ntohs(addr.sin_port));
+  auto busy = MakeServer(held);
   EXPECT_EQ(busy->Start().error(), ErrorCode::INVALID_PARAMS);
   ::close(fd);
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "testing/process_util.h"
+
 namespace shelfmark {
 namespace {
 
@@ -30,15 +32,8 @@ TEST(PrometheusValue, FindsPlainAndLabelledSamples) {
 class OneShotServer {
  public:
   explicit OneShotServer(std::string reply) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    ::listen(fd_, 1);
+    fd_ = testing::ListenLoopback(1, &port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this, reply] {
       int c = ::accept(fd_, nullptr, nullptr);
       char buf[4096];

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "service/metrics.h"
+#include "testing/process_util.h"
 #include "testing/wait_for.h"
 
 namespace shelfmark {
@@ -27,19 +28,11 @@ namespace {
 // A connected client socket to 127.0.0.1:port with a generous receive timeout
 // so a broken server fails the test instead of hanging it.
 int Connect(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = testing::ConnectLoopback(port);
   if (fd < 0) return -1;
   timeval tv{};
   tv.tv_sec = 15;
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
   return fd;
 }
 

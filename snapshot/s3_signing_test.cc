@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "snapshot/s3_store.h"
+#include "testing/process_util.h"
 
 namespace shelfmark {
 namespace {
@@ -114,15 +115,8 @@ class CaptureServer {
   using Reply = std::function<std::string(const Captured&)>;
 
   explicit CaptureServer(Reply reply = nullptr) : reply_(std::move(reply)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(listen(fd_, 16), 0);
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    fd_ = testing::ListenLoopback(16, &port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] { Serve(); });
   }
   ~CaptureServer() {

@@ -199,15 +199,8 @@ TEST(S3StoreServerGone, StoppedServerIsStoreUnavailable) {
 class FaultServer {
  public:
   explicit FaultServer(bool answer_500) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(fd_, 64);
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    fd_ = testing::ListenLoopback(64, &port_);
+    EXPECT_GE(fd_, 0);
     if (answer_500) thread_ = std::thread([this] { Serve500(); });
   }
   ~FaultServer() {

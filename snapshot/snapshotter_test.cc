@@ -19,6 +19,7 @@
 #include "snapshot/snapshot_catalog.h"
 #include "snapshot/snapshot_restore.h"
 #include "snapshot/snapshot_test_util.h"
+#include "testing/process_util.h"
 
 namespace shelfmark {
 namespace {
@@ -302,15 +303,8 @@ std::unique_ptr<S3Store> S3At(uint16_t port) {
 class SilentServer {
  public:
   SilentServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(listen(fd_, 16), 0);
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    fd_ = testing::ListenLoopback(16, &port_);
+    EXPECT_GE(fd_, 0);
   }
   ~SilentServer() { close(fd_); }
   uint16_t port() const { return port_; }

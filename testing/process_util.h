@@ -36,6 +36,13 @@ bool ParseNodeReady(const std::string& log_text, NodeReady* ready);
 // A TCP port that was free a moment ago (bound to 0 and released).
 uint16_t FreePort();
 
+// A TCP socket (close-on-exec) listening on 127.0.0.1 at a free port, which
+// it writes to *port; -1 on failure. The caller closes it.
+int ListenLoopback(int backlog, uint16_t* port);
+
+// A TCP socket (close-on-exec) connected to 127.0.0.1:port; -1 on failure.
+int ConnectLoopback(uint16_t port);
+
 // A child process started with execv; killed (SIGKILL) on destruction if
 // still running.
 class ChildProcess {
