@@ -315,6 +315,8 @@ TransportEngine* Client::engine(std::string_view protocol) const {
   return impl_->transports.For(protocol);
 }
 
+AmTransport* Client::messages() const { return impl_->messages; }
+
 std::optional<EngineCounters> Client::TransferCounters(std::string_view protocol) const {
   const TransportEngine* e = impl_->transports.For(protocol);
   if (e == nullptr || !impl_->options.engine_counters) return std::nullopt;

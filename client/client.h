@@ -163,6 +163,9 @@ class Client {
 
   // The engine serving `protocol` (nullptr if none): the benchmark's raw path.
   TransportEngine* engine(std::string_view protocol) const;
+  // The messages this client's LOCAL_DISK reads travel on (nullptr: none),
+  // for the benchmark's baselines on the same path.
+  AmTransport* messages() const;
   // The counters of the engine serving `protocol`; nullopt when there is no
   // such engine or it keeps no counters.
   std::optional<EngineCounters> TransferCounters(std::string_view protocol) const;

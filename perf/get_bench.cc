@@ -372,17 +372,11 @@ class GetBench {
 
   // --- local_disk baselines -------------------------------------------------
 
-  // The messages LOCAL_DISK reads travel on: the ucx engine's.
-  AmTransport* DiskMessages() const {
-    TransportEngine* ucx = client_->engine(UcxEngine::kProtocol);
-    return ucx == nullptr ? nullptr : ucx->messages();
-  }
-
   // Asks the node where each key's bytes lie (ReadLocalDisk's bucket_id and
   // offset) and opens the file under --disk_dirs that holds those bytes.
   bool FindTargets(uint64_t size) {
     CloseTargets();
-    AmTransport* am = DiskMessages();
+    AmTransport* am = client_->messages();
     if (am == nullptr) return Fail("no ucx engine for LOCAL_DISK", ErrorCode::INVALID_PARAMS);
     for (int64_t i = 0; i < o_.keys; ++i) {
       GetOptions go;
@@ -433,7 +427,7 @@ class GetBench {
   // get makes, as many as the measurement's gets (single thread).
   bool MeasureBaselines(uint64_t size, GetRow* row) {
     if (!FindTargets(size)) return false;
-    AmTransport* am = DiskMessages();
+    AmTransport* am = client_->messages();
     const bool have_pread = std::all_of(targets_.begin(), targets_.end(),
                                         [](const DiskTarget& t) { return t.fd >= 0; });
     if (!have_pread) {
