@@ -17,6 +17,9 @@ PACKAGES=(
   qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers ibverbs-utils perftest
   # shelfmark-perf get --plot draws with gnuplot.
   gnuplot-nox
+  # Operations: promtool checks /metrics and deploy/prometheus rules; the
+  # package tests build .deb files (dpkg-shlibdeps) and verify systemd units.
+  prometheus dpkg-dev systemd
 )
 
 missing=()
