@@ -1,10 +1,15 @@
 # shelfmark_library(NAME SOURCES... DEPS...): one library target per folder,
-# aliased as shelfmark::NAME, built with the project's warnings.
+# aliased as shelfmark::NAME, built with the project's warnings. Installed
+# ones (cmake/install.cmake) are exported as Shelfmark::NAME, their headers
+# under include/shelfmark/NAME/.
 function(shelfmark_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(shelfmark_${name} STATIC ${ARG_SOURCES})
   add_library(shelfmark::${name} ALIAS shelfmark_${name})
-  target_include_directories(shelfmark_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  set_target_properties(shelfmark_${name} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(shelfmark_${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/shelfmark>)
   target_compile_options(shelfmark_${name} PRIVATE ${SHELFMARK_WARNINGS})
   target_link_libraries(shelfmark_${name} PUBLIC ${ARG_DEPS})
 endfunction()
@@ -27,13 +32,19 @@ function(shelfmark_test name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
 endfunction()
 
-# shelfmark_binary(NAME SOURCES... DEPS...): an installed program.
+# shelfmark_binary(NAME COMPONENT C SOURCES... DEPS...): a program installed
+# into bin/ as part of install component C (cmake/packaging.cmake maps the
+# components master, node and tools to Debian packages; "benchmarks" is
+# installed by a plain `cmake --install` only).
 function(shelfmark_binary name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "COMPONENT" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_COMPONENT)
+    message(FATAL_ERROR "shelfmark_binary(${name}): COMPONENT is required")
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${SHELFMARK_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
-  install(TARGETS ${name} RUNTIME DESTINATION bin)
+  install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ${ARG_COMPONENT})
 endfunction()
 
 # shelfmark_link_rdma(target): links the verbs engine when it is built

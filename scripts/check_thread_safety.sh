@@ -24,10 +24,8 @@ clang++ --version | head -n 1 >&2
 
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-if [ ! -f "$dir/CMakeCache.txt" ]; then
-  CC=clang CXX=clang++ cmake -S "$root" -B "$dir" "${generator[@]}" \
-    -DCMAKE_BUILD_TYPE=Debug -DSHELFMARK_THREAD_SAFETY=ON >&2
-fi
+CC=clang CXX=clang++ cmake -S "$root" -B "$dir" "${generator[@]}" \
+  -DCMAKE_BUILD_TYPE=Debug -DSHELFMARK_THREAD_SAFETY=ON -DSHELFMARK_WERROR=ON >&2
 targets=()
 for t in "$@"; do
   if [ "$t" != all ]; then targets+=(--target "$t"); fi

@@ -49,7 +49,7 @@ record() {
 build() {
   local start=$SECONDS rc
   echo "== build ($1) ==" >&2
-  dir="$(bash scripts/build.sh "$1" | tail -n 1)"
+  dir="$(bash scripts/build.sh "$1" -DSHELFMARK_WERROR=ON | tail -n 1)"
   rc=$?
   record "$1 build" "$rc" $((SECONDS - start))
   return "$rc"

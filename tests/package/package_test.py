@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Checks Shelfmark's Debian packages (ctest label package).
+
+    tests/package/package_test.py PACKAGE_DIR SOURCE_DIR
+
+PACKAGE_DIR holds the .deb files scripts/package.sh made (ctest's fixture
+package_build runs it first). The packages are checked as an operator and a
+developer would meet them:
+  - contents: binaries, systemd units, /etc/default files marked as conffiles,
+    maintainer scripts, the client library with its headers and CMake package;
+  - dependencies: every shared library an ELF file in a package needs is
+    provided by a package its Depends names (dpkg-shlibdeps' work, checked
+    independently with objdump, ldconfig and dpkg -S);
+  - units: `systemd-analyze verify` says nothing, `systemd-analyze security`
+    rates them OK or better, and the hardening the README promises is there;
+  - running: the binaries of the extracted packages answer --help, and a
+    master and a node started with the flags of the packaged /etc/default
+    files serve a put and a get from the packaged shelfmark-cli, and from a
+    program outside the tree built with find_package(Shelfmark) against the
+    extracted libshelfmark-dev.
+Everything runs in a temporary folder that is removed at the end; processes
+started here are stopped.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+PACKAGE_DIR = ""
+SOURCE_DIR = ""
+ROOT = ""  # every package extracted here (dpkg-deb -x)
+WORK = ""  # scratch: control files, builds, state of the test cluster
+
+PACKAGES = ["shelfmark-master", "shelfmark-node", "shelfmark-tools", "libshelfmark-dev"]
+SERVICES = {"shelfmark-master": "/var/lib/shelfmark/snapshots",
+            "shelfmark-node": "/var/lib/shelfmark/ssd"}
+
+
+def run(args, **kwargs):
+    """Runs a command; returns CompletedProcess with text output."""
+    kwargs.setdefault("capture_output", True)
+    kwargs.setdefault("text", True)
+    kwargs.setdefault("timeout", 300)
+    return subprocess.run(args, check=False, **kwargs)
+
+
+def deb_path(package):
+    for name in os.listdir(PACKAGE_DIR):
+        if name.startswith(package + "_") and name.endswith(".deb"):
+            return os.path.join(PACKAGE_DIR, name)
+    raise AssertionError(f"no {package}_*.deb in {PACKAGE_DIR} (run scripts/package.sh)")
+
+
+def deb_field(package, field):
+    result = run(["dpkg-deb", "-f", deb_path(package), field])
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def deb_files(package):
+    """The paths a package installs, without the leading '.'."""
+    result = run(["dpkg-deb", "-c", deb_path(package)])
+    assert result.returncode == 0, result.stderr
+    return {line.split()[-1].lstrip(".") for line in result.stdout.splitlines()}
+
+
+def depends_names(package):
+    """Package names in Depends (alternatives and versions dropped)."""
+    names = set()
+    for item in deb_field(package, "Depends").split(","):
+        for alternative in item.split("|"):
+            names.add(alternative.strip().split(" ")[0])
+    return names
+
+
+def control_dir(package):
+    """The package's control files, unpacked once (dpkg-deb -e)."""
+    path = os.path.join(WORK, "control", package)
+    if not os.path.isdir(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        result = run(["dpkg-deb", "-e", deb_path(package), path])
+        assert result.returncode == 0, result.stderr
+    return path
+
+
+def environment_file(path):
+    """NAME=VALUE lines of a systemd EnvironmentFile (quotes removed)."""
+    values = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, sep, value = line.partition("=")
+            assert sep, f"{path}: not NAME=VALUE: {line!r}"
+            values[name] = shlex.split(value)[0] if value else ""
+    return values
+
+
+def with_flags(flags, **overrides):
+    """flags (a list of --name=value) with the named flags replaced or added."""
+    out = [f for f in flags if f.split("=", 1)[0].lstrip("-") not in overrides]
+    return out + [f"--{name}={value}" for name, value in overrides.items()]
+
+
+def wait_for(predicate, what, timeout=60):
+    """Polls predicate() until it returns a true value, or fails the test."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def elf_files(root):
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    if f.read(4) == b"\x7fELF":
+                        yield path
+
+
+def providing_package(soname):
+    """The installed Debian package that holds the library `soname`."""
+    cache = run(["ldconfig", "-p"]).stdout
+    match = re.search(rf"^\s*{re.escape(soname)} \(libc6,x86-64[^)]*\) => (\S+)", cache, re.M)
+    assert match, f"ldconfig does not know {soname}"
+    path = os.path.realpath(match.group(1))
+    for candidate in (match.group(1), path, path.replace("/usr/lib/", "/lib/", 1)):
+        result = run(["dpkg", "-S", candidate])
+        if result.returncode == 0:
+            return result.stdout.split(":")[0].strip()
+    raise AssertionError(f"no package holds {soname} ({path})")
+
+
+class Contents(unittest.TestCase):
+    def test_every_package_is_built(self):
+        for package in PACKAGES:
+            self.assertEqual(deb_field(package, "Package"), package)
+            self.assertEqual(deb_field(package, "Architecture"), "amd64")
+
+    def test_services_carry_binary_unit_defaults_and_scripts(self):
+        for package in SERVICES:
+            files = deb_files(package)
+            for path in (f"/usr/bin/{package}", f"/lib/systemd/system/{package}.service",
+                         f"/etc/default/{package}"):
+                self.assertIn(path, files, package)
+            with open(os.path.join(control_dir(package), "conffiles")) as f:
+                self.assertEqual(f.read().split(), [f"/etc/default/{package}"])
+            for script in ("postinst", "prerm", "postrm"):
+                path = os.path.join(control_dir(package), script)
+                self.assertTrue(os.access(path, os.X_OK), f"{package} {script}")
+                self.assertEqual(run(["sh", "-n", path]).returncode, 0, f"{package} {script}")
+            with open(os.path.join(control_dir(package), "postinst")) as f:
+                postinst = f.read()
+            # The dedicated user and the state directory the unit writes to.
+            self.assertIn("adduser --system", postinst)
+            self.assertIn(SERVICES[package], postinst)
+            self.assertIn(f"deb-systemd-helper enable {package}.service", postinst)
+
+    def test_tools_and_dev_contents(self):
+        self.assertLessEqual({"/usr/bin/shelfmark-cli", "/usr/bin/shelfmark-perf"},
+                             deb_files("shelfmark-tools"))
+        dev = deb_files("libshelfmark-dev")
+        for path in ("/usr/lib/x86_64-linux-gnu/libshelfmark_client.a",
+                     "/usr/include/shelfmark/client/client.h",
+                     "/usr/include/shelfmark/schemas/master.capnp.h",
+                     "/usr/lib/x86_64-linux-gnu/cmake/Shelfmark/ShelfmarkConfig.cmake",
+                     "/usr/lib/x86_64-linux-gnu/cmake/Shelfmark/ShelfmarkTargets.cmake"):
+            self.assertIn(path, dev)
+        self.assertFalse([p for p in dev if "CMakeFiles" in p or p.endswith("_test_util.h")])
+        self.assertLessEqual({"libcapnp-dev", "libucx-dev", "pkg-config"},
+                             depends_names("libshelfmark-dev"))
+
+
+class Dependencies(unittest.TestCase):
+    def test_depends_cover_every_needed_library(self):
+        for package in ("shelfmark-master", "shelfmark-node", "shelfmark-tools"):
+            tree = os.path.join(WORK, "deps", package)
+            os.makedirs(tree)
+            self.assertEqual(run(["dpkg-deb", "-x", deb_path(package), tree]).returncode, 0)
+            depends = depends_names(package)
+            elves = list(elf_files(tree))
+            self.assertTrue(elves, package)
+            for elf in elves:
+                dump = run(["objdump", "-p", elf])
+                self.assertEqual(dump.returncode, 0, dump.stderr)
+                needed = re.findall(r"^\s*NEEDED\s+(\S+)", dump.stdout, re.M)
+                self.assertTrue(needed, elf)
+                for soname in needed:
+                    self.assertIn(providing_package(soname), depends,
+                                  f"{package}: {os.path.basename(elf)} needs {soname}")
+
+    def test_services_depend_on_their_script_tools(self):
+        for package in SERVICES:
+            self.assertLessEqual({"adduser", "init-system-helpers"}, depends_names(package))
+
+
+class Units(unittest.TestCase):
+    def unit(self, package):
+        """The packaged unit, its ExecStart pointed at the extracted binary."""
+        with open(os.path.join(ROOT, f"lib/systemd/system/{package}.service")) as f:
+            text = f.read()
+        os.makedirs(os.path.join(WORK, "units"), exist_ok=True)
+        path = os.path.join(WORK, "units", f"{package}.service")
+        with open(path, "w") as f:
+            f.write(text.replace(f"/usr/bin/{package}", os.path.join(ROOT, "usr/bin", package)))
+        return text, path
+
+    def test_systemd_analyze_verify_is_silent(self):
+        for package in SERVICES:
+            _, path = self.unit(package)
+            result = run(["systemd-analyze", "verify", path])
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.stdout + result.stderr, "", package)
+
+    def test_verify_would_catch_a_broken_unit(self):
+        # The check above is worth something only if verify speaks up.
+        path = os.path.join(WORK, "broken.service")
+        with open(path, "w") as f:
+            f.write("[Service]\nExecStart=/bin/true\nProtectSystm=strict\n")
+        result = run(["systemd-analyze", "verify", path])
+        self.assertIn("ProtectSystm", result.stdout + result.stderr)
+
+    def test_hardening(self):
+        for package, state in SERVICES.items():
+            text, path = self.unit(package)
+            for line in ("User=shelfmark", "Group=shelfmark", "ProtectSystem=strict",
+                         "ProtectHome=yes", "NoNewPrivileges=yes", "PrivateTmp=yes",
+                         "LimitMEMLOCK=infinity", "LimitNOFILE=1048576",
+                         f"EnvironmentFile=-/etc/default/{package}",
+                         f"StateDirectory=shelfmark shelfmark/{os.path.basename(state)}",
+                         "Restart=on-failure"):
+                self.assertIn(f"\n{line}\n", text, package)
+            result = run(["systemd-analyze", "security", "--offline=true", path])
+            rating = re.search(r"Overall exposure level for \S+: ([0-9.]+) (\w+)", result.stdout)
+            self.assertTrue(rating, result.stdout + result.stderr)
+            self.assertIn(rating.group(2), ("SAFE", "OK"), f"{package}: {rating.group(0)}")
+
+
+class Cluster(unittest.TestCase):
+    """A master and a node from the extracted packages, with their packaged
+    /etc/default flags (ports, paths and sizes overridden for a test)."""
+
+    procs = []
+
+    @classmethod
+    def start(cls, name, args, env_file, overrides_env):
+        env = dict(os.environ)
+        env.update({k: v for k, v in environment_file(env_file).items()
+                    if not k.endswith("_FLAGS")})
+        env.update(overrides_env)
+        log = open(os.path.join(WORK, f"{name}.log"), "w+")
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        cls.procs.append((proc, log))
+        return proc, log
+
+    @classmethod
+    def log_match(cls, log, pattern):
+        with open(log.name) as f:
+            return re.search(pattern, f.read())
+
+    @classmethod
+    def setUpClass(cls):
+        etc = os.path.join(ROOT, "etc/default")
+        master_flags = shlex.split(
+            environment_file(os.path.join(etc, "shelfmark-master"))["SHELFMARK_MASTER_FLAGS"])
+        snapshots = os.path.join(WORK, "snapshots")
+        os.makedirs(snapshots)
+        cls.master, master_log = cls.start(
+            "master",
+            [os.path.join(ROOT, "usr/bin/shelfmark-master")] +
+            with_flags(master_flags, rpc_address="127.0.0.1", rpc_port=0, metrics_port=0,
+                       snapshot_interval_seconds=1),
+            os.path.join(etc, "shelfmark-master"), {"MOONCAKE_SNAPSHOT_LOCAL_PATH": snapshots})
+        ports = wait_for(lambda: cls.master.poll() is None and cls.log_match(
+            master_log, r"rpc port (\d+), metrics port (\d+)"), "the master's ports")
+        cls.master_address = f"127.0.0.1:{ports.group(1)}"
+
+        node_flags = shlex.split(
+            environment_file(os.path.join(etc, "shelfmark-node"))["SHELFMARK_NODE_FLAGS"])
+        cls.node, node_log = cls.start(
+            "node",
+            [os.path.join(ROOT, "usr/bin/shelfmark-node")] +
+            with_flags(node_flags, master=cls.master_address, segment_size=64 << 20,
+                       metrics_port=0, protocol="ucx"),
+            os.path.join(etc, "shelfmark-node"), {})
+        wait_for(lambda: cls.node.poll() is None and cls.log_match(node_log, r"segment \d+"),
+                 "the node's mount")
+
+    @classmethod
+    def tearDownClass(cls):
+        for proc, log in cls.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            log.close()
+
+    def cli(self, *args):
+        return run([os.path.join(ROOT, "usr/bin/shelfmark-cli"), f"--master={self.master_address}",
+                    *args])
+
+    def test_binaries_answer_help(self):
+        for binary in ("shelfmark-master", "shelfmark-node", "shelfmark-cli"):
+            result = run([os.path.join(ROOT, "usr/bin", binary), "--help"])
+            self.assertEqual(result.returncode, 0, binary + result.stderr)
+            self.assertIn(f"usage: {binary}", result.stdout + result.stderr)
+
+    def test_cli_put_and_get(self):
+        source = os.path.join(WORK, "object.bin")
+        data = os.urandom(3 << 20)
+        with open(source, "wb") as f:
+            f.write(data)
+        put = self.cli("put", "package-test/object", source)
+        self.assertEqual(put.returncode, 0, put.stdout + put.stderr)
+        target = os.path.join(WORK, "object.out")
+        got = self.cli("get", "package-test/object", target)
+        self.assertEqual(got.returncode, 0, got.stdout + got.stderr)
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_find_package_consumer(self):
+        # A program outside the tree, built against the extracted
+        # libshelfmark-dev only (CMAKE_PREFIX_PATH points into it).
+        build = os.path.join(WORK, "consumer")
+        configure = run(["cmake", "-S", os.path.join(SOURCE_DIR, "tests/package/consumer"),
+                         "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                         f"-DCMAKE_PREFIX_PATH={os.path.join(ROOT, 'usr')}"])
+        self.assertEqual(configure.returncode, 0, configure.stdout + configure.stderr)
+        self.assertIn(os.path.join(ROOT, "usr/lib/x86_64-linux-gnu/cmake/Shelfmark"),
+                      run(["cmake", "-L", "-N", build]).stdout)
+        compile_ = run(["cmake", "--build", build, "-j", str(os.cpu_count() or 1)], timeout=600)
+        self.assertEqual(compile_.returncode, 0, compile_.stdout + compile_.stderr)
+        consumer = run([os.path.join(build, "shelfmark-consumer"), self.master_address,
+                        "package-test/consumer"])
+        self.assertEqual(consumer.returncode, 0, consumer.stdout + consumer.stderr)
+        self.assertIn("consumer: ok 1048576 bytes", consumer.stdout)
+        # The object is in the cluster for others too.
+        stat = self.cli("stat", "package-test/consumer")
+        self.assertEqual(stat.returncode, 0, stat.stdout + stat.stderr)
+
+    def test_master_snapshots_into_its_packaged_path(self):
+        # The packaged flags enable snapshots; the master accepted them and
+        # the directory it was given is where they go (the interval is 1 s here).
+        self.assertIsNone(self.master.poll())
+        snapshots = os.path.join(WORK, "snapshots")
+        wait_for(lambda: os.listdir(snapshots), "a snapshot in MOONCAKE_SNAPSHOT_LOCAL_PATH",
+                 timeout=120)
+
+
+def main():
+    global PACKAGE_DIR, SOURCE_DIR, ROOT, WORK
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    PACKAGE_DIR, SOURCE_DIR = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    WORK = tempfile.mkdtemp(prefix="shelfmark_package_test_")
+    try:
+        ROOT = os.path.join(WORK, "root")
+        for package in PACKAGES:
+            result = run(["dpkg-deb", "-x", deb_path(package), ROOT])
+            if result.returncode != 0:
+                print(result.stderr, file=sys.stderr)
+                return 1
+        program = unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:], exit=False)
+        return 0 if program.result.wasSuccessful() else 1
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
