@@ -17,7 +17,10 @@ developer would meet them:
     master and a node started with the flags of the packaged /etc/default
     files serve a put and a get from the packaged shelfmark-cli, and from a
     program outside the tree built with find_package(Shelfmark) against the
-    extracted libshelfmark-dev.
+    extracted libshelfmark-dev;
+  - installing (as root, where systemd does not run): dpkg -i creates the
+    user and state directories, the service user runs the master with the
+    packaged defaults, dpkg --purge removes the files and keeps the data.
 Everything runs in a temporary folder that is removed at the end; processes
 started here are stopped.
 """
@@ -362,6 +365,73 @@ class Cluster(unittest.TestCase):
         snapshots = os.path.join(WORK, "snapshots")
         wait_for(lambda: os.listdir(snapshots), "a snapshot in MOONCAKE_SNAPSHOT_LOCAL_PATH",
                  timeout=120)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "installing packages needs root")
+@unittest.skipIf(os.path.isdir("/run/systemd/system"),
+                 "systemd runs here: installing would start the services for real")
+class Install(unittest.TestCase):
+    """dpkg -i and --purge on this machine: the maintainer scripts create the
+    user and the state directories, the service user can run the master with
+    the packaged defaults, and removal leaves the data. Whatever the test
+    created (packages, user, directories) is removed again."""
+
+    def setUp(self):
+        installed = [p for p in PACKAGES if run(["dpkg", "-s", p]).returncode == 0]
+        if installed:
+            self.skipTest(f"already installed here: {installed}")
+        self.had_user = run(["getent", "passwd", "shelfmark"]).returncode == 0
+        self.had_state = os.path.exists("/var/lib/shelfmark")
+        self.addCleanup(self.clean_up)
+
+    def clean_up(self):
+        run(["dpkg", "--purge"] + PACKAGES)
+        if not self.had_user and run(["getent", "passwd", "shelfmark"]).returncode == 0:
+            run(["deluser", "--quiet", "--system", "shelfmark"])
+            run(["delgroup", "--quiet", "--system", "shelfmark"])
+        if not self.had_state:
+            shutil.rmtree("/var/lib/shelfmark", ignore_errors=True)
+
+    def test_install_run_as_service_user_and_purge(self):
+        result = run(["dpkg", "-i"] + [deb_path(p) for p in PACKAGES])
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        for package in PACKAGES:
+            status = run(["dpkg-query", "-W", "-f=${Status}", package]).stdout
+            self.assertEqual(status, "install ok installed", package)
+        self.assertEqual(run(["getent", "passwd", "shelfmark"]).returncode, 0)
+        for directory in SERVICES.values():
+            info = os.stat(directory)
+            self.assertEqual(oct(info.st_mode & 0o777), "0o750", directory)
+            self.assertEqual(run(["stat", "-c", "%U:%G", directory]).stdout.strip(),
+                             "shelfmark:shelfmark", directory)
+
+        # What the unit does: the packaged flags and variables, as shelfmark.
+        defaults = environment_file("/etc/default/shelfmark-master")
+        flags = with_flags(shlex.split(defaults["SHELFMARK_MASTER_FLAGS"]),
+                           rpc_address="127.0.0.1", rpc_port=0, metrics_port=0,
+                           snapshot_interval_seconds=1)
+        log = open(os.path.join(WORK, "installed-master.log"), "w+")
+        env = dict(os.environ, MOONCAKE_SNAPSHOT_LOCAL_PATH=defaults["MOONCAKE_SNAPSHOT_LOCAL_PATH"])
+        master = subprocess.Popen(["runuser", "-u", "shelfmark", "--", "/usr/bin/shelfmark-master",
+                                   *flags], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  start_new_session=True)
+        try:
+            wait_for(lambda: os.listdir("/var/lib/shelfmark/snapshots") or master.poll() is not None,
+                     "the installed master's first snapshot")
+            log.seek(0)
+            self.assertIsNone(master.poll(), log.read())
+        finally:
+            os.killpg(master.pid, signal.SIGTERM)
+            master.wait(timeout=60)
+            log.close()
+
+        result = run(["dpkg", "--purge"] + PACKAGES)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        for path in ("/usr/bin/shelfmark-master", "/etc/default/shelfmark-master",
+                     "/lib/systemd/system/shelfmark-node.service"):
+            self.assertFalse(os.path.exists(path), path)
+        # The operator's data stays.
+        self.assertTrue(os.listdir("/var/lib/shelfmark/snapshots"))
 
 
 def main():
