@@ -137,6 +137,9 @@ struct DirectoryStats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t eviction_runs = 0;
+  // Puts refused as impossible (no eviction could place them): more
+  // replicas than segments able to hold them, or larger than any segment.
+  uint64_t unplaceable_puts = 0;
   // Operations waiting for a RunPaused (snapshot) to end, right now.
   uint64_t snapshot_waiters = 0;
 };

@@ -139,8 +139,15 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
     }
     auto placed = segments_.Allocate(config.replica_num, size, config.preferred_segments);
     if (!placed.ok()) {
-      allocation_failed_ = true;
-      background_cv_.notify_one();
+      // Evict only for a put that eviction can help: one that can never be
+      // placed (more replicas than segments, larger than any segment) must
+      // not cost live objects.
+      if (segments_.CouldEverPlace(config.replica_num, size)) {
+        allocation_failed_ = true;
+        background_cv_.notify_one();
+      } else {
+        unplaceable_puts_.fetch_add(1, std::memory_order_relaxed);
+      }
       return placed.error();
     }
     TenantState& state = *shard.tenants.TryEmplace(tenant).first;
@@ -440,6 +447,7 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.evicted_objects = evicted_objects_.load();
   s.evicted_bytes = evicted_bytes_.load();
   s.eviction_runs = eviction_runs_.load();
+  s.unplaceable_puts = unplaceable_puts_.load();
   s.snapshot_waiters = snapshot_lock_.waiting();
   return s;
 }

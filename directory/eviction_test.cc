@@ -81,6 +81,34 @@ TEST_F(EvictionTest, AllocationFailureTriggersEvictionBelowWatermark) {
   EXPECT_LT(dir_->Stats().evicted_objects, 80u);
 }
 
+TEST_F(EvictionTest, PutsThatCanNeverBePlacedEvictNothing) {
+  ASSERT_EQ(dir_->RemoveAll("", false, true), 100u);
+  for (int i = 0; i < 80; ++i) ASSERT_EQ(Put(Key(i), 1024), ErrorCode::OK);  // under the mark
+  PutConfig two;
+  two.replica_num = 2;  // one segment only
+  EXPECT_EQ(dir_->PutStart(writer_, "", "two", 1024, two).error(),
+            ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_EQ(dir_->PutStart(writer_, "", "big", 101 * 1024, {}).error(),
+            ErrorCode::NO_AVAILABLE_HANDLE);
+  for (uint64_t size : {UINT64_MAX, UINT64_MAX - 1, uint64_t{1} << 63}) {
+    EXPECT_EQ(dir_->PutStart(writer_, "", "absurd", size, {}).error(),
+              ErrorCode::NO_AVAILABLE_HANDLE);
+  }
+  EvictNow();
+  DirectoryStats s = dir_->Stats();
+  EXPECT_EQ(s.unplaceable_puts, 5u);
+  EXPECT_EQ(s.eviction_runs, 0u);
+  EXPECT_EQ(s.evicted_objects, 0u);
+  EXPECT_EQ(s.key_count, 80u);
+  // A put that fits once others are evicted still makes room (and is no
+  // "unplaceable" put).
+  EXPECT_EQ(dir_->PutStart(writer_, "", "fits-later", 30 * 1024, {}).error(),
+            ErrorCode::NO_AVAILABLE_HANDLE);
+  EvictNow();
+  EXPECT_GT(dir_->Stats().evicted_objects, 0u);
+  EXPECT_EQ(dir_->Stats().unplaceable_puts, 5u);
+}
+
 TEST_F(EvictionTest, FruitlessPassBacksOffThenRetries) {
   for (int i = 0; i < 100; ++i) ReadAt(i);  // every lease live: nothing evictable
   dir_->RunBackgroundOnce();

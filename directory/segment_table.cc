@@ -184,6 +184,17 @@ Result<std::vector<Placement>> SegmentTable::Allocate(
   return placed;
 }
 
+bool SegmentTable::CouldEverPlace(uint32_t count, uint64_t size) const {
+  ReaderLock lock(&mu_);
+  uint32_t able = 0;
+  for (SegmentEntry* seg : order_) {
+    // AlignedSize is 0 when rounding up overflows (sizes near 2^64).
+    uint64_t need = seg->AlignedSize(size);
+    if (!seg->unmounting && need != 0 && need <= seg->Capacity() && ++able == count) return true;
+  }
+  return false;
+}
+
 void SegmentTable::Free(SegmentEntry* segment, uint64_t offset, uint64_t size) {
   MutexLock lock(&segment->mu);
   if (segment->allocator.Free(offset, segment->allocator.AlignedSize(size))) {

@@ -71,6 +71,10 @@ class SegmentTable {
   Result<std::vector<Placement>> Allocate(uint32_t count, uint64_t size,
                                           const std::vector<std::string>& preferred);
   void Free(SegmentEntry* segment, uint64_t offset, uint64_t size);
+  // Whether `count` replicas of `size` bytes could be placed if every
+  // segment were empty: that many mounted segments (not unmounting) are each
+  // at least that large. When false no eviction can make the put succeed.
+  bool CouldEverPlace(uint32_t count, uint64_t size) const;
 
   // --- snapshots ---
   // Mounted segments in mount order, with their allocators' free extents.
