@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 namespace shelfmark {
@@ -99,29 +100,33 @@ bool WriteAll(int fd, std::string_view bytes) {
   return true;
 }
 
-// Temp file, write, fsync, close, rename, directory fsync. *retry is set when
-// the directory vanished under us (a concurrent Remove pruned it).
-ErrorCode WriteAtomically(int dir_fd, const std::string& leaf, std::string_view bytes,
-                          bool* retry) {
+// Temp file, write, fsync, close, rename, directory fsync. Returns 0 or the
+// errno of the step that failed (EIO for a write that made no progress).
+// *retry is set when the directory vanished under us (a concurrent Remove
+// pruned it).
+int WriteAtomically(int dir_fd, const std::string& leaf, std::string_view bytes, bool* retry) {
   *retry = false;
   std::string tmp = LocalStore::TempName(leaf);
   Fd fd(openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd.ok()) {
     *retry = errno == ENOENT;
-    return ErrorCode::FILE_WRITE_FAIL;
+    return errno;
   }
+  errno = EIO;
   bool written = WriteAll(fd.get(), bytes) && fsync(fd.get()) == 0;
+  int err = errno;
   written = fd.Close() && written;
   if (!written) {
     unlinkat(dir_fd, tmp.c_str(), 0);
-    return ErrorCode::FILE_WRITE_FAIL;
+    return err;
   }
   if (renameat(dir_fd, tmp.c_str(), dir_fd, leaf.c_str()) != 0) {
-    *retry = errno == ENOENT;
+    err = errno;
+    *retry = err == ENOENT;
     unlinkat(dir_fd, tmp.c_str(), 0);
-    return ErrorCode::FILE_WRITE_FAIL;
+    return err;
   }
-  return fsync(dir_fd) == 0 ? ErrorCode::OK : ErrorCode::FILE_WRITE_FAIL;
+  return fsync(dir_fd) == 0 ? 0 : errno;
 }
 
 bool CouldMatch(std::string_view path, std::string_view prefix) {
@@ -200,18 +205,29 @@ std::string LocalStore::Describe() const { return "local:" + base_; }
 ErrorCode LocalStore::Put(std::string_view key, std::string_view bytes) {
   if (!ValidObjectKey(key)) return ErrorCode::INVALID_PARAMS;
   std::vector<std::string> parts = Split(key);
-  ErrorCode rc = ErrorCode::FILE_WRITE_FAIL;
+  int err = ENOENT;
   for (int attempt = 0; attempt < kPutAttempts; ++attempt) {
     std::vector<Fd> chain;
     // ENOENT: a concurrent Remove pruned a directory we had just opened.
-    int err = WalkDirs(base_fd_, parts, parts.size() - 1, /*create=*/true, &chain);
+    err = WalkDirs(base_fd_, parts, parts.size() - 1, /*create=*/true, &chain);
     if (err == ENOENT) continue;
-    if (err != 0) return ErrorCode::FILE_WRITE_FAIL;
+    if (err != 0) break;
     bool retry = false;
-    rc = WriteAtomically(DeepestFd(base_fd_, chain), parts.back(), bytes, &retry);
+    err = WriteAtomically(DeepestFd(base_fd_, chain), parts.back(), bytes, &retry);
     if (!retry) break;
   }
-  return rc;
+  return err == 0 ? ErrorCode::OK : Failed("PUT", key, err, ErrorCode::FILE_WRITE_FAIL);
+}
+
+ErrorCode LocalStore::Failed(std::string_view op, std::string_view key, int err, ErrorCode code) {
+  MutexLock lock(&error_mu_);
+  last_error_ = std::string(op) + " " + std::string(key) + ": " + std::strerror(err);
+  return code;
+}
+
+std::string LocalStore::last_error() const {
+  MutexLock lock(&error_mu_);
+  return last_error_;
 }
 
 Result<std::string> LocalStore::Get(std::string_view key) {
@@ -271,18 +287,21 @@ ErrorCode LocalStore::Remove(std::string_view key) {
   std::vector<Fd> chain;
   int err = WalkDirs(base_fd_, parts, ndirs, /*create=*/false, &chain);
   if (err == ENOENT || err == ENOTDIR || err == ELOOP) return ErrorCode::OK;  // not in the tree
-  if (err != 0) return ErrorCode::FILE_WRITE_FAIL;
+  if (err != 0) return Failed("REMOVE", key, err, ErrorCode::FILE_WRITE_FAIL);
   int dir_fd = DeepestFd(base_fd_, chain);
   if (unlinkat(dir_fd, parts.back().c_str(), 0) != 0) {
-    // Missing, or a directory (not an object): nothing to remove.
-    return errno == ENOENT || errno == EISDIR ? ErrorCode::OK : ErrorCode::FILE_WRITE_FAIL;
+    // A directory is not an object: nothing to remove. A missing key still
+    // prunes the directories below (a failed Put may have left them empty).
+    if (errno == EISDIR) return ErrorCode::OK;
+    if (errno != ENOENT) return Failed("REMOVE", key, errno, ErrorCode::FILE_WRITE_FAIL);
+  } else if (fsync(dir_fd) != 0) {
+    return Failed("REMOVE", key, errno, ErrorCode::FILE_WRITE_FAIL);
   }
-  if (fsync(dir_fd) != 0) return ErrorCode::FILE_WRITE_FAIL;
   // Prune the directories this left empty, deepest first, never the base.
   for (size_t i = ndirs; i-- > 0;) {
     int parent = i == 0 ? base_fd_ : chain[i - 1].get();
     if (unlinkat(parent, parts[i].c_str(), AT_REMOVEDIR) != 0) break;  // not empty
-    if (fsync(parent) != 0) return ErrorCode::FILE_WRITE_FAIL;
+    if (fsync(parent) != 0) return Failed("REMOVE", key, errno, ErrorCode::FILE_WRITE_FAIL);
   }
   return ErrorCode::OK;
 }

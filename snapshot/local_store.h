@@ -21,7 +21,8 @@
 //    leftover temp files of a crashed Put are skipped; an invalid prefix
 //    (not the start of any valid key) is INVALID_PARAMS;
 //  - Remove unlinks the file, fsyncs its directory and removes the parent
-//    directories it leaves empty, up to (not including) the base.
+//    directories it leaves empty, up to (not including) the base; those of
+//    a missing key too (a failed Put can leave its directories empty).
 //  - A key component must also fit the file system's NAME_MAX (255 bytes)
 //    together with the temp suffix (about 30 bytes); longer ones fail with
 //    FILE_WRITE_FAIL.
@@ -36,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/result.h"
 #include "snapshot/object_store.h"
 
@@ -53,6 +55,8 @@ class LocalStore : public ObjectStore {
   Result<std::vector<std::string>> List(std::string_view prefix) override;
   ErrorCode Remove(std::string_view key) override;
   std::string Describe() const override;
+  // E.g. "PUT a/b: No space left on device" (Put and Remove record theirs).
+  std::string last_error() const override;
 
   const std::string& base() const { return base_; }
 
@@ -62,8 +66,13 @@ class LocalStore : public ObjectStore {
  private:
   LocalStore(std::string base, int base_fd) : base_(std::move(base)), base_fd_(base_fd) {}
 
+  // Records "OP key: strerror(err)" as last_error() and returns `code`.
+  ErrorCode Failed(std::string_view op, std::string_view key, int err, ErrorCode code);
+
   std::string base_;
   int base_fd_;  // O_DIRECTORY descriptor of base_, for *at() walks
+  mutable Mutex error_mu_;
+  std::string last_error_ GUARDED_BY(error_mu_);
 };
 
 }  // namespace shelfmark

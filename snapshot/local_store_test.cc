@@ -124,6 +124,22 @@ TEST_F(LocalStoreTest, RemovePrunesEmptyDirectoriesButNotBase) {
   EXPECT_EQ(store_->Get("d").error(), ErrorCode::FILE_NOT_FOUND);
 }
 
+TEST_F(LocalStoreTest, RemoveOfAMissingKeyPrunesTheEmptyDirectoriesAboveIt) {
+  // What a Put that failed after creating its directories leaves behind.
+  fs::create_directories(dir_ + "/snap/c1/id");
+  ASSERT_EQ(store_->Put("snap/keep", "k"), ErrorCode::OK);
+  EXPECT_EQ(store_->Remove("snap/c1/id/metadata"), ErrorCode::OK);
+  EXPECT_EQ(Tree(), (std::vector<std::string>{"snap", "snap/keep"}));
+}
+
+TEST_F(LocalStoreTest, FailedPutSaysWhyInLastError) {
+  EXPECT_EQ(store_->last_error(), "");
+  ASSERT_EQ(store_->Put("file", "f"), ErrorCode::OK);
+  // A path component that is a file.
+  EXPECT_EQ(store_->Put("file/below", "x"), ErrorCode::FILE_WRITE_FAIL);
+  EXPECT_EQ(store_->last_error(), "PUT file/below: Not a directory");
+}
+
 TEST_F(LocalStoreTest, InvalidKeysAreRejectedAndTouchNothing) {
   WriteRaw("../outside-" + fs::path(dir_).filename().string(), "x");  // a sibling of base
   const std::string sibling = fs::path(dir_).filename().string();

@@ -39,6 +39,10 @@ class ObjectStore {
   virtual Result<std::vector<std::string>> List(std::string_view prefix) = 0;
   virtual ErrorCode Remove(std::string_view key) = 0;
   virtual std::string Describe() const = 0;
+  // What the most recent failed call (of any thread) ran into, for logs:
+  // the operation, the key and the cause ("PUT a/b: No space left on
+  // device"); empty until a call fails. Never includes credentials.
+  virtual std::string last_error() const = 0;
 };
 
 // True when `key` satisfies the key contract above.

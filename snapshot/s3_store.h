@@ -74,10 +74,9 @@ class S3Store : public ObjectStore {
   ErrorCode Remove(std::string_view key) override;
   std::string Describe() const override;
 
-  // What the most recent failed call (of any thread) ran into, e.g.
-  // "GET a/b: HTTP 403 SignatureDoesNotMatch" or "PUT a/b: curl: Timeout was
-  // reached"; empty until a call fails.
-  std::string last_error() const;
+  // E.g. "GET a/b: HTTP 403 SignatureDoesNotMatch" or "PUT a/b: curl:
+  // Timeout was reached".
+  std::string last_error() const override;
 
  private:
   struct Response {

@@ -98,6 +98,15 @@ Result<std::vector<std::string>> SnapshotCatalog::Candidates() const {
   return ids;
 }
 
+ErrorCode SnapshotCatalog::Discard(std::string_view id) const {
+  if (!ValidSnapshotId(id)) return ErrorCode::INVALID_PARAMS;
+  for (std::string_view name : kSnapshotObjects) {
+    ErrorCode rc = store_->Remove(ObjectKey(id, name));
+    if (rc != ErrorCode::OK) return rc;
+  }
+  return ErrorCode::OK;
+}
+
 Result<std::vector<std::string>> SnapshotCatalog::ApplyRetention(size_t keep) const {
   if (keep == 0) return ErrorCode::INVALID_PARAMS;
   Result<std::string> latest = Latest();

@@ -69,6 +69,11 @@ class SnapshotCatalog {
   // the ids deleted. Precondition: keep >= 1.
   Result<std::vector<std::string>> ApplyRetention(size_t keep) const;
 
+  // Deletes every object of snapshot `id` that exists (a local store also
+  // prunes the directories this leaves empty): what a snapshot that failed
+  // before latest.txt named it leaves behind. OK when none exist.
+  ErrorCode Discard(std::string_view id) const;
+
  private:
   ObjectStore* store_;
   std::string cluster_id_;

@@ -176,9 +176,17 @@ void RunSnapshotChild(Directory& directory, ObjectStore& store, const PublishPar
   ErrorCode rc = PublishSnapshot(directory, store, params, &report);
   report.cow_bytes = SelfPrivateDirtyBytes();
   if (rc != ErrorCode::OK) {
+    std::string detail = store.last_error();
+    std::snprintf(report.detail, sizeof(report.detail), "%s", detail.c_str());
     ChildLog("snapshot " + params.snapshot_id + " failed at " +
              std::string(SnapshotStageName(static_cast<SnapshotStage>(report.stage))) + ": " +
-             std::string(ErrorCodeName(rc)));
+             std::string(ErrorCodeName(rc)) + " (" + store.Describe() + ": " + detail + ")");
+    // Not published: leave nothing of it behind (a full disk would otherwise
+    // collect one empty snapshot directory per interval).
+    if (report.stage < static_cast<int32_t>(SnapshotStage::kLatest)) {
+      SnapshotCatalog catalog(&store, params.cluster_id);
+      report.discarded = catalog.Discard(params.snapshot_id) == ErrorCode::OK ? 1 : 0;
+    }
   }
   ssize_t written = write(report_fd, &report, sizeof(report));
   _exit(rc == ErrorCode::OK && written == static_cast<ssize_t>(sizeof(report)) ? 0 : 1);

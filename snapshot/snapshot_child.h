@@ -57,6 +57,11 @@ struct ChildReport {
   uint64_t snapshot_bytes = 0;
   uint64_t cow_bytes = 0;
   uint64_t objects = 0;
+  // On failure, the store's last_error() (NUL-terminated, cut to fit).
+  char detail[200] = {};
+  // On failure before latest.txt: 1 when the snapshot's objects (and the
+  // directories they leave empty) were deleted again.
+  int32_t discarded = 0;
 };
 
 struct PublishParams {

@@ -115,9 +115,11 @@ SnapshotResult Snapshotter::TakeSnapshotNow() {
                  static_cast<unsigned long long>(result.snapshot_bytes), result.fork_pause_ms,
                  result.child_ms, static_cast<unsigned long long>(result.cow_bytes));
   } else {
-    std::fprintf(stderr, "shelfmark-master: snapshot %s failed at %s: %s\n",
+    std::fprintf(stderr, "shelfmark-master: snapshot %s failed at %s: %s (%s%s%s)%s\n",
                  result.snapshot_id.c_str(), result.failed_stage.c_str(),
-                 std::string(ErrorCodeName(result.code)).c_str());
+                 std::string(ErrorCodeName(result.code)).c_str(), store_->Describe().c_str(),
+                 result.detail.empty() ? "" : ": ", result.detail.c_str(),
+                 result.discarded ? "; its partial objects were deleted" : "");
   }
   if (options_.on_result) options_.on_result(result);
   return result;
@@ -195,6 +197,9 @@ void Snapshotter::Reap(pid_t pid, int report_fd, int64_t start_ns, SnapshotResul
     if (report.code != 0) {
       Fail(result, ErrorCodeFromInt(report.code),
            SnapshotStageName(static_cast<SnapshotStage>(report.stage)));
+      report.detail[sizeof(report.detail) - 1] = '\0';
+      result->detail = report.detail;
+      result->discarded = report.discarded != 0;
     }
   }
   bool clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;

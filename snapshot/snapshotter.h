@@ -50,6 +50,11 @@ struct SnapshotResult {
   // own buffers. 0 when unknown (the child died early).
   uint64_t cow_bytes = 0;
   uint64_t objects = 0;  // objects encoded by the child
+  // On a failure the child reported: what the store ran into (its
+  // last_error(), e.g. "PUT k: No space left on device"), and whether the
+  // unpublished snapshot's objects and directories were deleted again.
+  std::string detail;
+  bool discarded = false;
 };
 
 struct SnapshotterOptions {
