@@ -17,6 +17,7 @@
 #include "master/snapshot_metrics.h"
 #include "snapshot/local_store.h"
 #include "snapshot/s3_store.h"
+#include "snapshot/snapshot_catalog.h"
 #include "snapshot/snapshot_restore.h"
 #include "snapshot/snapshotter.h"
 
@@ -79,7 +80,9 @@ bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMe
                     SnapshotService* service) {
   std::string error;
   service->store = OpenSnapshotStore(config, &error);
-  if (service->store == nullptr) {
+  if (service->store == nullptr ||
+      ProbeWritable(*service->store, std::string(kSnapshotRoot) + "/write_check", &error) !=
+          ErrorCode::OK) {
     std::fprintf(stderr, "shelfmark-master: snapshot store: %s\n", error.c_str());
     return false;
   }
@@ -115,6 +118,12 @@ int Run(const MasterConfig& config) {
     return 1;
   }
   directory.StartBackgroundThread();
+  // Before the RPC port opens: a store that cannot be written stops the
+  // master at start, not at its first snapshot an interval later.
+  SnapshotService snapshots;
+  if (config.enable_snapshot && !StartSnapshots(config, directory, snapshot_metrics, &snapshots)) {
+    return 1;
+  }
   RpcServerOptions rpc_options;
   rpc_options.bind_address = config.rpc_address;
   rpc_options.port = static_cast<uint16_t>(config.rpc_port);
@@ -134,10 +143,6 @@ int Run(const MasterConfig& config) {
   HttpServer http;
   auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master");
   if (!http_port.ok()) return 1;
-  SnapshotService snapshots;
-  if (config.enable_snapshot && !StartSnapshots(config, directory, snapshot_metrics, &snapshots)) {
-    return 1;
-  }
   std::fprintf(stderr, "shelfmark-master: cluster %s, rpc port %u, metrics port %u\n",
                config.cluster_id.c_str(), *rpc_port, *http_port);
   stop_signals.Wait("shelfmark-master", "stopping");

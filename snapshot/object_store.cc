@@ -30,6 +30,16 @@ bool ValidObjectKey(std::string_view key) {
   return true;
 }
 
+ErrorCode ProbeWritable(ObjectStore& store, std::string_view key, std::string* error) {
+  ErrorCode rc = store.Put(key, "shelfmark write check\n");
+  if (rc == ErrorCode::OK) rc = store.Remove(key);
+  if (rc != ErrorCode::OK) {
+    *error = "cannot write to " + store.Describe() + ": " + store.last_error() + " (" +
+             std::string(ErrorCodeName(rc)) + ")";
+  }
+  return rc;
+}
+
 bool ValidObjectPrefix(std::string_view prefix) {
   return prefix.empty() || ValidObjectKey(prefix) || ValidObjectKey(std::string(prefix) + "x");
 }

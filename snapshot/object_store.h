@@ -45,6 +45,12 @@ class ObjectStore {
   virtual std::string last_error() const = 0;
 };
 
+// Puts and removes the object `key`: whether the store can be written at
+// all (the master checks its snapshot store at start-up rather than failing
+// its first snapshot an interval later). On failure, *error names the store
+// and what it ran into.
+ErrorCode ProbeWritable(ObjectStore& store, std::string_view key, std::string* error);
+
 // True when `key` satisfies the key contract above.
 bool ValidObjectKey(std::string_view key);
 

@@ -1,6 +1,13 @@
 // The real shelfmark-master binary: flags, /health, /metrics moving under
 // real RPC traffic, clean stop on SIGTERM.
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -75,6 +82,35 @@ TEST(MasterProcess, PortInUseIsAClearError) {
                        "--metrics_port=" + std::to_string(http)}, err);
   EXPECT_EQ(second.Wait(20'000), 1);
   EXPECT_NE(ReadFile(err).find("--metrics_port"), std::string::npos) << ReadFile(err);
+}
+
+// A snapshot location it cannot write stops the master at start, naming the
+// path and the cause, before the RPC port opens (it used to start and fail
+// its first snapshot an interval later, with neither in the log).
+TEST(MasterProcess, RefusesToStartWithASnapshotPathItCannotWrite) {
+  testing::TempDir dir("master_process");
+  const std::string readonly = dir.Join("readonly"), err = dir.Join("readonly.err");
+  ASSERT_EQ(mkdir(readonly.c_str(), 0755), 0);
+  // Root ignores permission bits: a read-only tmpfs for it, mode 0555 for others.
+  bool mounted = false;
+  if (geteuid() == 0) {
+    mounted = mount("tmpfs", readonly.c_str(), "tmpfs", MS_RDONLY, "size=64k") == 0;
+    if (!mounted) GTEST_SKIP() << "root without mount rights: " << std::strerror(errno);
+  } else {
+    ASSERT_EQ(chmod(readonly.c_str(), 0555), 0);
+  }
+  setenv("MOONCAKE_SNAPSHOT_LOCAL_PATH", readonly.c_str(), 1);
+  ChildProcess master(SHELFMARK_MASTER_BIN,
+                      {"--rpc_port=0", "--metrics_port=0", "--enable_snapshot=true"}, err);
+  int status = master.Wait(20'000);
+  unsetenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");
+  if (mounted) umount2(readonly.c_str(), MNT_DETACH);
+  EXPECT_EQ(status, 1);
+  std::string log = ReadFile(err);
+  EXPECT_NE(log.find("cannot write to local:" + readonly), std::string::npos) << log;
+  EXPECT_NE(log.find(mounted ? "Read-only file system" : "Permission denied"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("rpc port"), std::string::npos) << log;
 }
 
 }  // namespace
