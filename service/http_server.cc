@@ -24,52 +24,20 @@ constexpr size_t kMaxRequestBytes = 8 * 1024;          // request line + headers
 constexpr auto kReadTimeout = std::chrono::seconds(2);   // whole request, not per recv
 constexpr auto kWriteTimeout = std::chrono::seconds(5);  // whole response
 constexpr size_t kMaxDrainBytes = 64 * 1024;
+constexpr size_t kMaxConnections = 64;  // served at once; more drop the oldest reader
 
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;
 }
 
-int RemainingMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
-}
-
-// True once `fd` is ready for `events` (or in error, which the following
-// recv/send reports); false on deadline or when `wake_fd` becomes readable.
-bool WaitReady(int fd, short events, int wake_fd, Clock::time_point deadline) {
-  for (;;) {
-    int ms = RemainingMs(deadline);
-    if (ms <= 0) return false;
-    pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-    int n = poll(fds, 2, ms);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || fds[1].revents != 0) return false;
-    return true;
-  }
+int RemainingMs(Clock::time_point deadline, Clock::time_point now) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+  return left.count() > 0 ? static_cast<int>(left.count()) + 1 : 0;
 }
 
 bool HeadComplete(const std::string& data) {
   return data.find("\r\n\r\n") != std::string::npos || data.find("\n\n") != std::string::npos;
-}
-
-// Reads the request head: until a blank line, the size cap, EOF, an error or
-// the read deadline. nullopt when Stop() interrupted it.
-std::optional<std::string> ReadRequestHead(int fd, int wake_fd) {
-  std::string data;
-  auto deadline = Clock::now() + kReadTimeout;
-  char buf[2048];
-  while (data.size() < kMaxRequestBytes && !HeadComplete(data)) {
-    if (!WaitReady(fd, POLLIN, wake_fd, deadline)) {
-      if (RemainingMs(deadline) > 0) return std::nullopt;  // woken by Stop()
-      break;
-    }
-    ssize_t n = recv(fd, buf, std::min(sizeof(buf), kMaxRequestBytes - data.size()), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  return data;
 }
 
 struct RequestLine {
@@ -155,23 +123,6 @@ HttpResponse Dispatch(const std::string& head,
   }
 }
 
-// Sends everything unless the peer stalls past the deadline, errors, or Stop().
-void SendAll(int fd, const std::string& data, int wake_fd) {
-  auto deadline = Clock::now() + kWriteTimeout;
-  size_t sent = 0;
-  while (sent < data.size()) {
-    ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
-               !WaitReady(fd, POLLOUT, wake_fd, deadline)) {
-      return;
-    }
-  }
-}
-
 // Unread input at close() makes the kernel send RST, which can destroy the
 // response before the client reads it; discard what has already arrived.
 void DrainInput(int fd) {
@@ -183,14 +134,6 @@ void DrainInput(int fd) {
     if (n <= 0) return;
     total += static_cast<size_t>(n);
   }
-}
-
-void SetSocketTimeouts(int fd) {
-  timeval tv{};
-  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kReadTimeout).count();
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kWriteTimeout).count();
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
 // A non-blocking listening socket on 0.0.0.0:port; -1 with errno on failure.
@@ -217,13 +160,6 @@ uint16_t BoundPort(int fd) {
   socklen_t len = sizeof(addr);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
   return ntohs(addr.sin_port);
-}
-
-// accept() failing for lack of resources leaves the listener readable; back
-// off briefly instead of spinning. Returns false when Stop() was requested.
-bool BackOff(int wake_fd) {
-  pollfd wake{wake_fd, POLLIN, 0};
-  return poll(&wake, 1, 100) <= 0;
 }
 
 }  // namespace
@@ -268,34 +204,126 @@ void HttpServer::Stop() {
   CloseFd(wake_fd_[1]);
 }
 
+// One connection of the event loop: reading its request head, then writing
+// its response, each phase with its own deadline.
+struct HttpServer::Conn {
+  int fd = -1;
+  Clock::time_point accepted;
+  Clock::time_point deadline;
+  std::string in;
+  std::string out;  // non-empty: the response, being written
+  size_t sent = 0;
+};
+
+// The event loop: every connection is served concurrently (non-blocking
+// reads and writes under poll), so slow or silent clients cost a slot each,
+// never the others' time. At kMaxConnections the oldest connection still
+// reading its request is dropped to make room: a probe that sends its
+// request at once is always served.
 void HttpServer::Serve() {
+  std::vector<Conn> conns;
+  std::vector<pollfd> fds;
   for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_[0], POLLIN, 0}};
-    int n = poll(fds, 2, -1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      bool transient = errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-                       errno == ECONNABORTED;
-      if (!transient && !BackOff(wake_fd_[0])) return;
-      continue;
+    Clock::time_point now = Clock::now();
+    ExpireConnections(&conns, now);
+    fds.clear();
+    fds.push_back({wake_fd_[0], POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});
+    int timeout_ms = -1;
+    for (const Conn& c : conns) {
+      fds.push_back({c.fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+      int left = RemainingMs(c.deadline, now);
+      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
     }
-    ServeOne(fd);
-    close(fd);
+    if (accept_backoff_until_ > now) {
+      fds[1].events = 0;  // out of descriptors a moment ago: retry later
+      int left = RemainingMs(accept_backoff_until_, now);
+      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+    }
+    int n = poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || fds[0].revents != 0) break;
+    for (size_t i = conns.size(); i-- > 0;) {
+      if (fds[i + 2].revents != 0 && !Progress(&conns[i])) {
+        CloseConn(&conns[i]);
+        conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    if ((fds[1].revents & POLLIN) != 0) AcceptAll(&conns);
+  }
+  for (Conn& c : conns) CloseConn(&c);
+}
+
+void HttpServer::ExpireConnections(std::vector<Conn>* conns, Clock::time_point now) {
+  auto expired = [&](Conn& c) {
+    if (c.deadline > now) return false;
+    timed_out_.fetch_add(1, std::memory_order_relaxed);
+    CloseConn(&c);
+    return true;
+  };
+  conns->erase(std::remove_if(conns->begin(), conns->end(), expired), conns->end());
+}
+
+void HttpServer::AcceptAll(std::vector<Conn>* conns) {
+  for (;;) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {  // EMFILE, ENOBUFS, ...
+        accept_backoff_until_ = Clock::now() + std::chrono::milliseconds(100);
+      }
+      return;
+    }
+    if (conns->size() >= kMaxConnections) {
+      auto oldest = std::min_element(conns->begin(), conns->end(), [](const Conn& a, const Conn& b) {
+        return std::make_pair(!a.out.empty(), a.accepted) < std::make_pair(!b.out.empty(), b.accepted);
+      });
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      CloseConn(&*oldest);
+      conns->erase(oldest);
+    }
+    Conn c;
+    c.fd = fd;
+    c.accepted = Clock::now();
+    c.deadline = c.accepted + kReadTimeout;
+    conns->push_back(std::move(c));
   }
 }
 
-// One request per connection. A silent client is dropped after the read
-// deadline; a client that sends an unterminated or garbled head gets 400.
-void HttpServer::ServeOne(int fd) {
-  SetSocketTimeouts(fd);
-  std::optional<std::string> head = ReadRequestHead(fd, wake_fd_[0]);
-  if (!head || head->empty()) return;
-  SendAll(fd, FormatResponse(Dispatch(*head, handlers_)), wake_fd_[0]);
-  shutdown(fd, SHUT_WR);
-  DrainInput(fd);
+// Reads what arrived or writes what the socket takes. False when the
+// connection is done (response sent, peer gone, or an error).
+bool HttpServer::Progress(Conn* c) {
+  if (c->out.empty()) {
+    char buf[2048];
+    ssize_t n = recv(c->fd, buf, std::min(sizeof(buf), kMaxRequestBytes - c->in.size()), 0);
+    if (n < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
+    if (n > 0) c->in.append(buf, static_cast<size_t>(n));
+    bool complete = n == 0 || c->in.size() >= kMaxRequestBytes || HeadComplete(c->in);
+    if (!complete) return true;
+    if (c->in.empty()) return false;  // connected and closed: nothing to answer
+    c->out = FormatResponse(Dispatch(c->in, handlers_));
+    c->deadline = Clock::now() + kWriteTimeout;
+  }
+  while (c->sent < c->out.size()) {
+    ssize_t n = send(c->fd, c->out.data() + c->sent, c->out.size() - c->sent,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c->sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+  }
+  shutdown(c->fd, SHUT_WR);
+  DrainInput(c->fd);
+  return false;
+}
+
+void HttpServer::CloseConn(Conn* c) { CloseFd(c->fd); }
+
+HttpServerStats HttpServer::stats() const {
+  return {timed_out_.load(std::memory_order_relaxed), dropped_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace shelfmark

@@ -1,20 +1,34 @@
 // HttpServer: a minimal HTTP/1.1 server for /health and /metrics. GET only,
-// one request per connection, served by one background thread (scraping is
-// rare and cheap). Not for payload.
+// one request per connection, served by one background thread running a
+// poll loop over every open connection (scraping is rare and cheap; not for
+// payload).
 //
-// Thread safety: Handle() before Start(); Start/Stop from one thread.
+// Limits, so that no client can starve a liveness probe: a request head must
+// arrive within 2 s and be at most 8 KiB; a response must be taken within
+// 5 s; at most 64 connections are open at once, and a new one drops the
+// oldest still reading its request. stats() counts both kinds of drop.
+//
+// Thread safety: Handle() before Start(); Start/Stop from one thread;
+// stats() from any thread.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/result.h"
 
 namespace shelfmark {
+
+struct HttpServerStats {
+  uint64_t timed_out = 0;  // connections closed at their read or write deadline
+  uint64_t dropped = 0;    // connections closed to make room for a new one
+};
 
 struct HttpResponse {
   int status = 200;
@@ -35,15 +49,24 @@ class HttpServer {
   // bound port, or INVALID_PARAMS when the port cannot be bound.
   Result<uint16_t> Start(uint16_t port);
   void Stop();
+  HttpServerStats stats() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Conn;
   void Serve();
-  void ServeOne(int fd);
+  void ExpireConnections(std::vector<Conn>* conns, Clock::time_point now);
+  void AcceptAll(std::vector<Conn>* conns);
+  bool Progress(Conn* c);
+  static void CloseConn(Conn* c);
 
   std::map<std::string, Handler> handlers_;
   int listen_fd_ = -1;
   int wake_fd_[2] = {-1, -1};
   std::thread thread_;
+  Clock::time_point accept_backoff_until_{};  // Serve()'s thread only
+  std::atomic<uint64_t> timed_out_{0};
+  std::atomic<uint64_t> dropped_{0};
 };
 
 }  // namespace shelfmark

@@ -96,7 +96,7 @@ bool ServerAccepted(uint16_t port, int fd) {
   return connected && queue_empty;
 }
 
-// Waits until the server serves `fd` (it serves one connection at a time).
+// Waits until the server has accepted `fd`.
 bool WaitServerTook(uint16_t port, int fd) {
   return testing::WaitFor([&] { return ServerAccepted(port, fd); }, 60'000);
 }
@@ -244,9 +244,8 @@ TEST_F(HttpServerTest, ClientsThatHangUpAreHarmless) {
   EXPECT_EQ(StatusOf(Get(port_, "/health")), 200);
 }
 
-// The silent client holds the one server thread; the request behind it is
-// served once the server drops it (a server that waited for it forever
-// would leave Get empty after the client's 15 s receive timeout).
+// A silent client neither blocks the requests behind it nor stays forever:
+// it is dropped without an answer at its read deadline, and counted.
 TEST_F(HttpServerTest, SilentClientDoesNotBlockLaterRequests) {
   int silent = Connect(port_);
   ASSERT_GE(silent, 0);
@@ -254,7 +253,51 @@ TEST_F(HttpServerTest, SilentClientDoesNotBlockLaterRequests) {
   std::string response = Get(port_, "/health");
   EXPECT_EQ(StatusOf(response), 200) << response;
   EXPECT_TRUE(PeerClosed(silent));  // the server dropped it without an answer
+  EXPECT_EQ(server_.stats().timed_out, 1u);
   close(silent);
+}
+
+// True while the server keeps `fd` open without having answered it.
+bool StillWaiting(int fd) {
+  char byte;
+  ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// Twenty clients that started a request and went quiet (a server serving
+// one at a time answered /health only after their deadlines, 20-40 s):
+// /health is answered while every one of them is still waiting.
+TEST_F(HttpServerTest, StalledClientsDoNotDelayHealth) {
+  std::vector<int> stalled;
+  for (int i = 0; i < 20; ++i) {
+    stalled.push_back(Connect(port_));
+    ASSERT_GE(stalled.back(), 0);
+    ASSERT_TRUE(SendAll(stalled.back(), "GET /heal"));
+    ASSERT_TRUE(WaitServerTook(port_, stalled.back()));
+  }
+  std::string response = Get(port_, "/health");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  int waiting = 0;
+  for (int fd : stalled) waiting += StillWaiting(fd) ? 1 : 0;
+  EXPECT_EQ(waiting, 20);
+  for (int fd : stalled) close(fd);
+}
+
+// More connections than it serves at once: the oldest one still reading is
+// dropped to make room, so a new probe is always answered.
+TEST_F(HttpServerTest, FullHouseDropsTheOldestReader) {
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) {
+    idle.push_back(Connect(port_));
+    ASSERT_GE(idle.back(), 0);
+    ASSERT_TRUE(WaitServerTook(port_, idle.back()));
+  }
+  std::string response = Get(port_, "/health");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_TRUE(PeerClosed(idle.front()));
+  EXPECT_TRUE(StillWaiting(idle.back()));
+  EXPECT_GE(server_.stats().dropped, 1u);
+  for (int fd : idle) close(fd);
 }
 
 // A client that keeps sending a byte at a time, for longer than the next
