@@ -14,6 +14,19 @@ void AddServingFlags(FlagSet& f, MasterConfig* c) {
   f.AddInt64("metrics_port", &c->metrics_port, "HTTP /metrics and /health port", 0, 65535);
   f.AddString("rpc_address", &c->rpc_address, "address the RPC server binds");
   f.AddInt64("rpc_threads", &c->rpc_threads, "RPC event-loop threads", 1, 64);
+  f.AddInt64("rpc_max_connections", &c->rpc_max_connections,
+             "open RPC connections; at the limit a new one replaces the idlest "
+             "(0: the descriptor limit less a reserve)",
+             0, 1LL << 24);
+  f.AddInt64("rpc_max_request_bytes", &c->rpc_max_request_bytes,
+             "largest RPC request; a larger one ends its connection", 4096, 1LL << 32);
+  f.AddInt64("rpc_max_buffered_request_bytes", &c->rpc_max_buffered_request_bytes,
+             "bytes of RPC requests being received at once, all connections together", 4096,
+             1LL << 40);
+  f.AddInt64("rpc_request_timeout_sec", &c->rpc_request_timeout_sec,
+             "seconds a request may take to arrive whole", 1, kMaxSeconds);
+  f.AddInt64("rpc_idle_timeout_sec", &c->rpc_idle_timeout_sec,
+             "seconds an RPC connection may stay silent (0: forever)", 0, kMaxSeconds);
   f.AddString("cluster_id", &c->cluster_id, "cluster name (snapshot location)");
 }
 
@@ -97,6 +110,11 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
   if (config->cluster_id.empty() || config->cluster_id.find('/') != std::string::npos ||
       config->cluster_id.find("..") != std::string::npos) {
     *message = "shelfmark-master: flag --cluster_id must be a non-empty name without '/' or '..'";
+    return ParseOutcome::kError;
+  }
+  if (config->rpc_max_buffered_request_bytes < config->rpc_max_request_bytes) {
+    *message = "shelfmark-master: flag --rpc_max_buffered_request_bytes must be at least "
+               "--rpc_max_request_bytes";
     return ParseOutcome::kError;
   }
   return ReadSnapshotEnvironment(config, message) ? ParseOutcome::kRun : ParseOutcome::kError;

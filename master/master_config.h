@@ -14,6 +14,12 @@ struct MasterConfig {
   int64_t metrics_port = 9003;
   std::string rpc_address = "0.0.0.0";
   int64_t rpc_threads = 2;
+  // Limits on hostile or broken RPC clients (master/rpc_server.h).
+  int64_t rpc_max_connections = 0;  // 0: RLIMIT_NOFILE less a reserve
+  int64_t rpc_max_request_bytes = 64ll << 20;
+  int64_t rpc_max_buffered_request_bytes = 256ll << 20;
+  int64_t rpc_request_timeout_sec = 30;
+  int64_t rpc_idle_timeout_sec = 0;  // 0: never
   int64_t default_kv_lease_ttl = 10'000;  // ms
   int64_t client_ttl = 10;                // s
   double eviction_ratio = 0.05;

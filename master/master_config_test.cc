@@ -46,13 +46,34 @@ TEST(MasterConfig, DesignStudyExampleParses) {
 TEST(MasterConfig, BadValuesNameTheFlag) {
   for (const char* arg : {"--snapshot_retention_count=0", "--rpc_port=-1", "--client_ttl=0",
                           "--eviction_ratio=2", "--snapshot_object_store_type=ftp",
-                          "--bogus=1", "--cluster_id=../x"}) {
+                          "--bogus=1", "--cluster_id=../x", "--rpc_max_request_bytes=10",
+                          "--rpc_request_timeout_sec=0", "--rpc_idle_timeout_sec=-1",
+                          "--rpc_max_buffered_request_bytes=8192"}) {
     MasterConfig c;
     std::string msg;
     EXPECT_EQ(Parse({arg}, &c, &msg), ParseOutcome::kError) << arg;
     std::string name = std::string(arg).substr(0, std::string(arg).find('='));
     EXPECT_NE(msg.find(name), std::string::npos) << msg;
   }
+}
+
+TEST(MasterConfig, RpcLimits) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({"--rpc_max_connections=100", "--rpc_max_request_bytes=1048576",
+                   "--rpc_max_buffered_request_bytes=4194304", "--rpc_request_timeout_sec=5",
+                   "--rpc_idle_timeout_sec=600"},
+                  &c, &msg),
+            ParseOutcome::kRun)
+      << msg;
+  EXPECT_EQ(c.rpc_max_connections, 100);
+  EXPECT_EQ(c.rpc_max_request_bytes, 1 << 20);
+  EXPECT_EQ(c.rpc_max_buffered_request_bytes, 4 << 20);
+  EXPECT_EQ(c.rpc_request_timeout_sec, 5);
+  EXPECT_EQ(c.rpc_idle_timeout_sec, 600);
+  MasterConfig defaults;
+  EXPECT_EQ(defaults.rpc_max_request_bytes, 64 << 20);
+  EXPECT_EQ(defaults.rpc_idle_timeout_sec, 0);
 }
 
 TEST(MasterConfig, SnapshotDefaultsAndChoices) {

@@ -128,6 +128,12 @@ int Run(const MasterConfig& config) {
   rpc_options.bind_address = config.rpc_address;
   rpc_options.port = static_cast<uint16_t>(config.rpc_port);
   rpc_options.threads = static_cast<int>(config.rpc_threads);
+  rpc_options.max_connections = static_cast<uint64_t>(config.rpc_max_connections);
+  rpc_options.max_request_bytes = static_cast<uint64_t>(config.rpc_max_request_bytes);
+  rpc_options.max_buffered_request_bytes =
+      static_cast<uint64_t>(config.rpc_max_buffered_request_bytes);
+  rpc_options.request_timeout_ms = config.rpc_request_timeout_sec * 1000;
+  rpc_options.idle_timeout_ms = config.rpc_idle_timeout_sec * 1000;
   RpcServer rpc(directory, &metrics, rpc_options);
   auto rpc_port = rpc.Start();
   if (!rpc_port.ok()) {

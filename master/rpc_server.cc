@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -22,24 +24,41 @@
 #include <kj/debug.h>
 
 #include "common/mutex.h"
+#include "master/guarded_stream.h"
 #include "master/master_service.h"
 #include "rpc/rpc_convert.h"
 
 namespace shelfmark {
 namespace {
 
-// One accepted connection: the stream, its two-party network and the RPC
-// system serving the bootstrap capability over it.
+// One accepted connection: the stream (under the server's request limits),
+// its two-party network and the RPC system serving the bootstrap
+// capability over it.
 struct Connection {
-  Connection(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap,
+  Connection(kj::Own<GuardedStream>&& s, capnp::Capability::Client bootstrap,
              capnp::ReaderOptions options)
       : stream(kj::mv(s)),
         network(*stream, capnp::rpc::twoparty::Side::SERVER, options),
         rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
-  kj::Own<kj::AsyncIoStream> stream;
+  kj::Own<GuardedStream> stream;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
 };
+
+// A loop's live connections, for the sweep and for eviction (loop thread only).
+using LiveConnections = std::vector<Connection*>;
+
+// The connection whose last byte in or out is oldest; null when none.
+Connection* Idlest(const LiveConnections& live) {
+  Connection* idlest = nullptr;
+  for (Connection* c : live) {
+    if (c->stream->aborted()) continue;
+    if (idlest == nullptr || c->stream->last_active_ms() < idlest->stream->last_active_ms()) {
+      idlest = c;
+    }
+  }
+  return idlest;
+}
 
 class IgnoreErrors final : public kj::TaskSet::ErrorHandler {
  public:
@@ -90,12 +109,67 @@ void InitKjOnce() {
 // How often a loop that is ahead of the others looks again whether it may
 // accept.
 constexpr auto kBalanceRecheck = 2 * kj::MILLISECONDS;
+// How often a loop sweeps its connections for slow requests and idleness.
+constexpr auto kSweepPeriod = 200 * kj::MILLISECONDS;
+// Descriptors kept free below RLIMIT_NOFILE when max_connections is derived
+// from it (snapshots, the HTTP server, files, the loops' own).
+constexpr uint64_t kReservedFds = 256;
+
+// max_connections when the options leave it 0: the descriptor limit less a
+// reserve, so accept() does not run out of descriptors first.
+uint64_t DefaultMaxConnections() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65536;
+  uint64_t fds = limit.rlim_cur;
+  return std::max<uint64_t>(16, fds - std::min(kReservedFds, fds / 4));
+}
 
 }  // namespace
 
 struct RpcServer::Impl {
   Impl(Directory& directory, MetricsRegistry* metrics, RpcServerOptions opts)
-      : options(std::move(opts)), services(directory, metrics, options.max_batch) {}
+      : options(std::move(opts)),
+        services(directory, metrics, options.max_batch),
+        limits(options.max_request_bytes, options.max_buffered_request_bytes) {}
+
+  int TotalOpen() const {
+    int total = 0;
+    for (size_t i = 0; i < loop_count; ++i) total += open_connections[i].load();
+    return total;
+  }
+
+  // At max_connections: the new connection takes the place of this loop's
+  // idlest one (a flood of idle connections cannot lock clients out), or is
+  // closed when this loop has none. False when it must be closed.
+  bool MakeRoom(LiveConnections& live) {
+    if (TotalOpen() < static_cast<int>(max_connections)) return true;
+    Connection* idlest = Idlest(live);
+    if (idlest == nullptr) {
+      stats.rejected.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    idlest->stream->Abort();
+    stats.evicted.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  // Ends connections whose request arrives too slowly or that sat idle too long.
+  void Sweep(LiveConnections& live) {
+    int64_t now = GuardedStream::NowMs();
+    for (Connection* c : live) {
+      GuardedStream& s = *c->stream;
+      if (s.aborted()) continue;
+      int64_t started = s.request_started_ms();
+      if (started >= 0 && now - started > options.request_timeout_ms) {
+        s.Abort();
+        stats.slow_requests.fetch_add(1, std::memory_order_relaxed);
+      } else if (started < 0 && options.idle_timeout_ms > 0 &&
+                 now - s.last_active_ms() > options.idle_timeout_ms) {
+        s.Abort();
+        stats.idle_closed.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
 
   // True while loop `index` serves more connections than the least loaded
   // loop: it then leaves the next accept to that one, so connections spread
@@ -124,6 +198,9 @@ struct RpcServer::Impl {
       reader_options.traversalLimitInWords = rpcconv::kTraversalLimitWords;
       reader_options.nestingLimit = rpcconv::kNestingLimit;
       IgnoreErrors error_handler;
+      // Before `connections`: a connection destroyed with the task set
+      // removes itself from it.
+      LiveConnections live;
       kj::TaskSet connections(error_handler);
       kj::Timer& timer = io.provider->getTimer();
       {
@@ -139,30 +216,47 @@ struct RpcServer::Impl {
         if (AheadOfOthers(index)) {
           return timer.afterDelay(kBalanceRecheck).then([&]() { return accept_loop(); });
         }
-        return listener->accept()
+        // evalNow: accept() may also throw before it returns a promise.
+        return kj::evalNow([&]() { return listener->accept(); })
             .then(
                 [&](kj::Own<kj::AsyncIoStream>&& stream) -> kj::Promise<void> {
+                  if (!MakeRoom(live)) return accept_loop();  // `stream` closes
                   try {
                     int one = 1;
                     stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                   } catch (const kj::Exception&) {
                   }
-                  auto conn = kj::heap<Connection>(kj::mv(stream), bootstrap, reader_options);
+                  auto conn = kj::heap<Connection>(
+                      kj::heap<GuardedStream>(kj::mv(stream), &limits), bootstrap, reader_options);
                   auto done = conn->network.onDisconnect();
                   std::atomic<int>& open = open_connections[index];
                   open.fetch_add(1, std::memory_order_relaxed);
-                  connections.add(done.attach(
-                      kj::mv(conn), kj::defer([&open]() { open.fetch_sub(1); })));
+                  Connection* raw = conn.get();
+                  live.push_back(raw);
+                  // The defer runs as the connection is destroyed, in the same
+                  // turn: no sweep sees it half gone.
+                  connections.add(done.attach(kj::mv(conn), kj::defer([&open, &live, raw]() {
+                    open.fetch_sub(1);
+                    live.erase(std::find(live.begin(), live.end(), raw));
+                  })));
                   return accept_loop();
                 },
                 [&](kj::Exception&&) -> kj::Promise<void> {
                   // accept() failed (e.g. out of fds): back off, keep serving.
+                  stats.accept_errors.fetch_add(1, std::memory_order_relaxed);
                   return timer.afterDelay(10 * kj::MILLISECONDS).then([&]() {
                     return accept_loop();
                   });
                 });
       };
-      stop.promise.exclusiveJoin(accept_loop()).wait(io.waitScope);
+      kj::Function<kj::Promise<void>()> sweep_loop;
+      sweep_loop = [&]() -> kj::Promise<void> {
+        return timer.afterDelay(kSweepPeriod).then([&]() {
+          Sweep(live);
+          return sweep_loop();
+        });
+      };
+      stop.promise.exclusiveJoin(accept_loop().exclusiveJoin(sweep_loop())).wait(io.waitScope);
       // Leaving the scope drops every connection, then the listener.
     } catch (const kj::Exception& e) {
       KJ_LOG(ERROR, "rpc server loop failed", e);
@@ -181,7 +275,13 @@ struct RpcServer::Impl {
 
   Result<uint16_t> Start() {
     if (running) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-    if (options.threads < 1 || options.max_batch == 0) return ErrorCode::INVALID_PARAMS;
+    if (options.threads < 1 || options.max_batch == 0 || options.max_request_bytes == 0 ||
+        options.max_buffered_request_bytes < options.max_request_bytes ||
+        options.request_timeout_ms <= 0 || options.idle_timeout_ms < 0) {
+      return ErrorCode::INVALID_PARAMS;
+    }
+    max_connections = options.max_connections > 0 ? options.max_connections
+                                                   : DefaultMaxConnections();
 
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -266,6 +366,12 @@ struct RpcServer::Impl {
 
   RpcServerOptions options;
   MasterServiceFactory services;
+  RequestLimits limits;
+  struct {
+    std::atomic<uint64_t> accept_errors{0}, rejected{0}, evicted{0}, slow_requests{0},
+        idle_closed{0};
+  } stats;
+  uint64_t max_connections = 0;  // set before the loop threads start
   bool running = false;
   std::vector<std::thread> threads;
   size_t loop_count = 0;  // set before the loop threads start
@@ -275,6 +381,21 @@ struct RpcServer::Impl {
   int ready GUARDED_BY(mu) = 0;  // loop threads that finished starting
   std::vector<kj::Own<kj::CrossThreadPromiseFulfiller<void>>> stoppers GUARDED_BY(mu);
 };
+
+RpcServerStats RpcServer::stats() const {
+  const Impl& i = *impl_;
+  RpcServerStats s;
+  s.accept_errors = i.stats.accept_errors.load();
+  s.rejected_connections = i.stats.rejected.load();
+  s.evicted_connections = i.stats.evicted.load();
+  s.slow_requests = i.stats.slow_requests.load();
+  s.idle_closed = i.stats.idle_closed.load();
+  s.requests_too_large = i.limits.too_large.load();
+  s.requests_over_budget = i.limits.over_budget.load();
+  s.buffered_request_bytes = i.limits.budget.used();
+  s.max_connections = i.max_connections;
+  return s;
+}
 
 RpcServer::RpcServer(Directory& directory, MetricsRegistry* metrics, RpcServerOptions options)
     : impl_(std::make_unique<Impl>(directory, metrics, std::move(options))) {}

@@ -8,6 +8,9 @@
 // MasterServiceFactory (master/master_service.h: request handling, bad-input
 // answers and per-method metrics). Garbage on the wire drops only that
 // connection; a client disconnecting mid-call affects no other connection.
+// Every connection's stream is a GuardedStream (master/guarded_stream.h):
+// the limits of RpcServerOptions hold whatever clients send, and accept()
+// failing (out of descriptors) backs off and goes on.
 //
 // Thread safety: Start and Stop are called from one owner thread. The
 // Directory and the MetricsRegistry must outlive the server.
@@ -31,6 +34,31 @@ struct RpcServerOptions {
   uint16_t port = 50051;                  // 0: any free port (see Start)
   int threads = 2;                        // event-loop threads (>= 1)
   size_t max_batch = 65536;               // longer batches answer INVALID_PARAMS
+  // Limits on hostile or broken clients (docs/rpc_limits.md):
+  // open connections (0: RLIMIT_NOFILE less a reserve); at the limit a new
+  // connection replaces the idlest one of the loop that accepts it;
+  uint64_t max_connections = 0;
+  // one request's bytes, and all requests being received at once (server-wide);
+  // a request over either ends its connection;
+  uint64_t max_request_bytes = 64ull << 20;
+  uint64_t max_buffered_request_bytes = 256ull << 20;
+  // a request must arrive whole within this long of its first byte;
+  int64_t request_timeout_ms = 30'000;
+  // a connection with no byte in or out this long is closed (0: never).
+  int64_t idle_timeout_ms = 0;
+};
+
+// What the limits did, since Start (counters), and their state now.
+struct RpcServerStats {
+  uint64_t accept_errors = 0;         // accept() failures (out of descriptors, ...)
+  uint64_t rejected_connections = 0;  // closed at once: at max_connections, nothing to evict
+  uint64_t evicted_connections = 0;   // the idlest, closed for a new one
+  uint64_t slow_requests = 0;         // connections closed at request_timeout_ms
+  uint64_t idle_closed = 0;           // connections closed at idle_timeout_ms
+  uint64_t requests_too_large = 0;    // over max_request_bytes
+  uint64_t requests_over_budget = 0;  // no room in max_buffered_request_bytes
+  uint64_t buffered_request_bytes = 0;  // now
+  uint64_t max_connections = 0;         // in force (derived when the option is 0)
 };
 
 class RpcServer {
@@ -50,6 +78,8 @@ class RpcServer {
   void Stop();
   // Open connections per event-loop thread (empty when stopped). Thread-safe.
   std::vector<int> OpenConnections() const;
+  // Thread-safe.
+  RpcServerStats stats() const;
 
  private:
   struct Impl;
