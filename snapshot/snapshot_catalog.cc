@@ -59,14 +59,19 @@ std::string SnapshotCatalog::LatestKey() const {
   return ClusterPrefix() + std::string(kLatestObject);
 }
 
-Result<std::string> SnapshotCatalog::Latest() const {
+Result<std::string> SnapshotCatalog::Latest(std::string* problem) const {
   Result<std::string> text = store_->Get(LatestKey());
   if (!text.ok()) {
     if (text.error() == ErrorCode::FILE_NOT_FOUND) return std::string();
     return text.error();
   }
   std::string_view id = TrimLine(*text);
-  return ValidSnapshotId(id) ? std::string(id) : std::string();
+  if (ValidSnapshotId(id)) return std::string(id);
+  if (problem != nullptr) {
+    *problem = LatestKey() + " holds no valid snapshot id (" + std::to_string(text->size()) +
+               " bytes)";
+  }
+  return std::string();
 }
 
 ErrorCode SnapshotCatalog::SetLatest(std::string_view snapshot_id) const {
@@ -85,15 +90,20 @@ Result<std::vector<SnapshotCatalog::Listed>> SnapshotCatalog::List() const {
   return listed;
 }
 
-Result<std::vector<std::string>> SnapshotCatalog::Candidates() const {
-  Result<std::string> latest = Latest();
+Result<std::vector<std::string>> SnapshotCatalog::Candidates(std::string* problem) const {
+  Result<std::string> latest = Latest(problem);
   if (!latest.ok()) return latest.error();
   Result<std::vector<Listed>> listed = List();
   if (!listed.ok()) return listed.error();
   std::vector<std::string> ids;
   if (!latest->empty()) ids.push_back(*latest);
+  bool latest_listed = false;
   for (const Listed& l : *listed) {
     if (l.id != *latest) ids.push_back(l.id);
+    latest_listed = latest_listed || l.id == *latest;
+  }
+  if (problem != nullptr && !latest->empty() && !latest_listed) {
+    *problem = LatestKey() + " names " + *latest + ", which is not in the store";
   }
   return ids;
 }

@@ -47,8 +47,9 @@ class SnapshotCatalog {
   std::string LatestKey() const;
 
   // The id latest.txt names; "" when there is no latest.txt or it does not
-  // hold a valid id (a torn or foreign file is a reason to fall back, not to fail).
-  Result<std::string> Latest() const;
+  // hold a valid id (a torn or foreign file is a reason to fall back, not to
+  // fail: *problem, when given, then says what it holds).
+  Result<std::string> Latest(std::string* problem = nullptr) const;
   ErrorCode SetLatest(std::string_view snapshot_id) const;
 
   struct Listed {
@@ -60,9 +61,9 @@ class SnapshotCatalog {
 
   // Ids restore should try, best first: the one latest.txt names (when it
   // is valid), then every other listed id, newest first. A missing latest
-  // or a latest naming a vanished snapshot only changes the order; listing
-  // errors fail.
-  Result<std::vector<std::string>> Candidates() const;
+  // or a latest naming a vanished snapshot only changes the order (*problem,
+  // when given, says what was wrong with latest.txt); listing errors fail.
+  Result<std::vector<std::string>> Candidates(std::string* problem = nullptr) const;
 
   // Keeps the `keep` newest complete snapshots and the one latest.txt names;
   // deletes every object of the others (incomplete ones included). Returns

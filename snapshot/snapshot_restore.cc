@@ -122,7 +122,7 @@ RestoreReport RestoreFromSnapshots(Directory* directory, ObjectStore* store,
   RestoreReport report;
   SnapshotCatalog catalog(store, options.cluster_id);
   unsigned threads = options.threads ? options.threads : std::thread::hardware_concurrency();
-  Result<std::vector<std::string>> candidates = catalog.Candidates();
+  Result<std::vector<std::string>> candidates = catalog.Candidates(&report.latest_problem);
   if (!candidates.ok()) {
     report.store_unavailable = true;
     report.rejected.push_back(catalog.ClusterPrefix() + ": list: " +
@@ -159,6 +159,7 @@ std::string DescribeRestore(const RestoreReport& r) {
     text = "no usable snapshot (" + std::to_string(r.candidates_tried) +
            " candidate(s) tried); starting empty";
   }
+  if (!r.latest_problem.empty()) text += "; " + r.latest_problem;
   for (const std::string& why : r.rejected) text += "; rejected " + why;
   return text;
 }

@@ -38,6 +38,11 @@ struct RestoreReport {
   bool store_unavailable = false;
   // Why candidates (or the listing) were rejected: "<id>: <stage>: <CODE>".
   std::vector<std::string> rejected;
+  // What was wrong with latest.txt, when something was ("" otherwise): it
+  // held no valid id, or named a snapshot the store does not have.
+  std::string latest_problem;
+  // Candidates rejected before the one used (or all, when none was).
+  int fallbacks() const { return candidates_tried - (restored ? 1 : 0); }
 };
 
 struct RestoreOptions {

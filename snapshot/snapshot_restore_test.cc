@@ -228,7 +228,23 @@ TEST_F(SnapshotRestoreTest, LatestNamingAMissingSnapshotFallsBackToListedOnes) {
   EXPECT_TRUE(r.restored);
   EXPECT_EQ(r.snapshot_id, new_id_);
   EXPECT_EQ(r.candidates_tried, 2);
+  EXPECT_EQ(r.fallbacks(), 1);
   EXPECT_EQ(r.objects, 25u);
+  EXPECT_EQ(r.latest_problem, catalog_.LatestKey() + " names " + ghost + ", which is not in the store");
+  EXPECT_NE(DescribeRestore(r).find(r.latest_problem), std::string::npos);
+}
+
+// A torn or foreign latest.txt: the newest listed snapshot is used, and the
+// report (so the master's log) says why latest.txt was ignored.
+TEST_F(SnapshotRestoreTest, LatestWithoutAValidIdIsReportedAndIgnored) {
+  TwoSnapshots();
+  ASSERT_EQ(store_->Put(catalog_.LatestKey(), "20261\x01garbage"), ErrorCode::OK);
+  RestoreReport r = Restore();
+  EXPECT_TRUE(r.restored);
+  EXPECT_EQ(r.snapshot_id, new_id_);
+  EXPECT_EQ(r.fallbacks(), 0);
+  EXPECT_EQ(r.latest_problem, catalog_.LatestKey() + " holds no valid snapshot id (13 bytes)");
+  EXPECT_NE(DescribeRestore(r).find("holds no valid snapshot id"), std::string::npos);
 }
 
 TEST_F(SnapshotRestoreTest, LatestIsPreferredOverNewerListedSnapshots) {
