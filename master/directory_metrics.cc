@@ -4,23 +4,27 @@ namespace shelfmark {
 
 void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) {
   const Directory* d = &directory;
-  auto gauge = [&](const char* name, const char* help, uint64_t DirectoryStats::*field) {
-    registry.AddGauge(name, help,
-                      [d, field] { return static_cast<double>(d->Stats().*field); });
+  auto read = [d](uint64_t DirectoryStats::*field) {
+    return [d, field] { return static_cast<double>(d->Stats().*field); };
   };
-  gauge("shelfmark_master_key_count", "objects in the directory", &DirectoryStats::key_count);
-  gauge("shelfmark_master_allocated_bytes", "bytes of segments allocated to replicas",
-        &DirectoryStats::allocated_bytes);
-  gauge("shelfmark_master_total_capacity_bytes", "bytes of mounted segments",
-        &DirectoryStats::total_capacity_bytes);
-  gauge("shelfmark_master_segment_count", "mounted segments", &DirectoryStats::segment_count);
-  gauge("shelfmark_master_client_count", "registered nodes", &DirectoryStats::client_count);
-  gauge("shelfmark_master_evicted_objects", "objects evicted since start",
-        &DirectoryStats::evicted_objects);
-  gauge("shelfmark_master_evicted_bytes", "bytes evicted since start",
-        &DirectoryStats::evicted_bytes);
-  gauge("shelfmark_master_eviction_runs", "eviction runs since start",
-        &DirectoryStats::eviction_runs);
+  registry.AddGauge("shelfmark_master_keys", "Objects in the directory.",
+                    read(&DirectoryStats::key_count));
+  registry.AddGauge("shelfmark_master_allocated_bytes", "Bytes of segments allocated to replicas.",
+                    read(&DirectoryStats::allocated_bytes));
+  registry.AddGauge("shelfmark_master_total_capacity_bytes", "Bytes of mounted segments.",
+                    read(&DirectoryStats::total_capacity_bytes));
+  registry.AddGauge("shelfmark_master_segments", "Mounted segments.",
+                    read(&DirectoryStats::segment_count));
+  registry.AddGauge("shelfmark_master_clients", "Registered nodes.",
+                    read(&DirectoryStats::client_count));
+  registry.AddCounterFunc("shelfmark_master_evicted_objects_total",
+                          "Objects evicted from memory since start.",
+                          read(&DirectoryStats::evicted_objects));
+  registry.AddCounterFunc("shelfmark_master_evicted_bytes_total",
+                          "Bytes evicted from memory since start.",
+                          read(&DirectoryStats::evicted_bytes));
+  registry.AddCounterFunc("shelfmark_master_eviction_runs_total", "Eviction runs since start.",
+                          read(&DirectoryStats::eviction_runs));
 }
 
 }  // namespace shelfmark

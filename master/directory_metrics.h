@@ -1,4 +1,4 @@
-// Gauges over the directory's counters for /metrics.
+// The directory's figures for /metrics (docs/metrics.md).
 #pragma once
 
 #include "service/metrics.h"
@@ -6,9 +6,10 @@
 
 namespace shelfmark {
 
-// Registers shelfmark_master_{key_count, allocated_bytes,
-// total_capacity_bytes, segment_count, client_count, evicted_objects,
-// evicted_bytes, eviction_runs}. `directory` must outlive the registry's use.
+// Registers the gauges shelfmark_master_{keys, allocated_bytes,
+// total_capacity_bytes, segments, clients} and the counters
+// shelfmark_master_{evicted_objects, evicted_bytes, eviction_runs}_total.
+// `directory` must outlive the registry's use.
 void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory);
 
 }  // namespace shelfmark

@@ -95,6 +95,7 @@ bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMe
   service->snapshotter =
       std::make_unique<Snapshotter>(&directory, service->store.get(), std::move(options));
   service->snapshotter->Start();
+  metrics.SetInterval(static_cast<double>(config.snapshot_interval_seconds));
   std::fprintf(stderr, "shelfmark-master: snapshots every %lld s to %s, keeping %lld\n",
                static_cast<long long>(config.snapshot_interval_seconds),
                service->store->Describe().c_str(),
@@ -141,7 +142,7 @@ int Run(const MasterConfig& config) {
                  static_cast<long long>(config.rpc_port), config.rpc_address.c_str());
     return 1;
   }
-  metrics.AddGauge("shelfmark_master_rpc_open_connections", "open RPC connections", [&rpc] {
+  metrics.AddGauge("shelfmark_master_rpc_open_connections", "Open RPC connections.", [&rpc] {
     double n = 0;
     for (int c : rpc.OpenConnections()) n += c;
     return n;

@@ -54,7 +54,7 @@ constexpr std::array<const char*, kMethodCount> kMethodNames = {
 struct MethodMetrics {
   Counter* requests = nullptr;
   Counter* failures = nullptr;
-  Histogram* latency_us = nullptr;
+  Histogram* latency_seconds = nullptr;
 };
 
 // Read-only after construction; shared by every loop thread.
@@ -393,10 +393,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       m.requests->Inc();
       if (code != ErrorCode::OK) m.failures->Inc();
       const auto elapsed = std::chrono::steady_clock::now() - start;
-      m.latency_us->Observe(
-          static_cast<double>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) /
-          1000.0);
+      m.latency_seconds->Observe(std::chrono::duration<double>(elapsed).count());
     }
     return kj::READY_NOW;
   }
@@ -444,10 +441,10 @@ MasterServiceFactory::MasterServiceFactory(Directory& directory, MetricsRegistry
     shared_->metrics[i].failures = metrics->AddCounter(
         "shelfmark_master_rpc_failures_total",
         "Master RPC calls whose whole-call answer was not OK, by method.", labels);
-    shared_->metrics[i].latency_us = metrics->AddHistogram(
-        "shelfmark_master_rpc_latency_us",
-        "Server-side handling time of master RPC calls in microseconds, by method.", labels,
-        LatencyBucketsUs());
+    shared_->metrics[i].latency_seconds = metrics->AddHistogram(
+        "shelfmark_master_rpc_latency_seconds",
+        "Server-side handling time of master RPC calls in seconds, by method.", labels,
+        LatencyBucketsSeconds());
   }
 }
 

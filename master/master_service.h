@@ -4,7 +4,7 @@
 // directory and the per-method metrics registered once at construction:
 //   shelfmark_master_rpc_requests_total{method="M"},
 //   shelfmark_master_rpc_failures_total{method="M"} (whole-call answer not OK),
-//   shelfmark_master_rpc_latency_us{method="M"} (server-side handling time).
+//   shelfmark_master_rpc_latency_seconds{method="M"} (server-side handling time).
 //
 // Robustness: a request that fails to decode (bad enum, oversized list, a
 // kj exception from the reader) is answered INVALID_PARAMS; batches longer

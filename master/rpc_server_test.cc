@@ -684,7 +684,7 @@ TEST_F(RpcServerTest, MetricsCountRequestsAndFailures) {
   // Every method is registered up front.
   EXPECT_EQ(Metric("shelfmark_master_rpc_requests_total", "EvictDiskReplica"), 0);
   EXPECT_EQ(Metric("shelfmark_master_rpc_failures_total", "BatchPutStart"), 0);
-  EXPECT_EQ(Metric("shelfmark_master_rpc_latency_us_count", "NotifyOffloadSuccess"), 0);
+  EXPECT_EQ(Metric("shelfmark_master_rpc_latency_seconds_count", "NotifyOffloadSuccess"), 0);
 
   MasterClient client(ClientOptions());
   ASSERT_TRUE(client.Ping().ok());
@@ -694,12 +694,13 @@ TEST_F(RpcServerTest, MetricsCountRequestsAndFailures) {
 
   EXPECT_EQ(Metric("shelfmark_master_rpc_requests_total", "Ping"), 2);
   EXPECT_EQ(Metric("shelfmark_master_rpc_failures_total", "Ping"), 0);
-  EXPECT_EQ(Metric("shelfmark_master_rpc_latency_us_count", "Ping"), 2);
+  EXPECT_EQ(Metric("shelfmark_master_rpc_latency_seconds_count", "Ping"), 2);
   EXPECT_EQ(Metric("shelfmark_master_rpc_requests_total", "GetReplicaList"), 1);
   EXPECT_EQ(Metric("shelfmark_master_rpc_failures_total", "GetReplicaList"), 1);
   EXPECT_EQ(Metric("shelfmark_master_rpc_requests_total", "BatchPutStart"), 1);
   EXPECT_EQ(Metric("shelfmark_master_rpc_failures_total", "BatchPutStart"), 1);
-  EXPECT_GT(Metric("shelfmark_master_rpc_latency_us_sum", "Ping"), 0);
+  EXPECT_GT(Metric("shelfmark_master_rpc_latency_seconds_sum", "Ping"), 0);
+  EXPECT_LT(Metric("shelfmark_master_rpc_latency_seconds_sum", "Ping"), 1);  // seconds, not us
 }
 
 // Not a pass/fail benchmark: prints what loopback latency and batch

@@ -1,10 +1,13 @@
-// Prometheus metrics of the master's snapshots and of its start-up restore.
+// Prometheus metrics of the master's snapshots and of its start-up restore
+// (docs/metrics.md), in seconds and bytes:
 //
 //   shelfmark_master_snapshots_total{result="success"|"failure"}   counter
-//   shelfmark_master_snapshot_duration_ms                          histogram (fork to reap)
-//   shelfmark_master_snapshot_fork_pause_ms                        histogram (lock + fork)
-//   shelfmark_master_snapshot_last_{duration_ms,fork_pause_ms,bytes,cow_bytes,objects}  gauges
-//   shelfmark_master_restore_{ms,objects,candidates_tried,succeeded}                     gauges
+//   shelfmark_master_snapshot_duration_seconds                     histogram (fork to reap)
+//   shelfmark_master_snapshot_fork_pause_seconds                   histogram (lock + fork)
+//   shelfmark_master_snapshot_last_{duration_seconds,fork_pause_seconds,bytes,cow_bytes,
+//                                   objects,success_timestamp_seconds}       gauges
+//   shelfmark_master_snapshot_interval_seconds                     gauge (0: snapshots off)
+//   shelfmark_master_restore_{duration_seconds,objects,candidates_tried,succeeded}  gauges
 //
 // Thread safety: Observe and SetRestore may be called from any thread while
 // the registry renders.
@@ -27,16 +30,20 @@ class SnapshotMetrics {
   SnapshotMetrics& operator=(const SnapshotMetrics&) = delete;
 
   void Observe(const SnapshotResult& result);
+  // The configured snapshot period, once periodic snapshots run.
+  void SetInterval(double seconds);
   void SetRestore(const RestoreReport& report);
 
  private:
   Counter* succeeded_;
   Counter* failed_;
-  Histogram* duration_ms_;
-  Histogram* fork_pause_ms_;
-  std::atomic<double> last_duration_ms_{0}, last_fork_pause_ms_{0};
+  Histogram* duration_;
+  Histogram* fork_pause_;
+  std::atomic<double> last_duration_seconds_{0}, last_fork_pause_seconds_{0};
   std::atomic<uint64_t> last_bytes_{0}, last_cow_bytes_{0}, last_objects_{0};
-  std::atomic<double> restore_ms_{0};
+  std::atomic<double> last_success_unix_seconds_{0};
+  std::atomic<double> interval_seconds_{0};
+  std::atomic<double> restore_seconds_{0};
   std::atomic<uint64_t> restore_objects_{0}, restore_candidates_{0}, restore_succeeded_{0};
 };
 

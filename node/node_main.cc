@@ -8,10 +8,12 @@
 //   node <client-id> segment <bytes> protocol <p> endpoint <ip:port>
 //   shelfmark-node: metrics port <M>
 // `auto` picks rdma when an RDMA device exists (and this build has the verbs
-// engine), else ucx. /metrics has the process, segment and ping gauges, and
-// with rdma shelfmark_node_rdma_{accepted,rejected}_connections (the verbs
+// engine), else ucx. /metrics (docs/metrics.md) has the process metrics, the
+// segment gauges and ping counters, with rdma
+// shelfmark_node_rdma_{accepted,rejected}_connections_total (the verbs
 // listener's counters), and with an SSD store the shelfmark_node_disk_*
-// gauges (LOCAL_DISK reads served, objects stored and re-reported). Exit
+// metrics (LOCAL_DISK reads served, objects stored, bytes used against the
+// store's limit, objects re-reported). Exit
 // codes: 0 stopped by a signal, 1 start-up failure, 2 bad flags (the message
 // names the flag) or a bad SSD store setting.
 //
@@ -95,68 +97,80 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
 void AddRdmaMetrics(MetricsRegistry& metrics, const TransportEngine& engine,
                     const EngineCountersReader& counters) {
   const TransportEngine* e = &engine;
-  auto gauge = [&](const char* name, const char* help, uint64_t EngineCounters::*field) {
-    metrics.AddGauge(name, help, [e, counters, field] {
+  auto counter = [&](const char* name, const char* help, uint64_t EngineCounters::*field) {
+    metrics.AddCounterFunc(name, help, [e, counters, field] {
       std::optional<EngineCounters> c = counters(*e);
       return c ? static_cast<double>((*c).*field) : 0.0;
     });
   };
-  gauge("shelfmark_node_rdma_accepted_connections", "RDMA connections accepted",
-        &EngineCounters::accepted);
-  gauge("shelfmark_node_rdma_rejected_connections",
-        "RDMA connect requests rejected (wrong cluster token, bad request)",
-        &EngineCounters::rejected);
+  counter("shelfmark_node_rdma_accepted_connections_total", "RDMA connections accepted.",
+          &EngineCounters::accepted);
+  counter("shelfmark_node_rdma_rejected_connections_total",
+          "RDMA connect requests rejected (wrong cluster token, bad request).",
+          &EngineCounters::rejected);
 }
 
 void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
   const Node* n = &node;
-  metrics.AddGauge("shelfmark_node_segment_bytes", "bytes of the mounted DRAM segment",
+  metrics.AddGauge("shelfmark_node_segment_bytes", "Bytes of the mounted DRAM segment.",
                    [n] { return static_cast<double>(n->segment().size); });
-  metrics.AddGauge("shelfmark_node_mounted", "1 while the segment is mounted at the master",
+  metrics.AddGauge("shelfmark_node_mounted", "1 while the segment is mounted at the master.",
                    [n] { return n->mounted() ? 1.0 : 0.0; });
-  metrics.AddGauge("shelfmark_node_pings", "pings the master answered",
-                   [n] { return static_cast<double>(n->counters().pings); });
-  metrics.AddGauge("shelfmark_node_ping_failures", "pings that failed",
-                   [n] { return static_cast<double>(n->counters().ping_failures); });
-  metrics.AddGauge("shelfmark_node_remounts", "NEED_REMOUNT answers (master restarts)",
-                   [n] { return static_cast<double>(n->counters().remounts); });
-  metrics.AddGauge("shelfmark_node_offloaded", "objects offloaded to the SSD store",
-                   [n] { return static_cast<double>(n->counters().offloaded); });
-  metrics.AddGauge("shelfmark_node_offload_failures", "offload tasks that failed",
-                   [n] { return static_cast<double>(n->counters().offload_failures); });
-  metrics.AddGauge("shelfmark_node_disk_evictions", "SSD evictions reported to the master",
-                   [n] { return static_cast<double>(n->counters().disk_evictions); });
+  auto counter = [&](const char* name, const char* help, uint64_t NodeCounters::*field) {
+    metrics.AddCounterFunc(name, help,
+                           [n, field] { return static_cast<double>(n->counters().*field); });
+  };
+  counter("shelfmark_node_pings_total", "Pings the master answered.", &NodeCounters::pings);
+  counter("shelfmark_node_ping_failures_total", "Pings that failed.",
+          &NodeCounters::ping_failures);
+  counter("shelfmark_node_remounts_total", "NEED_REMOUNT answers (master restarts).",
+          &NodeCounters::remounts);
+  counter("shelfmark_node_offloaded_objects_total",
+          "Objects offloaded to the SSD store and reported to the master.",
+          &NodeCounters::offloaded);
+  counter("shelfmark_node_offload_failures_total", "Offload tasks that failed.",
+          &NodeCounters::offload_failures);
+  counter("shelfmark_node_disk_evictions_total", "SSD evictions reported to the master.",
+          &NodeCounters::disk_evictions);
 }
 
-// The SSD store's gauges: the LOCAL_DISK service's counters prove which
-// node's disk served a read; the store's contents and the restart re-report.
-void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBackend& disk) {
+// The SSD store's metrics: the LOCAL_DISK service's counters prove which
+// node's disk served a read; the store's contents, its fill against its
+// byte limit, and the restart re-report.
+void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBackend& disk,
+                    uint64_t capacity_bytes) {
   const Node* n = &node;
   auto served = [&](const char* name, const char* help, uint64_t LocalDiskStats::*field) {
-    metrics.AddGauge(name, help,
-                     [n, field] { return static_cast<double>(n->disk_stats().*field); });
+    metrics.AddCounterFunc(name, help,
+                           [n, field] { return static_cast<double>(n->disk_stats().*field); });
   };
-  served("shelfmark_node_disk_requests", "LOCAL_DISK read requests received",
+  served("shelfmark_node_disk_requests_total", "LOCAL_DISK read requests received.",
          &LocalDiskStats::requests);
-  served("shelfmark_node_disk_bytes_served", "object bytes in OK LOCAL_DISK replies",
+  served("shelfmark_node_disk_served_bytes_total", "Object bytes in OK LOCAL_DISK replies.",
          &LocalDiskStats::bytes_served);
-  served("shelfmark_node_disk_errors", "LOCAL_DISK replies with an error status",
+  served("shelfmark_node_disk_errors_total", "LOCAL_DISK replies with an error status.",
          &LocalDiskStats::errors);
-  served("shelfmark_node_disk_inline_reads",
-         "LOCAL_DISK reads answered on the progress thread from the page cache",
+  served("shelfmark_node_disk_inline_reads_total",
+         "LOCAL_DISK reads answered on the progress thread from the page cache.",
          &LocalDiskStats::inline_reads);
   const StorageBackend* d = &disk;
-  metrics.AddGauge("shelfmark_node_disk_objects", "objects in the SSD store",
+  metrics.AddGauge("shelfmark_node_disk_objects", "Objects in the SSD store.",
                    [d] { return static_cast<double>(d->object_count()); });
-  metrics.AddGauge("shelfmark_node_disk_reported",
-                   "stored objects re-reported to the master after a (re)mount",
-                   [n] { return static_cast<double>(n->counters().disk_reported); });
+  metrics.AddGauge("shelfmark_node_disk_used_bytes", "Bytes the SSD store's objects take.",
+                   [d] { return static_cast<double>(d->used_bytes()); });
+  metrics.AddGauge("shelfmark_node_disk_capacity_bytes",
+                   "The SSD store's byte limit; 0 when it has none.",
+                   [capacity_bytes] { return static_cast<double>(capacity_bytes); });
+  metrics.AddCounterFunc("shelfmark_node_disk_reported_objects_total",
+                         "Stored objects re-reported to the master after a (re)mount.",
+                         [n] { return static_cast<double>(n->counters().disk_reported); });
 }
 
 // The SSD store when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set.
 struct SsdStore {
   std::unique_ptr<StorageBackend> backend;  // null: no SSD store
   UcxEngine* ucx = nullptr;                 // serves LOCAL_DISK reads
+  uint64_t capacity_bytes = 0;              // its byte limit; 0: none
 };
 
 // Exit code on failure (2: a bad setting, 1: the store or engine fails).
@@ -176,6 +190,7 @@ int OpenSsdStore(TransportSet& transports, TransportEngine* data_engine,
     return 1;
   }
   store->backend = std::move(*backend);
+  store->capacity_bytes = config->total_size_limit_bytes;
   TransportEngine* engine = data_engine;
   if (engine->protocol() != UcxEngine::kProtocol) {
     TransportOptions uo = to;
@@ -252,7 +267,7 @@ int Run(const NodeFlags& f) {
   MetricsRegistry metrics;
   AddProcessMetrics(metrics);
   AddNodeMetrics(metrics, **node);
-  if (ssd.backend) AddDiskMetrics(metrics, **node, *ssd.backend);
+  if (ssd.backend) AddDiskMetrics(metrics, **node, *ssd.backend, ssd.capacity_bytes);
   if (*protocol == "rdma") AddRdmaMetrics(metrics, **engine, rdma.counters);
   HttpServer http;
   auto http_port = ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node");

@@ -295,10 +295,10 @@ bool MasterBench::RunMemory() {
       return false;
     }
     auto r = PrometheusValue(page->body, "process_resident_memory_bytes");
-    auto k = PrometheusValue(page->body, "shelfmark_master_key_count");
+    auto k = PrometheusValue(page->body, "shelfmark_master_keys");
     if (!r || !k) {
       std::fprintf(stderr, "shelfmark-perf master: /metrics lacks process_resident_memory_bytes or "
-                           "shelfmark_master_key_count\n");
+                           "shelfmark_master_keys\n");
       return false;
     }
     *rss = static_cast<uint64_t>(*r);

@@ -19,10 +19,10 @@ TEST(PrometheusValue, FindsPlainAndLabelledSamples) {
       "# TYPE process_resident_memory_bytes gauge\n"
       "process_resident_memory_bytes_total 1\n"
       "process_resident_memory_bytes 1.2345e+07\n"
-      "shelfmark_master_key_count{tenant=\"all\"} 42 1700000000\n"
+      "shelfmark_master_keys{tenant=\"all\"} 42 1700000000\n"
       "broken_metric abc\n";
   EXPECT_EQ(PrometheusValue(page, "process_resident_memory_bytes"), 12345000.0);
-  EXPECT_EQ(PrometheusValue(page, "shelfmark_master_key_count"), 42.0);
+  EXPECT_EQ(PrometheusValue(page, "shelfmark_master_keys"), 42.0);
   EXPECT_FALSE(PrometheusValue(page, "missing"));
   EXPECT_FALSE(PrometheusValue(page, "broken_metric"));
   EXPECT_FALSE(PrometheusValue(page, "process_resident"));

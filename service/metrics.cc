@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -10,14 +14,23 @@ namespace shelfmark {
 namespace {
 
 // Prometheus float text: shortest round-trip decimal, or NaN / +Inf / -Inf.
-// Whole numbers below 1e15 (byte counts) print as plain integers, not 1e+12.
+// Whole numbers below 1e15 (byte counts) print as plain integers, not 1e+12;
+// like Go's %g (Prometheus' own clients, whose `le` labels these match),
+// exponent notation is for magnitudes below 1e-4 (5e-06, but 0.0005).
 std::string FormatDouble(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
-  bool whole = std::fabs(v) < 1e15 && v == std::trunc(v);
-  auto [end, ec] = whole ? std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed)
-                         : std::to_chars(buf, buf + sizeof(buf), v);
+  const double magnitude = std::fabs(v);
+  std::to_chars_result r;
+  if (magnitude < 1e15 && (v == std::trunc(v) || magnitude >= 1e-4)) {
+    r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+  } else if (magnitude < 1e-4) {
+    r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  } else {
+    r = std::to_chars(buf, buf + sizeof(buf), v);
+  }
+  auto [end, ec] = r;
   if (ec != std::errc()) return "NaN";
   return std::string(buf, end);
 }
@@ -83,9 +96,39 @@ void RenderGroup(std::string& out, const std::vector<const Entry*>& group) {
     } else if (e->histogram) {
       RenderHistogram(out, name, e->labels, *e->histogram);
     } else {
-      AppendLine(out, Series(name, e->labels), FormatDouble(e->gauge ? e->gauge() : 0.0));
+      AppendLine(out, Series(name, e->labels), FormatDouble(e->read ? e->read() : 0.0));
     }
   }
+}
+
+// True when `word` is one of the `_`-separated words of `name`.
+bool HasWord(std::string_view name, std::string_view word) {
+  const std::string padded = "_" + std::string(name) + "_";
+  return padded.find("_" + std::string(word) + "_") != std::string::npos;
+}
+
+// The first of `words` that is a word of `name`; "" when none is.
+std::string FirstWord(std::string_view name, std::initializer_list<std::string_view> words) {
+  for (std::string_view word : words) {
+    if (HasWord(name, word)) return std::string(word);
+  }
+  return "";
+}
+
+// A word of `name` naming a unit other than the base one: "milliseconds",
+// "kilobytes", "minutes", "bits"; "" when none does.
+std::string NonBaseUnit(std::string_view name) {
+  std::string word = FirstWord(name, {"minutes", "hours", "days", "weeks", "bits"});
+  if (!word.empty()) return word;
+  for (std::string_view base : {"seconds", "bytes"}) {
+    for (std::string_view prefix :
+         {"pico", "nano", "micro", "milli", "centi", "deci", "deca", "hecto", "kilo", "kibi",
+          "mega", "mebi", "mibi", "giga", "gibi", "tera", "tebi", "peta", "pebi"}) {
+      std::string unit = std::string(prefix) + std::string(base);
+      if (HasWord(name, unit)) return unit;
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -121,15 +164,51 @@ std::vector<uint64_t> Histogram::BucketCounts() const {
 
 double Histogram::sum() const { return sum_.load(std::memory_order_relaxed); }
 
-std::vector<double> LatencyBucketsUs() {
+std::vector<double> LatencyBucketsSeconds() {
+  // Whole microseconds divided once, so each bound is the double nearest its
+  // decimal value and renders as that decimal (5e-06, 1e-05, ...).
   std::vector<double> bounds;
   for (double decade = 1; decade <= 10'000'000; decade *= 10) {
     for (double m : {1.0, 2.0, 5.0}) {
-      double v = m * decade;
-      if (v >= 5 && v <= 10'000'000) bounds.push_back(v);
+      double us = m * decade;
+      if (us >= 5 && us <= 10'000'000) bounds.push_back(us / 1e6);
     }
   }
-  return bounds;  // 5, 10, 20, 50, ..., 5e6, 1e7
+  return bounds;  // 5e-06, 1e-05, 2e-05, 5e-05, ..., 5, 10
+}
+
+std::string MetricNameProblem(std::string_view name, std::string_view type,
+                              std::string_view help) {
+  if (name.empty()) return "empty name";
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || c == '_' || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return "not lower snake case ([a-z_][a-z0-9_]*; ':' is for recording rules)";
+  }
+  if (help.empty()) return "no HELP text";
+  const bool counter = type == "counter", histogram = type == "histogram";
+  if (!counter && !histogram && type != "gauge") return "unknown type";
+  if (counter != name.ends_with("_total")) {
+    return counter ? "a counter's name ends in _total" : "only a counter's name ends in _total";
+  }
+  for (std::string_view reserved : {"_count", "_sum", "_bucket"}) {
+    if (!histogram && name.ends_with(reserved)) {
+      return "the " + std::string(reserved) + " suffix is a histogram's";
+    }
+  }
+  if (std::string type_word = FirstWord(name, {"counter", "gauge", "histogram", "summary"});
+      !type_word.empty()) {
+    return "the type ('" + type_word + "') in the name";
+  }
+  if (std::string unit = FirstWord(name, {"s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb",
+                                          "tb", "pb", "m", "h", "d"});
+      !unit.empty()) {
+    return "abbreviated unit '" + unit + "' (use seconds or bytes)";
+  }
+  if (std::string unit = NonBaseUnit(name); !unit.empty()) {
+    return "unit '" + unit + "' (use seconds or bytes)";
+  }
+  return "";
 }
 
 // Registering the same name and labels again returns the existing counter
@@ -137,8 +216,9 @@ std::vector<double> LatencyBucketsUs() {
 Counter* MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
                                      const std::string& labels) {
   MutexLock lock(&mu_);
+  CheckName(name, help, "counter");
   for (Entry& e : entries_) {
-    if (e.type == "counter" && e.name == name && e.labels == labels) return e.counter;
+    if (e.counter && e.name == name && e.labels == labels) return e.counter;
   }
   Counter* counter = &counters_.emplace_back();
   entries_.push_back(Entry{name, help, labels, "counter", counter, nullptr, {}});
@@ -149,8 +229,9 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name, const std::str
                                          const std::string& labels,
                                          std::vector<double> upper_bounds) {
   MutexLock lock(&mu_);
+  CheckName(name, help, "histogram");
   for (Entry& e : entries_) {
-    if (e.type == "histogram" && e.name == name && e.labels == labels) return e.histogram;
+    if (e.histogram && e.name == name && e.labels == labels) return e.histogram;
   }
   Histogram* h =
       histograms_.emplace_back(std::make_unique<Histogram>(std::move(upper_bounds))).get();
@@ -158,17 +239,43 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name, const std::str
   return h;
 }
 
-// Registering the same gauge name and labels again replaces its reader.
 void MetricsRegistry::AddGauge(const std::string& name, const std::string& help,
                                std::function<double()> read, const std::string& labels) {
+  AddRead(name, help, "gauge", std::move(read), labels);
+}
+
+void MetricsRegistry::AddCounterFunc(const std::string& name, const std::string& help,
+                                     std::function<double()> read, const std::string& labels) {
+  AddRead(name, help, "counter", std::move(read), labels);
+}
+
+// Registering the same name and labels again replaces the reader.
+void MetricsRegistry::AddRead(const std::string& name, const std::string& help,
+                              const std::string& type, std::function<double()> read,
+                              const std::string& labels) {
   MutexLock lock(&mu_);
+  CheckName(name, help, type);
   for (Entry& e : entries_) {
-    if (e.type == "gauge" && e.name == name && e.labels == labels) {
-      e.gauge = std::move(read);
+    if (e.read && e.name == name && e.labels == labels) {
+      e.read = std::move(read);
       return;
     }
   }
-  entries_.push_back(Entry{name, help, labels, "gauge", nullptr, nullptr, std::move(read)});
+  entries_.push_back(Entry{name, help, labels, type, nullptr, nullptr, std::move(read)});
+}
+
+void MetricsRegistry::CheckName(const std::string& name, const std::string& help,
+                                const std::string& type) const {
+  std::string problem = MetricNameProblem(name, type, help);
+  for (const Entry& e : entries_) {
+    if (problem.empty() && e.name == name && e.type != type) {
+      problem = "registered as a " + e.type + " too";
+    }
+  }
+  if (problem.empty()) return;
+  std::fprintf(stderr, "MetricsRegistry: %s metric %s breaks the naming conventions: %s\n",
+               type.c_str(), name.c_str(), problem.c_str());
+  std::abort();
 }
 
 // Entries are grouped by name in order of first registration; HELP and TYPE

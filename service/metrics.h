@@ -1,5 +1,13 @@
 // Metrics: counters, gauges and histograms rendered as Prometheus text.
 //
+// Names follow the Prometheus conventions that `promtool check metrics`
+// enforces (docs/metrics.md): base units (seconds, bytes), `_total` on
+// counters and only on them, no `_count`/`_sum`/`_bucket` suffix outside
+// histograms, no abbreviated units, no type in the name, lower snake case,
+// and a HELP text. Registering a name that breaks them is a programming
+// error: the Add* call prints the metric and the rule and aborts, so the
+// first test that registers it fails (MetricNameProblem says why).
+//
 // Thread safety: Add* may be called at any time from any thread (pointers
 // returned stay valid for the registry's lifetime); Counter::Inc and
 // Histogram::Observe are lock-free and may be called from any thread;
@@ -13,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/mutex.h"
@@ -46,8 +55,13 @@ class Histogram {
   std::atomic<double> sum_{0.0};  // C++20 atomic fetch_add: lock-free CAS, no overflow
 };
 
-// Default latency bounds in microseconds: 5us .. ~10s.
-std::vector<double> LatencyBucketsUs();
+// Default latency bounds in seconds: 5us .. 10s (1, 2, 5 per decade).
+std::vector<double> LatencyBucketsSeconds();
+
+// What breaks the naming conventions above in a metric `name` of `type`
+// ("counter", "gauge" or "histogram") with `help`; "" when nothing does.
+std::string MetricNameProblem(std::string_view name, std::string_view type,
+                              std::string_view help);
 
 class MetricsRegistry {
  public:
@@ -60,6 +74,11 @@ class MetricsRegistry {
   // A gauge read when rendering; `read` must be thread-safe.
   void AddGauge(const std::string& name, const std::string& help,
                 std::function<double()> read, const std::string& labels = "");
+  // A counter whose value is read when rendering (a total kept elsewhere,
+  // e.g. a component's own atomic counter); `read` must be thread-safe and
+  // must never decrease.
+  void AddCounterFunc(const std::string& name, const std::string& help,
+                      std::function<double()> read, const std::string& labels = "");
   // Prometheus text exposition format 0.0.4.
   std::string RenderPrometheus() const;
 
@@ -68,8 +87,13 @@ class MetricsRegistry {
     std::string name, help, labels, type;
     Counter* counter = nullptr;
     Histogram* histogram = nullptr;
-    std::function<double()> gauge;
+    std::function<double()> read;  // gauges and counters read at render time
   };
+  // Aborts when `name` breaks the conventions or is registered with another type.
+  void CheckName(const std::string& name, const std::string& help, const std::string& type) const
+      REQUIRES(mu_);
+  void AddRead(const std::string& name, const std::string& help, const std::string& type,
+               std::function<double()> read, const std::string& labels);
   mutable Mutex mu_;
   std::vector<Entry> entries_ GUARDED_BY(mu_);
   std::deque<Counter> counters_ GUARDED_BY(mu_);

@@ -14,7 +14,12 @@ uint64_t ProcessResidentMemoryBytes();
 // User + system CPU time: /proc/self/stat utime + stime over sysconf(_SC_CLK_TCK).
 double ProcessCpuSeconds();
 
-// Registers gauges process_resident_memory_bytes and process_cpu_seconds_total.
+// The process's start as Unix time: /proc/self/stat starttime over
+// sysconf(_SC_CLK_TCK), plus /proc/stat btime.
+double ProcessStartTimeSeconds();
+
+// Registers the gauges process_resident_memory_bytes and
+// process_start_time_seconds and the counter process_cpu_seconds_total.
 void AddProcessMetrics(MetricsRegistry& registry);
 
 }  // namespace shelfmark

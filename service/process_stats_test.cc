@@ -31,15 +31,25 @@ TEST(ProcessStats, CpuSecondsAdvanceWhenBurningCpu) {
   EXPECT_GE(ProcessCpuSeconds(), start + 0.05);
 }
 
-TEST(ProcessStats, RegistersStandardGauges) {
+TEST(ProcessStats, StartTimeIsThisProcessesStart) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double start = ProcessStartTimeSeconds();
+  // btime has whole seconds and is derived from the uptime: allow a little.
+  EXPECT_LE(start, now + 2);
+  EXPECT_GT(start, now - 3600) << "started more than an hour ago?";
+}
+
+TEST(ProcessStats, RegistersStandardMetrics) {
   MetricsRegistry registry;
   AddProcessMetrics(registry);
   std::string text = registry.RenderPrometheus();
   EXPECT_NE(text.find("# TYPE process_resident_memory_bytes gauge\n"), std::string::npos);
   EXPECT_NE(text.find("\nprocess_resident_memory_bytes "), std::string::npos) << text;
   EXPECT_EQ(text.find("\nprocess_resident_memory_bytes 0\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("# TYPE process_cpu_seconds_total gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("\nprocess_cpu_seconds_total "), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE process_start_time_seconds gauge\n"), std::string::npos);
 }
 
 }  // namespace

@@ -131,13 +131,13 @@ TEST_F(ClientProcessTest, KilledNodeFailsReadsWithoutHangingOrWrongBytes) {
               got.error() == ErrorCode::OBJECT_NOT_FOUND)
       << ErrorCodeName(got.error());
   // After the client TTL the master drops the node and its objects.
-  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segment_count", 0, 20'000));
+  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segments", 0, 20'000));
   EXPECT_EQ(client->Get("", "victim-key").error(), ErrorCode::OBJECT_NOT_FOUND);
 }
 
 TEST_F(ClientProcessTest, SigtermUnmountsAndExitsZero) {
   auto node = StartNode("polite");
-  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segment_count", 1, kStartMs));
+  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segments", 1, kStartMs));
   std::string node_metrics;
   ASSERT_EQ(testing::HttpGet(NodeMetricsPort("polite"), "/metrics", &node_metrics), 200);
   EXPECT_EQ(testing::MetricValue(node_metrics, "shelfmark_node_mounted"), 1);
@@ -146,7 +146,7 @@ TEST_F(ClientProcessTest, SigtermUnmountsAndExitsZero) {
   EXPECT_EQ(node->Wait(20'000), 0);
   std::string body;
   ASSERT_EQ(testing::HttpGet(http_, "/metrics", &body), 200);
-  EXPECT_EQ(testing::MetricValue(body, "shelfmark_master_segment_count"), 0);
+  EXPECT_EQ(testing::MetricValue(body, "shelfmark_master_segments"), 0);
 }
 
 TEST_F(ClientProcessTest, CliPutGetRoundTripOfAFile) {

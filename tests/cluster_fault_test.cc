@@ -426,8 +426,8 @@ TEST_F(ClusterFaultTest, KilledNodeFailsOverThenServesItsDiskAfterRestart) {
         << key << ": " << outcome;
   }
   // After the client TTL the master drops A, its segment and its replicas.
-  ASSERT_TRUE(WaitMasterMetric("shelfmark_master_client_count", [](double v) { return v == 1; }));
-  ASSERT_TRUE(WaitMasterMetric("shelfmark_master_segment_count", [](double v) { return v == 1; }));
+  ASSERT_TRUE(WaitMasterMetric("shelfmark_master_clients", [](double v) { return v == 1; }));
+  ASSERT_TRUE(WaitMasterMetric("shelfmark_master_segments", [](double v) { return v == 1; }));
   for (const std::string& key : only_a) {
     EXPECT_EQ(Outcome(GetOrHang(*client, key)), "OBJECT_NOT_FOUND") << key;
   }
@@ -438,15 +438,16 @@ TEST_F(ClusterFaultTest, KilledNodeFailsOverThenServesItsDiskAfterRestart) {
   a = &StartNode(spec_a);
   ASSERT_FALSE(a->client_id.empty());
   ASSERT_NE(a->client_id, old_id);
-  EXPECT_GE(a->Metric("shelfmark_node_disk_reported"), static_cast<double>(only_a.size()));
+  EXPECT_GE(a->Metric("shelfmark_node_disk_reported_objects_total"),
+            static_cast<double>(only_a.size()));
   ASSERT_TRUE(WaitOnDisk(only_a, *a)) << "the restarted A does not list its SSD objects";
-  const double requests = a->Metric("shelfmark_node_disk_requests");
+  const double requests = a->Metric("shelfmark_node_disk_requests_total");
   ASSERT_GE(requests, 0);
   ASSERT_NO_FATAL_FAILURE(ExpectBytes(*client, only_a));
-  EXPECT_EQ(a->Metric("shelfmark_node_disk_requests"),
+  EXPECT_EQ(a->Metric("shelfmark_node_disk_requests_total"),
             requests + static_cast<double>(only_a.size()))
       << "not every object was read from A's LOCAL_DISK service";
-  EXPECT_EQ(a->Metric("shelfmark_node_disk_errors"), 0);
+  EXPECT_EQ(a->Metric("shelfmark_node_disk_errors_total"), 0);
   ASSERT_NO_FATAL_FAILURE(ExpectBytes(*client, Join({both, only_b})));
 }
 
@@ -490,16 +491,16 @@ TEST_F(ClusterFaultTest, MasterRestartedFromSnapshotServesEverySnapshottedObject
   const std::vector<std::string> late = MixedKeys("late", 6);
   ASSERT_NO_FATAL_FAILURE(PutAll(*client, late, On("node-b")));
 
-  const double failures_a = a.Metric("shelfmark_node_ping_failures");
-  const double failures_b = b.Metric("shelfmark_node_ping_failures");
-  const double remounts_a = a.Metric("shelfmark_node_remounts");
-  const double remounts_b = b.Metric("shelfmark_node_remounts");
+  const double failures_a = a.Metric("shelfmark_node_ping_failures_total");
+  const double failures_b = b.Metric("shelfmark_node_ping_failures_total");
+  const double remounts_a = a.Metric("shelfmark_node_remounts_total");
+  const double remounts_b = b.Metric("shelfmark_node_remounts_total");
   master_->Signal(SIGKILL);
   ASSERT_EQ(master_->Wait(20'000), 128 + SIGKILL);
   // Both nodes notice the outage before the master comes back.
-  ASSERT_TRUE(a.WaitMetric("shelfmark_node_ping_failures",
+  ASSERT_TRUE(a.WaitMetric("shelfmark_node_ping_failures_total",
                            [&](double v) { return v > failures_a; }));
-  ASSERT_TRUE(b.WaitMetric("shelfmark_node_ping_failures",
+  ASSERT_TRUE(b.WaitMetric("shelfmark_node_ping_failures_total",
                            [&](double v) { return v > failures_b; }));
 
   ASSERT_NO_FATAL_FAILURE(StartMaster(flags, rpc, env));
@@ -509,14 +510,15 @@ TEST_F(ClusterFaultTest, MasterRestartedFromSnapshotServesEverySnapshottedObject
   // segments (docs/snapshot.md: "nodes need not remount"), so they stay
   // mounted without a NEED_REMOUNT.
   for (NodeProcess* node : {&a, &b}) {
-    const double pings = node->Metric("shelfmark_node_pings");
-    ASSERT_TRUE(node->WaitMetric("shelfmark_node_pings", [&](double v) { return v >= pings + 3; }))
+    const double pings = node->Metric("shelfmark_node_pings_total");
+    ASSERT_TRUE(node->WaitMetric("shelfmark_node_pings_total",
+                                 [&](double v) { return v >= pings + 3; }))
         << node->ip << " is not pinging the restarted master";
     EXPECT_EQ(node->Metric("shelfmark_node_mounted"), 1);
   }
-  EXPECT_EQ(a.Metric("shelfmark_node_remounts"), remounts_a);
-  EXPECT_EQ(b.Metric("shelfmark_node_remounts"), remounts_b);
-  EXPECT_EQ(MasterMetric("shelfmark_master_segment_count"), 2);
+  EXPECT_EQ(a.Metric("shelfmark_node_remounts_total"), remounts_a);
+  EXPECT_EQ(b.Metric("shelfmark_node_remounts_total"), remounts_b);
+  EXPECT_EQ(MasterMetric("shelfmark_master_segments"), 2);
 
   ASSERT_NO_FATAL_FAILURE(ExpectBytes(*client, saved));
   for (const std::string& key : late) {
@@ -529,11 +531,11 @@ TEST_F(ClusterFaultTest, MasterRestartedFromSnapshotServesEverySnapshottedObject
   }
   // A's disk replicas came back with the snapshot: served by A's disk.
   EXPECT_EQ(ListedOnDisk(only_a, a).size(), only_a.size());
-  const double requests = a.Metric("shelfmark_node_disk_requests");
+  const double requests = a.Metric("shelfmark_node_disk_requests_total");
   GetOptions disk_first;
   disk_first.prefer_local_disk = true;
   ASSERT_NO_FATAL_FAILURE(ExpectBytes(*client, only_a, disk_first));
-  EXPECT_EQ(a.Metric("shelfmark_node_disk_requests"),
+  EXPECT_EQ(a.Metric("shelfmark_node_disk_requests_total"),
             requests + static_cast<double>(only_a.size()));
   // The restored allocators hand out only free memory: new puts on both
   // nodes leave every restored object intact.
@@ -565,8 +567,8 @@ class FullSsdTest : public ClusterFaultTest, public ::testing::WithParamInterfac
   // Waits until the node has handled (offloaded or failed) `tasks` tasks.
   bool WaitHandled(const NodeProcess& node, double tasks) {
     return testing::WaitFor([&] {
-      return node.Metric("shelfmark_node_offloaded") +
-                 node.Metric("shelfmark_node_offload_failures") >= tasks;
+      return node.Metric("shelfmark_node_offloaded_objects_total") +
+                 node.Metric("shelfmark_node_offload_failures_total") >= tasks;
     }, kWaitMs);
   }
 
@@ -608,20 +610,21 @@ TEST_P(FullSsdTest, EvictsDiskReplicasAndKeepsServing) {
     ASSERT_NO_FATAL_FAILURE(PutAll(*client_, batch, On("full")));
     keys.insert(keys.end(), batch.begin(), batch.end());
     const double total = static_cast<double>(keys.size());
-    ASSERT_TRUE(node->WaitMetric("shelfmark_node_offloaded", [&](double v) { return v >= total; }))
-        << "offloaded " << node->Metric("shelfmark_node_offloaded") << " of " << total
-        << ", failures " << node->Metric("shelfmark_node_offload_failures");
+    ASSERT_TRUE(node->WaitMetric("shelfmark_node_offloaded_objects_total",
+                                 [&](double v) { return v >= total; }))
+        << "offloaded " << node->Metric("shelfmark_node_offloaded_objects_total") << " of " << total
+        << ", failures " << node->Metric("shelfmark_node_offload_failures_total");
     EXPECT_LE(node->Metric("shelfmark_node_disk_objects"), kLimit);
   }
-  EXPECT_EQ(node->Metric("shelfmark_node_offload_failures"), 0);
+  EXPECT_EQ(node->Metric("shelfmark_node_offload_failures_total"), 0);
   // Every eviction reaches the master: it lists exactly what the store holds.
   const double stored = node->Metric("shelfmark_node_disk_objects");
   EXPECT_GE(stored, 1);
   EXPECT_LE(stored, kLimit);
   const double evicted = static_cast<double>(keys.size()) - stored;
-  ASSERT_TRUE(node->WaitMetric("shelfmark_node_disk_evictions",
+  ASSERT_TRUE(node->WaitMetric("shelfmark_node_disk_evictions_total",
                                [&](double v) { return v >= evicted; }))
-      << "evictions told to the master: " << node->Metric("shelfmark_node_disk_evictions")
+      << "evictions told to the master: " << node->Metric("shelfmark_node_disk_evictions_total")
       << " of " << evicted;
   std::vector<std::string> listed;
   ASSERT_TRUE(testing::WaitFor([&] {
@@ -671,7 +674,7 @@ TEST_P(FullSsdTest, BurstLargerThanTheStoreStillOffloadsWithinTheLimit) {
   EXPECT_TRUE(node->Healthy());
   EXPECT_EQ(node->Metric("shelfmark_node_mounted"), 1);
 
-  const double failures = node->Metric("shelfmark_node_offload_failures");
+  const double failures = node->Metric("shelfmark_node_offload_failures_total");
   const size_t listed = ListedOnDisk(burst, *node).size();
   EXPECT_TRUE(failures == 0 && listed > 0)
       << "PRODUCT BUG: a burst of " << burst.size() << " objects for a store of " << kLimit
@@ -774,7 +777,7 @@ TEST_F(ClusterFaultTest, WrongClusterTokenIsRefusedAndTheNodeKeepsServing) {
   ASSERT_NO_FATAL_FAILURE(PutAll(*good, keys, On("guarded")));
   ASSERT_TRUE(WaitOnDisk(keys, node)) << "the node did not offload";
 
-  const double requests = node.Metric("shelfmark_node_disk_requests");
+  const double requests = node.Metric("shelfmark_node_disk_requests_total");
   ASSERT_GE(requests, 0);
   for (const std::string& key : keys) {
     EXPECT_EQ(Outcome(ReadOnly(*bad, key, ReplicaType::MEMORY)), "TRANSFER_FAIL") << key;
@@ -790,7 +793,7 @@ TEST_F(ClusterFaultTest, WrongClusterTokenIsRefusedAndTheNodeKeepsServing) {
   ASSERT_TRUE(exists.ok());
   EXPECT_FALSE(*exists);
   // The refused LOCAL_DISK calls never reached the service.
-  EXPECT_EQ(node.Metric("shelfmark_node_disk_requests"), requests);
+  EXPECT_EQ(node.Metric("shelfmark_node_disk_requests_total"), requests);
 
   ASSERT_NO_FATAL_FAILURE(ExpectBytes(*good, keys));
   for (const std::string& key : keys) {
@@ -798,7 +801,7 @@ TEST_F(ClusterFaultTest, WrongClusterTokenIsRefusedAndTheNodeKeepsServing) {
     ASSERT_TRUE(disk.ok()) << key << ": " << ErrorCodeName(disk.error());
     EXPECT_TRUE(*disk == ValueOf(key)) << key << ": wrong bytes from disk";
   }
-  EXPECT_EQ(node.Metric("shelfmark_node_disk_requests"),
+  EXPECT_EQ(node.Metric("shelfmark_node_disk_requests_total"),
             requests + static_cast<double>(keys.size()));
   EXPECT_TRUE(node.Healthy());
 }

@@ -404,7 +404,7 @@ class ClusterModelTest : public ::testing::Test {
 
   bool WaitForSegments(int count) {
     return testing::WaitForMetric(
-        http_, "shelfmark_master_segment_count", [count](double v) { return v == count; },
+        http_, "shelfmark_master_segments", [count](double v) { return v == count; },
         kStartMs);
   }
 

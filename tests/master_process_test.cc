@@ -44,7 +44,7 @@ TEST(MasterProcess, ServesHealthAndMetricsThatMoveUnderTraffic) {
   std::string before;
   ASSERT_EQ(testing::HttpGet(http, "/metrics", &before), 200);
   EXPECT_GT(testing::MetricValue(before, "process_resident_memory_bytes"), 0);
-  EXPECT_EQ(testing::MetricValue(before, "shelfmark_master_key_count"), 0);
+  EXPECT_EQ(testing::MetricValue(before, "shelfmark_master_keys"), 0);
 
   MasterClientOptions opts;
   opts.address = "127.0.0.1:" + std::to_string(rpc);
@@ -58,7 +58,7 @@ TEST(MasterProcess, ServesHealthAndMetricsThatMoveUnderTraffic) {
   }
   std::string after;
   ASSERT_EQ(testing::HttpGet(http, "/metrics", &after), 200);
-  EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_key_count"), 10);
+  EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_keys"), 10);
   EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_total_capacity_bytes"), 1 << 20);
   EXPECT_EQ(testing::MetricValue(after, "shelfmark_master_allocated_bytes"), 10 * 1024);
   EXPECT_NE(after.find("shelfmark_master_rpc_requests_total{method=\"PutStart\"} 10"),

@@ -131,7 +131,7 @@ TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) 
   auto restarted = StartMaster("master2.log");
   EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_restore_succeeded"), 1);
   EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_restore_objects"), kObjects);
-  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_key_count"), kObjects);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_keys"), kObjects);
   MasterClient node(ClientOptions());
   auto ping = node.Ping();
   ASSERT_TRUE(ping.ok());

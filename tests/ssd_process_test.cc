@@ -2,7 +2,7 @@
 // (UCX on 127.0.0.1, each node its own store directory), over both backends:
 //  - objects put on node A, offloaded to its store and evicted from memory by
 //    the master's own eviction are read back through A's LOCAL_DISK service
-//    (A's shelfmark_node_disk_* gauges count the reads and bytes);
+//    (A's shelfmark_node_disk_* counters count the reads and bytes);
 //  - A restarted on the same store (SIGTERM with relaxed persistence, kill -9
 //    after a relaxed checkpoint, kill -9 with strict persistence) still lists
 //    and serves every object it had acknowledged;
@@ -219,7 +219,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   // were all on the old node's segment) or a LOCAL_DISK replica of it.
   bool WaitPurged(const std::string& old_client_id) {
     return testing::WaitFor([&] {
-      if (testing::ScrapeMetric(http_, "shelfmark_master_client_count") != 2) return false;
+      if (testing::ScrapeMetric(http_, "shelfmark_master_clients") != 2) return false;
       auto keys = master_client_->ListKeys("", "obj-", 1 << 20);
       if (!keys.ok()) return false;
       for (const std::string& key : *keys) {
@@ -234,9 +234,9 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   // `node`'s LOCAL_DISK service served exactly these reads.
   void ExpectReadsThroughDisk(const std::vector<std::string>& keys, const NodeProcess& node,
                               const GetOptions& get) {
-    const double requests = node.Metric("shelfmark_node_disk_requests");
-    const double bytes = node.Metric("shelfmark_node_disk_bytes_served");
-    ASSERT_GE(requests, 0) << "no shelfmark_node_disk_requests gauge";
+    const double requests = node.Metric("shelfmark_node_disk_requests_total");
+    const double bytes = node.Metric("shelfmark_node_disk_served_bytes_total");
+    ASSERT_GE(requests, 0) << "no shelfmark_node_disk_requests_total counter";
     double expected_bytes = 0;
     for (const std::string& key : keys) {
       const std::string want = ValueOf(key);
@@ -246,10 +246,10 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
       EXPECT_TRUE(*got == want) << key << ": wrong bytes (" << got->size() << " bytes)";
       expected_bytes += static_cast<double>(want.size());
     }
-    EXPECT_EQ(node.Metric("shelfmark_node_disk_requests"),
+    EXPECT_EQ(node.Metric("shelfmark_node_disk_requests_total"),
               requests + static_cast<double>(keys.size()));
-    EXPECT_EQ(node.Metric("shelfmark_node_disk_bytes_served"), bytes + expected_bytes);
-    EXPECT_EQ(node.Metric("shelfmark_node_disk_errors"), 0);
+    EXPECT_EQ(node.Metric("shelfmark_node_disk_served_bytes_total"), bytes + expected_bytes);
+    EXPECT_EQ(node.Metric("shelfmark_node_disk_errors_total"), 0);
   }
 
   // True when dir/kv_cache.meta decodes and lists every key.
@@ -294,7 +294,8 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     a_ = StartNode(kNodeA, persist_mode);
     ASSERT_FALSE(a_.client_id.empty());
     ASSERT_NE(a_.client_id, old_id);
-    EXPECT_GE(a_.Metric("shelfmark_node_disk_reported"), static_cast<double>(keys.size()));
+    EXPECT_GE(a_.Metric("shelfmark_node_disk_reported_objects_total"),
+              static_cast<double>(keys.size()));
     ASSERT_TRUE(WaitPurged(old_id)) << "the killed A's replicas are still listed";
     const std::vector<std::string> listed = ListedOnDisk(a_);
     const std::set<std::string> listed_set(listed.begin(), listed.end());
@@ -323,7 +324,7 @@ TEST_P(SsdProcessTest, EvictedObjectsAreReadThroughNodeADisk) {
   ASSERT_NO_FATAL_FAILURE(PutOnA(keys));
   ASSERT_TRUE(WaitOnDisk(keys, a_)) << "not all objects offloaded to A";
   ASSERT_TRUE(FillUntilEvicted(keys)) << "the master did not evict the MEMORY replicas";
-  EXPECT_GT(testing::ScrapeMetric(http_, "shelfmark_master_evicted_objects"), 0);
+  EXPECT_GT(testing::ScrapeMetric(http_, "shelfmark_master_evicted_objects_total"), 0);
   for (const std::string& key : keys) {
     auto location = client_->Locate("", key);
     ASSERT_TRUE(location.ok()) << key << ": " << ErrorCodeName(location.error());
@@ -331,7 +332,7 @@ TEST_P(SsdProcessTest, EvictedObjectsAreReadThroughNodeADisk) {
     EXPECT_TRUE(OnDiskOf(location->info.replicas, a_.client_id)) << key;
   }
   ExpectReadsThroughDisk(keys, a_, GetOptions{});
-  EXPECT_EQ(b_.Metric("shelfmark_node_disk_requests"), 0);
+  EXPECT_EQ(b_.Metric("shelfmark_node_disk_requests_total"), 0);
 }
 
 TEST_P(SsdProcessTest, RelaxedSigtermRestartKeepsAcknowledgedObjects) {
@@ -366,7 +367,7 @@ TEST_P(SsdProcessTest, KilledMidOffloadServesEveryListedObject) {
   for (ErrorCode rc : client_->BatchPut("", keys, views, options)) ASSERT_EQ(rc, ErrorCode::OK);
   double acknowledged = 0;
   ASSERT_TRUE(testing::WaitForMetric(
-      a_.metrics_port, "shelfmark_node_offloaded",
+      a_.metrics_port, "shelfmark_node_offloaded_objects_total",
       [&](double v) { return (acknowledged = v) > 0; }, kWaitMs));
   a_.process->Signal(SIGKILL);
   ASSERT_EQ(a_.process->Wait(20'000), 128 + SIGKILL);

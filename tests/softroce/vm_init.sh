@@ -220,8 +220,8 @@ cluster_flow() {
   if $cli get --protocol=rdma --device=rxe1 --cluster_token=wrong obj/1 /tmp/object.bad; then
     echo "a wrong cluster token was accepted"; st=1
   fi
-  accepted=$(metric shelfmark_node_rdma_accepted_connections)
-  rejected=$(metric shelfmark_node_rdma_rejected_connections)
+  accepted=$(metric shelfmark_node_rdma_accepted_connections_total)
+  rejected=$(metric shelfmark_node_rdma_rejected_connections_total)
   echo "node /metrics: rdma accepted connections ${accepted:-none}, rejected ${rejected:-none}"
   [ "${accepted:-0}" -ge 2 ] || { echo "the node accepted fewer than 2 RDMA connections"; st=1; }
   [ "${rejected:-0}" -ge 1 ] || { echo "the node rejected no RDMA connection"; st=1; }
