@@ -290,6 +290,16 @@ class Folder:
         return "library"
 
 
+BUILD_COMMANDS = {"shelfmark_library", "shelfmark_binary", "shelfmark_test", "add_library",
+                  "add_executable"}
+
+
+def is_code_folder(folder):
+    """True when the folder holds C/C++ sources or its CMake files build a target."""
+    return bool(folder.sources) or any(name in BUILD_COMMANDS
+                                       for _, name, _ in folder.commands)
+
+
 def violation(rel, line, what, src, dst, kind):
     if kind == "library":
         return "%s:%d: %s: folder %s may not depend on folder %s" % (rel, line, what, src, dst)
@@ -304,12 +314,15 @@ def check(root):
     table_folders = [r.folder for r in LAYOUT]
     out = []
 
-    # Top-level folders that hold a CMakeLists.txt must be in the table.
+    # Top-level code folders (a CMakeLists.txt, and C/C++ sources or a built
+    # target) must be in the table; a folder of configuration and its checks
+    # (deploy/: add_test calls only) is not code.
     for entry in sorted(os.listdir(root)):
         p = os.path.join(root, entry)
         if (os.path.isdir(p) and not entry.startswith(".") and entry not in table_folders
                 and os.path.isfile(os.path.join(p, "CMakeLists.txt"))
-                and not os.path.exists(os.path.join(p, "CMakeCache.txt"))):
+                and not os.path.exists(os.path.join(p, "CMakeCache.txt"))
+                and is_code_folder(Folder(entry, root))):
             out.append("%s/CMakeLists.txt:1: folder %s is not in the layout table "
                        "(scripts/check_layout.py LAYOUT)" % (entry, entry))
 

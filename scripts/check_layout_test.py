@@ -143,6 +143,20 @@ class InjectedViolations(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("folder extra is not in the layout table", out)
 
+    def test_folder_without_code_needs_no_row(self):
+        os.mkdir(os.path.join(self.tmp, "configs"))
+        with open(os.path.join(self.tmp, "configs", "CMakeLists.txt"), "w") as f:
+            f.write("add_test(NAME configs_check COMMAND python3 check.py)\n")
+        with open(os.path.join(self.tmp, "configs", "rules.yml"), "w") as f:
+            f.write("groups: []\n")
+        rc, out = run_checker(self.tmp)
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(self.tmp, "configs", "helper.cc"), "w") as f:
+            f.write("int main() { return 0; }\n")
+        rc, out = run_checker(self.tmp)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("folder configs is not in the layout table", out)
+
 
 class TableChecks(unittest.TestCase):
     def test_cycle_is_refused(self):
