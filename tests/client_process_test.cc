@@ -12,6 +12,7 @@
 #include "client/client.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
+#include "tests/ucx_client.h"
 
 namespace shelfmark {
 namespace {
@@ -83,12 +84,8 @@ class ClientProcessTest : public ::testing::Test {
 
   std::unique_ptr<Client> MakeClient() {
     ClientOptions options;
-    options.master = Master();
-    options.protocol = "ucx";
     options.transfer_timeout_ms = 3000;
-    auto client = Client::Create(options);
-    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
-    return client.ok() ? std::move(client).value() : nullptr;
+    return testing::MakeUcxClient(Master(), options);
   }
 
   testing::TempDir dir_{"client_process"};  // the processes' logs; outlives them

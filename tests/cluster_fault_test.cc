@@ -51,6 +51,7 @@
 #include "service/http_client.h"
 #include "ssdstore/storage_config.h"
 #include "tests/netns_util.h"
+#include "tests/ucx_client.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
 #include "transport/transport_test_util.h"
@@ -285,14 +286,11 @@ class ClusterFaultTest : public ::testing::Test {
   Client* MakeClient(const std::string& token = "",
                      int64_t transfer_timeout_ms = kTransferTimeoutMs) {
     ClientOptions options;
-    options.master = Master();
-    options.protocol = "ucx";
     options.transport.cluster_token = token;
     options.transfer_timeout_ms = transfer_timeout_ms;
-    auto client = Client::Create(options);
-    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
-    if (!client.ok()) return nullptr;
-    clients_.push_back(std::move(client).value());
+    std::unique_ptr<Client> client = testing::MakeUcxClient(Master(), options);
+    if (client == nullptr) return nullptr;
+    clients_.push_back(std::move(client));
     return clients_.back().get();
   }
 

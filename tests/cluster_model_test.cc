@@ -47,6 +47,7 @@
 
 #include "client/client.h"
 #include "tests/netns_util.h"
+#include "tests/ucx_client.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
 
@@ -410,14 +411,10 @@ class ClusterModelTest : public ::testing::Test {
 
   std::unique_ptr<Client> MakeClient() {
     ClientOptions options;
-    options.master = "127.0.0.1:" + std::to_string(rpc_);
-    options.protocol = "ucx";
     options.staging_bytes = 8 << 20;
     options.rpc_timeout_ms = kRpcTimeoutMs;
     options.transfer_timeout_ms = kTransferTimeoutMs;
-    auto client = Client::Create(options);
-    EXPECT_TRUE(client.ok()) << ErrorCodeName(client.error());
-    return client.ok() ? std::move(client).value() : nullptr;
+    return testing::MakeUcxClient("127.0.0.1:" + std::to_string(rpc_), options);
   }
 
   // Waits until `done` reaches `target` (true), or for kProgressMs (false).

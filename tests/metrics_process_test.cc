@@ -21,12 +21,14 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "client/client.h"
 #include "ssdstore/storage_config.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
+#include "tests/ucx_client.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -100,6 +102,15 @@ Families ParseFamilies(const std::string& page) {
   return out;
 }
 
+// Each family of `expected` (name, TYPE) is on the page with that TYPE.
+void ExpectTypes(const Families& families,
+                 const std::vector<std::pair<std::string, std::string>>& expected) {
+  for (const auto& [name, type] : expected) {
+    auto it = families.type.find(name);
+    EXPECT_EQ(it == families.type.end() ? "absent" : it->second, type) << name;
+  }
+}
+
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -128,13 +139,8 @@ class MetricsProcessTest : public ::testing::Test {
     rpc_ = ports.rpc;
     master_http_ = ports.http;
     StartNode();
-    ClientOptions options;
-    options.master = Master();
-    options.protocol = "ucx";
-    options.transfer_timeout_ms = 3000;
-    auto client = Client::Create(options);
-    ASSERT_TRUE(client.ok()) << ErrorCodeName(client.error());
-    client_ = std::move(client).value();
+    client_ = testing::MakeUcxClient(Master());
+    ASSERT_NE(client_, nullptr);
   }
 
   void TearDown() override {
@@ -226,25 +232,22 @@ TEST_F(MetricsProcessTest, MasterAndNodePagesPassPromtool) {
   }
 
   const std::string master = Page(master_http_);
-  const Families m = ParseFamilies(master);
-  for (auto [name, type] : std::vector<std::pair<std::string, std::string>>{
-           {"process_cpu_seconds_total", "counter"},
-           {"process_resident_memory_bytes", "gauge"},
-           {"process_start_time_seconds", "gauge"},
-           {"shelfmark_master_keys", "gauge"},
-           {"shelfmark_master_segments", "gauge"},
-           {"shelfmark_master_clients", "gauge"},
-           {"shelfmark_master_evicted_objects_total", "counter"},
-           {"shelfmark_master_rpc_requests_total", "counter"},
-           {"shelfmark_master_rpc_latency_seconds", "histogram"},
-           {"shelfmark_master_snapshots_total", "counter"},
-           {"shelfmark_master_snapshot_duration_seconds", "histogram"},
-           {"shelfmark_master_snapshot_fork_pause_seconds", "histogram"},
-           {"shelfmark_master_snapshot_last_success_timestamp_seconds", "gauge"},
-           {"shelfmark_master_snapshot_interval_seconds", "gauge"},
-           {"shelfmark_master_restore_duration_seconds", "gauge"}}) {
-    EXPECT_EQ(m.type.count(name) ? m.type.at(name) : "absent", type) << name;
-  }
+  ExpectTypes(ParseFamilies(master),
+              {{"process_cpu_seconds_total", "counter"},
+               {"process_resident_memory_bytes", "gauge"},
+               {"process_start_time_seconds", "gauge"},
+               {"shelfmark_master_keys", "gauge"},
+               {"shelfmark_master_segments", "gauge"},
+               {"shelfmark_master_clients", "gauge"},
+               {"shelfmark_master_evicted_objects_total", "counter"},
+               {"shelfmark_master_rpc_requests_total", "counter"},
+               {"shelfmark_master_rpc_latency_seconds", "histogram"},
+               {"shelfmark_master_snapshots_total", "counter"},
+               {"shelfmark_master_snapshot_duration_seconds", "histogram"},
+               {"shelfmark_master_snapshot_fork_pause_seconds", "histogram"},
+               {"shelfmark_master_snapshot_last_success_timestamp_seconds", "gauge"},
+               {"shelfmark_master_snapshot_interval_seconds", "gauge"},
+               {"shelfmark_master_restore_duration_seconds", "gauge"}});
   EXPECT_EQ(testing::MetricValue(master, "shelfmark_master_keys"), kObjects);
   EXPECT_EQ(testing::MetricValue(master, "shelfmark_master_snapshot_interval_seconds"), 1);
   // Seconds, not milliseconds or microseconds: these puts took well under a
@@ -262,20 +265,17 @@ TEST_F(MetricsProcessTest, MasterAndNodePagesPassPromtool) {
   EXPECT_GE(testing::MetricValue(master, "process_start_time_seconds"), start - 3600);
 
   const std::string node = Page(node_http_);
-  const Families n = ParseFamilies(node);
-  for (auto [name, type] : std::vector<std::pair<std::string, std::string>>{
-           {"process_cpu_seconds_total", "counter"},
-           {"shelfmark_node_mounted", "gauge"},
-           {"shelfmark_node_pings_total", "counter"},
-           {"shelfmark_node_ping_failures_total", "counter"},
-           {"shelfmark_node_offloaded_objects_total", "counter"},
-           {"shelfmark_node_disk_requests_total", "counter"},
-           {"shelfmark_node_disk_served_bytes_total", "counter"},
-           {"shelfmark_node_disk_used_bytes", "gauge"},
-           {"shelfmark_node_disk_capacity_bytes", "gauge"},
-           {"shelfmark_node_disk_objects", "gauge"}}) {
-    EXPECT_EQ(n.type.count(name) ? n.type.at(name) : "absent", type) << name;
-  }
+  ExpectTypes(ParseFamilies(node),
+              {{"process_cpu_seconds_total", "counter"},
+               {"shelfmark_node_mounted", "gauge"},
+               {"shelfmark_node_pings_total", "counter"},
+               {"shelfmark_node_ping_failures_total", "counter"},
+               {"shelfmark_node_offloaded_objects_total", "counter"},
+               {"shelfmark_node_disk_requests_total", "counter"},
+               {"shelfmark_node_disk_served_bytes_total", "counter"},
+               {"shelfmark_node_disk_used_bytes", "gauge"},
+               {"shelfmark_node_disk_capacity_bytes", "gauge"},
+               {"shelfmark_node_disk_objects", "gauge"}});
   EXPECT_GE(testing::MetricValue(node, "shelfmark_node_disk_requests_total"), kObjects);
   EXPECT_GE(testing::MetricValue(node, "shelfmark_node_disk_served_bytes_total"),
             static_cast<double>(kObjects * kObjectBytes));

@@ -27,6 +27,7 @@
 #include "ssdstore/storage_config.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
+#include "tests/ucx_client.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -110,12 +111,9 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
     b_ = StartNode(kNodeB, "relaxed");
     ASSERT_FALSE(b_.client_id.empty());
     ClientOptions options;
-    options.master = Master();
-    options.protocol = "ucx";
     options.transfer_timeout_ms = 3000;
-    auto client = Client::Create(options);
-    ASSERT_TRUE(client.ok()) << ErrorCodeName(client.error());
-    client_ = std::move(client).value();
+    client_ = testing::MakeUcxClient(Master(), options);
+    ASSERT_NE(client_, nullptr);
   }
 
   void TearDown() override {
