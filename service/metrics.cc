@@ -216,7 +216,7 @@ std::string MetricNameProblem(std::string_view name, std::string_view type,
 Counter* MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
                                      const std::string& labels) {
   MutexLock lock(&mu_);
-  CheckName(name, help, "counter");
+  CheckName(name, help, "counter", labels, /*read=*/false);
   for (Entry& e : entries_) {
     if (e.counter && e.name == name && e.labels == labels) return e.counter;
   }
@@ -229,7 +229,7 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name, const std::str
                                          const std::string& labels,
                                          std::vector<double> upper_bounds) {
   MutexLock lock(&mu_);
-  CheckName(name, help, "histogram");
+  CheckName(name, help, "histogram", labels, /*read=*/false);
   for (Entry& e : entries_) {
     if (e.histogram && e.name == name && e.labels == labels) return e.histogram;
   }
@@ -254,9 +254,9 @@ void MetricsRegistry::AddRead(const std::string& name, const std::string& help,
                               const std::string& type, std::function<double()> read,
                               const std::string& labels) {
   MutexLock lock(&mu_);
-  CheckName(name, help, type);
+  CheckName(name, help, type, labels, /*read=*/true);
   for (Entry& e : entries_) {
-    if (e.read && e.name == name && e.labels == labels) {
+    if (!e.counter && !e.histogram && e.name == name && e.labels == labels) {
       e.read = std::move(read);
       return;
     }
@@ -265,11 +265,15 @@ void MetricsRegistry::AddRead(const std::string& name, const std::string& help,
 }
 
 void MetricsRegistry::CheckName(const std::string& name, const std::string& help,
-                                const std::string& type) const {
+                                const std::string& type, const std::string& labels,
+                                bool read) const {
   std::string problem = MetricNameProblem(name, type, help);
   for (const Entry& e : entries_) {
-    if (problem.empty() && e.name == name && e.type != type) {
+    if (!problem.empty() || e.name != name) continue;
+    if (e.type != type) {
       problem = "registered as a " + e.type + " too";
+    } else if (e.labels == labels && read == (e.counter || e.histogram)) {
+      problem = "series {" + labels + "} registered twice, stored and read at render time";
     }
   }
   if (problem.empty()) return;

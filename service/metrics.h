@@ -89,9 +89,11 @@ class MetricsRegistry {
     Histogram* histogram = nullptr;
     std::function<double()> read;  // gauges and counters read at render time
   };
-  // Aborts when `name` breaks the conventions or is registered with another type.
-  void CheckName(const std::string& name, const std::string& help, const std::string& type) const
-      REQUIRES(mu_);
+  // Aborts when `name` breaks the conventions, is registered with another
+  // type, or its series `labels` is registered both stored (AddCounter,
+  // AddHistogram) and `read` at render time (AddGauge, AddCounterFunc).
+  void CheckName(const std::string& name, const std::string& help, const std::string& type,
+                 const std::string& labels, bool read) const REQUIRES(mu_);
   void AddRead(const std::string& name, const std::string& help, const std::string& type,
                std::function<double()> read, const std::string& labels);
   mutable Mutex mu_;

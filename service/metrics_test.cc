@@ -206,6 +206,10 @@ TEST(MetricsDeathTest, RegisteringABadNameAborts) {
   EXPECT_DEATH(registry.AddHistogram("latency_ms", "Latency.", "", {1}), "'ms'");
   registry.AddGauge("keys", "Keys.", [] { return 0.0; });
   EXPECT_DEATH(registry.AddHistogram("keys", "Keys.", "", {1}), "registered as a gauge too");
+  registry.AddCounter("puts_total", "Puts.", "op=\"a\"");
+  registry.AddCounterFunc("puts_total", "Puts.", [] { return 0.0; }, "op=\"b\"");
+  EXPECT_DEATH(registry.AddCounterFunc("puts_total", "Puts.", [] { return 0.0; }, "op=\"a\""),
+               "registered twice");
 }
 
 TEST(Metrics, HelpTextIsEscaped) {
