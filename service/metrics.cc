@@ -213,13 +213,15 @@ std::string MetricNameProblem(std::string_view name, std::string_view type,
 
 // Registering the same name and labels again returns the existing counter
 // (or histogram, keeping its original bounds), so a series is never duplicated.
+// A series' name is checked (CheckName) once, when it is first registered:
+// re-registering on a hot path costs a lookup only.
 Counter* MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
                                      const std::string& labels) {
   MutexLock lock(&mu_);
-  CheckName(name, help, "counter", labels, /*read=*/false);
   for (Entry& e : entries_) {
     if (e.counter && e.name == name && e.labels == labels) return e.counter;
   }
+  CheckName(name, help, "counter", labels, /*read=*/false);
   Counter* counter = &counters_.emplace_back();
   entries_.push_back(Entry{name, help, labels, "counter", counter, nullptr, {}});
   return counter;
@@ -229,10 +231,10 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name, const std::str
                                          const std::string& labels,
                                          std::vector<double> upper_bounds) {
   MutexLock lock(&mu_);
-  CheckName(name, help, "histogram", labels, /*read=*/false);
   for (Entry& e : entries_) {
     if (e.histogram && e.name == name && e.labels == labels) return e.histogram;
   }
+  CheckName(name, help, "histogram", labels, /*read=*/false);
   Histogram* h =
       histograms_.emplace_back(std::make_unique<Histogram>(std::move(upper_bounds))).get();
   entries_.push_back(Entry{name, help, labels, "histogram", nullptr, h, {}});
@@ -254,13 +256,13 @@ void MetricsRegistry::AddRead(const std::string& name, const std::string& help,
                               const std::string& type, std::function<double()> read,
                               const std::string& labels) {
   MutexLock lock(&mu_);
-  CheckName(name, help, type, labels, /*read=*/true);
   for (Entry& e : entries_) {
-    if (!e.counter && !e.histogram && e.name == name && e.labels == labels) {
+    if (!e.counter && !e.histogram && e.type == type && e.name == name && e.labels == labels) {
       e.read = std::move(read);
       return;
     }
   }
+  CheckName(name, help, type, labels, /*read=*/true);
   entries_.push_back(Entry{name, help, labels, type, nullptr, nullptr, std::move(read)});
 }
 
