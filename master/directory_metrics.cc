@@ -25,6 +25,10 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           read(&DirectoryStats::evicted_bytes));
   registry.AddCounterFunc("shelfmark_master_eviction_runs_total", "Eviction runs since start.",
                           read(&DirectoryStats::eviction_runs));
+  registry.AddCounterFunc("shelfmark_master_unplaceable_puts_total",
+                          "Puts refused without evicting anything: more replicas than segments "
+                          "able to hold them, or larger than any segment.",
+                          read(&DirectoryStats::unplaceable_puts));
 }
 
 }  // namespace shelfmark

@@ -1,6 +1,6 @@
 // GuardedStream: an accepted RPC connection's stream, as the RPC server's
 // Cap'n Proto network reads and writes it, with the server's limits on
-// hostile or broken clients applied on the way (docs/rpc_limits.md):
+// hostile or broken clients applied on the way (docs/limits.md):
 //  - each request's size is known from its frame table (FrameMeter) before
 //    Cap'n Proto allocates for it: one larger than max_request_bytes, or one
 //    that would take the bytes of requests being received by the whole

@@ -142,12 +142,10 @@ int Run(const MasterConfig& config) {
                  static_cast<long long>(config.rpc_port), config.rpc_address.c_str());
     return 1;
   }
-  metrics.AddGauge("shelfmark_master_rpc_open_connections", "Open RPC connections.", [&rpc] {
-    double n = 0;
-    for (int c : rpc.OpenConnections()) n += c;
-    return n;
-  });
+  AddRpcServerMetrics(metrics, rpc);
   HttpServer http;
+  AddHttpServerMetrics(metrics, http, "shelfmark_master_http_timed_out_connections_total",
+                       "shelfmark_master_http_dropped_connections_total");
   auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master");
   if (!http_port.ok()) return 1;
   std::fprintf(stderr, "shelfmark-master: cluster %s, rpc port %u, metrics port %u\n",

@@ -26,6 +26,7 @@
 #include "common/mutex.h"
 #include "master/guarded_stream.h"
 #include "master/master_service.h"
+#include "service/metrics.h"
 #include "rpc/rpc_convert.h"
 
 namespace shelfmark {
@@ -381,6 +382,46 @@ struct RpcServer::Impl {
   int ready GUARDED_BY(mu) = 0;  // loop threads that finished starting
   std::vector<kj::Own<kj::CrossThreadPromiseFulfiller<void>>> stoppers GUARDED_BY(mu);
 };
+
+void AddRpcServerMetrics(MetricsRegistry& registry, const RpcServer& server) {
+  const RpcServer* s = &server;
+  auto read = [s](uint64_t RpcServerStats::*field) {
+    return [s, field] { return static_cast<double>(s->stats().*field); };
+  };
+  registry.AddGauge("shelfmark_master_rpc_open_connections", "Open RPC connections.", [s] {
+    double n = 0;
+    for (int c : s->OpenConnections()) n += c;
+    return n;
+  });
+  registry.AddGauge("shelfmark_master_rpc_max_connections",
+                    "RPC connections allowed at once (--rpc_max_connections, or derived).",
+                    read(&RpcServerStats::max_connections));
+  registry.AddGauge("shelfmark_master_rpc_buffered_request_bytes",
+                    "Bytes of RPC requests being received now, all connections together.",
+                    read(&RpcServerStats::buffered_request_bytes));
+  registry.AddCounterFunc("shelfmark_master_rpc_accept_errors_total",
+                          "accept() failures on the RPC port (e.g. out of descriptors).",
+                          read(&RpcServerStats::accept_errors));
+  registry.AddCounterFunc("shelfmark_master_rpc_rejected_connections_total",
+                          "RPC connections closed at once: at the limit, none to replace.",
+                          read(&RpcServerStats::rejected_connections));
+  registry.AddCounterFunc("shelfmark_master_rpc_evicted_connections_total",
+                          "Idlest RPC connections closed to make room for a new one.",
+                          read(&RpcServerStats::evicted_connections));
+  registry.AddCounterFunc("shelfmark_master_rpc_idle_closed_connections_total",
+                          "RPC connections closed after --rpc_idle_timeout_sec of silence.",
+                          read(&RpcServerStats::idle_closed));
+  registry.AddCounterFunc("shelfmark_master_rpc_slow_requests_total",
+                          "RPC connections closed: a request took longer than "
+                          "--rpc_request_timeout_sec to arrive.",
+                          read(&RpcServerStats::slow_requests));
+  registry.AddCounterFunc("shelfmark_master_rpc_refused_requests_total",
+                          "RPC requests refused (their connection closed), by reason.",
+                          read(&RpcServerStats::requests_too_large), "reason=\"too_large\"");
+  registry.AddCounterFunc("shelfmark_master_rpc_refused_requests_total",
+                          "RPC requests refused (their connection closed), by reason.",
+                          read(&RpcServerStats::requests_over_budget), "reason=\"over_budget\"");
+}
 
 RpcServerStats RpcServer::stats() const {
   const Impl& i = *impl_;

@@ -34,7 +34,7 @@ struct RpcServerOptions {
   uint16_t port = 50051;                  // 0: any free port (see Start)
   int threads = 2;                        // event-loop threads (>= 1)
   size_t max_batch = 65536;               // longer batches answer INVALID_PARAMS
-  // Limits on hostile or broken clients (docs/rpc_limits.md):
+  // Limits on hostile or broken clients (docs/limits.md):
   // open connections (0: RLIMIT_NOFILE less a reserve); at the limit a new
   // connection replaces the idlest one of the loop that accepts it;
   uint64_t max_connections = 0;
@@ -60,6 +60,16 @@ struct RpcServerStats {
   uint64_t buffered_request_bytes = 0;  // now
   uint64_t max_connections = 0;         // in force (derived when the option is 0)
 };
+
+class RpcServer;
+
+// Registers the server's connection gauges and the counters of its limits
+// (docs/metrics.md: shelfmark_master_rpc_open_connections, ..._max_connections,
+// ..._buffered_request_bytes, ..._accept_errors_total,
+// ..._{rejected,evicted,idle_closed}_connections_total,
+// ..._slow_requests_total, ..._refused_requests_total{reason}). `server`
+// must outlive the registry's use.
+void AddRpcServerMetrics(MetricsRegistry& registry, const RpcServer& server);
 
 class RpcServer {
  public:

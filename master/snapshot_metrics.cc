@@ -29,6 +29,9 @@ SnapshotMetrics::SnapshotMetrics(MetricsRegistry& r)
                               "Snapshots taken, by result.", "result=\"success\"")),
       failed_(r.AddCounter("shelfmark_master_snapshots_total", "Snapshots taken, by result.",
                            "result=\"failure\"")),
+      discarded_(r.AddCounter("shelfmark_master_snapshots_discarded_total",
+                              "Failed snapshots whose partial objects and directories were "
+                              "deleted again.")),
       duration_(r.AddHistogram("shelfmark_master_snapshot_duration_seconds",
                                "Snapshot child run time, fork to reap, in seconds.", "",
                                DurationBounds())),
@@ -66,6 +69,7 @@ SnapshotMetrics::SnapshotMetrics(MetricsRegistry& r)
 void SnapshotMetrics::Observe(const SnapshotResult& result) {
   if (result.fork_pause_ms > 0) fork_pause_->Observe(result.fork_pause_ms / 1000);
   if (result.code != ErrorCode::OK) {
+    if (result.discarded) discarded_->Inc();
     failed_->Inc();
     return;
   }

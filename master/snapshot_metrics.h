@@ -2,6 +2,7 @@
 // (docs/metrics.md), in seconds and bytes:
 //
 //   shelfmark_master_snapshots_total{result="success"|"failure"}   counter
+//   shelfmark_master_snapshots_discarded_total                     counter (failed, cleaned up)
 //   shelfmark_master_snapshot_duration_seconds                     histogram (fork to reap)
 //   shelfmark_master_snapshot_fork_pause_seconds                   histogram (lock + fork)
 //   shelfmark_master_snapshot_last_{duration_seconds,fork_pause_seconds,bytes,cow_bytes,
@@ -37,6 +38,7 @@ class SnapshotMetrics {
  private:
   Counter* succeeded_;
   Counter* failed_;
+  Counter* discarded_;
   Histogram* duration_;
   Histogram* fork_pause_;
   std::atomic<double> last_duration_seconds_{0}, last_fork_pause_seconds_{0};

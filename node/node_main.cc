@@ -270,6 +270,8 @@ int Run(const NodeFlags& f) {
   if (ssd.backend) AddDiskMetrics(metrics, **node, *ssd.backend, ssd.capacity_bytes);
   if (*protocol == "rdma") AddRdmaMetrics(metrics, **engine, rdma.counters);
   HttpServer http;
+  AddHttpServerMetrics(metrics, http, "shelfmark_node_http_timed_out_connections_total",
+                       "shelfmark_node_http_dropped_connections_total");
   auto http_port = ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node");
   if (!http_port.ok()) return 1;
   std::fprintf(stderr, "shelfmark-node: metrics port %u\n", *http_port);

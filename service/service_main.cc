@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <string>
 
 namespace shelfmark {
 
@@ -39,6 +40,17 @@ Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& 
                  static_cast<int>(program.size()), program.data(), static_cast<long long>(port));
   }
   return bound;
+}
+
+void AddHttpServerMetrics(MetricsRegistry& registry, const HttpServer& http,
+                          const std::string& timed_out_name, const std::string& dropped_name) {
+  const HttpServer* server = &http;
+  registry.AddCounterFunc(timed_out_name,
+                          "HTTP connections closed at their request or response deadline.",
+                          [server] { return static_cast<double>(server->stats().timed_out); });
+  registry.AddCounterFunc(dropped_name,
+                          "HTTP connections closed to make room for a new one (64 at once).",
+                          [server] { return static_cast<double>(server->stats().dropped); });
 }
 
 }  // namespace shelfmark

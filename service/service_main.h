@@ -49,4 +49,10 @@ class StopSignals {
 Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& metrics,
                                        int64_t port, std::string_view program);
 
+// Registers `http`'s connection counters (HttpServerStats) under the two
+// names given (a literal each at the call site, so docs/metrics.md's check
+// sees them). `http` must outlive the registry's use.
+void AddHttpServerMetrics(MetricsRegistry& registry, const HttpServer& http,
+                          const std::string& timed_out_name, const std::string& dropped_name);
+
 }  // namespace shelfmark

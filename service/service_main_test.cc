@@ -3,6 +3,7 @@
 #include "service/service_main.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <string>
@@ -11,6 +12,8 @@
 
 #include "common/host_port.h"
 #include "service/http_client.h"
+#include "testing/process_util.h"
+#include "testing/wait_for.h"
 
 namespace shelfmark {
 namespace {
@@ -63,6 +66,28 @@ TEST(ServeHealthAndMetricsTest, ServesBothPaths) {
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->status, 200);
   EXPECT_EQ(PrometheusValue(page->body, "service_main_test_value"), 42.0);
+  http.Stop();
+}
+
+TEST(ServeHealthAndMetricsTest, HttpServerCountersAreExported) {
+  MetricsRegistry metrics;
+  HttpServer http;
+  AddHttpServerMetrics(metrics, http, "test_http_timed_out_total", "test_http_dropped_total");
+  auto port = ServeHealthAndMetrics(http, metrics, 0, "service_main_test");
+  ASSERT_TRUE(port.ok());
+  int silent = testing::ConnectLoopback(*port);  // times out after 2 s unanswered
+  ASSERT_GE(silent, 0);
+  const HostPort where{"127.0.0.1", *port};
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        auto page = HttpGet(where, "/metrics");
+        return page.ok() && PrometheusValue(page->body, "test_http_timed_out_total") == 1.0;
+      },
+      20'000));
+  auto page = HttpGet(where, "/metrics");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(PrometheusValue(page->body, "test_http_dropped_total"), 0.0);
+  ::close(silent);
   http.Stop();
 }
 
