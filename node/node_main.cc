@@ -161,6 +161,14 @@ void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBac
   metrics.AddGauge("shelfmark_node_disk_capacity_bytes",
                    "The SSD store's byte limit; 0 when it has none.",
                    [capacity_bytes] { return static_cast<double>(capacity_bytes); });
+  const StorageRecovery recovery = disk.recovery();  // fixed once the store is open
+  metrics.AddCounterFunc("shelfmark_node_disk_recovery_discarded_files_total",
+                         "Files the SSD store removed when it opened (torn, undecodable, "
+                         "orphaned, partial batch).",
+                         [recovery] { return static_cast<double>(recovery.files_discarded); });
+  metrics.AddCounterFunc("shelfmark_node_disk_recovery_dropped_records_total",
+                         "Indexed records the SSD store dropped when it opened (did not verify).",
+                         [recovery] { return static_cast<double>(recovery.records_dropped); });
   metrics.AddCounterFunc("shelfmark_node_disk_reported_objects_total",
                          "Stored objects re-reported to the master after a (re)mount.",
                          [n] { return static_cast<double>(n->counters().disk_reported); });
@@ -191,6 +199,10 @@ int OpenSsdStore(TransportSet& transports, TransportEngine* data_engine,
   }
   store->backend = std::move(*backend);
   store->capacity_bytes = config->total_size_limit_bytes;
+  StorageRecovery recovery = store->backend->recovery();
+  if (!recovery.empty()) {
+    std::fprintf(stderr, "shelfmark-node: ssd store recovery: %s\n", recovery.Describe().c_str());
+  }
   TransportEngine* engine = data_engine;
   if (engine->protocol() != UcxEngine::kProtocol) {
     TransportOptions uo = to;

@@ -142,8 +142,12 @@ ErrorCode BucketBackend::Recover() {
     max_id = std::max(max_id, id);
     if (kind == FileKind::kMeta) metas.insert(id);
     if (kind == FileKind::kBucket) bucket_files.insert(id);
-    if (kind == FileKind::kTemp) doomed_paths.push_back(PathOf(id, kTempSuffix));
+    if (kind == FileKind::kTemp) {
+      doomed_paths.push_back(PathOf(id, kTempSuffix));
+      recovery_.Note(name + ": an unfinished write");
+    }
   }
+  std::map<uint64_t, std::string> why_not;  // ids whose .meta was not kept, and why
 
   std::map<uint64_t, BucketMeta> valid;
   for (uint64_t id : metas) {
@@ -153,6 +157,11 @@ ErrorCode BucketBackend::Recover() {
         bytes.ok() ? DecodeBucketMeta(*bytes) : Result<BucketMeta>(ErrorCode::DATA_CORRUPTED);
     if (!meta.ok() && meta.error() == ErrorCode::VERSION_MISMATCH) return meta.error();
     bool keep = meta.ok() && meta->bucket_id == id && bucket_files.count(id) != 0;
+    if (!meta.ok() || meta->bucket_id != id) {
+      why_not[id] = "the .meta does not decode as this bucket's";
+    } else if (!keep) {
+      why_not[id] = "no .bucket file";
+    }
     if (keep) {
       Result<int> fd = io_->Open(PathOf(id, kBucketSuffix), O_RDONLY);
       if (!fd.ok()) return fd.error();
@@ -160,6 +169,7 @@ ErrorCode BucketBackend::Recover() {
       io_->Close(*fd);
       if (!size.ok()) return size.error();
       keep = *size >= meta->bucket_size;
+      if (!keep) why_not[id] = "the .bucket is shorter than its .meta records";
     }
     if (keep) valid.emplace(id, std::move(*meta));
   }
@@ -177,12 +187,25 @@ ErrorCode BucketBackend::Recover() {
   }
   std::map<uint64_t, BucketMeta> complete;
   for (uint64_t id : whole_ids) complete.emplace(id, std::move(valid.at(id)));
+  auto reason = [&](uint64_t id) -> std::string {
+    auto it = why_not.find(id);
+    if (it != why_not.end()) return it->second;
+    return metas.count(id) != 0 ? "another bucket of its batch is missing or damaged"
+                                : "no .meta file";
+  };
   for (uint64_t id : metas) {
-    if (complete.count(id) == 0) doomed_paths.push_back(PathOf(id, kMetaSuffix));
+    if (complete.count(id) != 0) continue;
+    doomed_paths.push_back(PathOf(id, kMetaSuffix));
+    recovery_.Note(std::to_string(id) + std::string(kMetaSuffix) + ": " + reason(id));
   }
   for (uint64_t id : bucket_files) {
-    if (complete.count(id) == 0) doomed_paths.push_back(PathOf(id, kBucketSuffix));
+    if (complete.count(id) != 0) continue;
+    doomed_paths.push_back(PathOf(id, kBucketSuffix));
+    if (metas.count(id) == 0) {
+      recovery_.Note(std::to_string(id) + std::string(kBucketSuffix) + ": " + reason(id));
+    }
   }
+  recovery_.files_discarded = doomed_paths.size();
   for (const std::string& path : doomed_paths) io_->Remove(path);
   if (!doomed_paths.empty()) io_->SyncDir(options_.root);
 

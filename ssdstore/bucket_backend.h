@@ -99,6 +99,7 @@ class BucketBackend final : public StorageBackend {
   // Drops the open read fds; the data is already durable. Later calls
   // answer UNAVAILABLE_IN_CURRENT_STATUS.
   ErrorCode Close() override;
+  StorageRecovery recovery() const override { return recovery_; }
 
   // Live bucket ids, ascending (tests and tools).
   std::vector<uint64_t> BucketIds() const;
@@ -150,6 +151,7 @@ class BucketBackend final : public StorageBackend {
 
   mutable Mutex mu_;
   bool closed_ GUARDED_BY(mu_) = false;
+  StorageRecovery recovery_;  // what Recover() repaired; written only during Open
   uint64_t next_id_ GUARDED_BY(mu_) = 1;
   uint64_t tick_ GUARDED_BY(mu_) = 0;
   uint64_t used_bytes_ GUARDED_BY(mu_) = 0;

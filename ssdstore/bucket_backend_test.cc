@@ -231,6 +231,13 @@ TEST_F(BucketBackendTest, TruncatedBucketDroppedOthersKept) {
   ExpectAbsent(b.get(), a);
   ExpectReadable(b.get(), c);
   EXPECT_EQ(Files(dir_.path()), (std::set<std::string>{"2.bucket", "2.meta"}));
+  StorageRecovery r = b->recovery();
+  EXPECT_EQ(r.files_discarded, 2u);
+  EXPECT_EQ(r.reasons, (std::vector<std::string>{
+                           "1.meta: the .bucket is shorter than its .meta records"}));
+  EXPECT_EQ(r.Describe(),
+            "discarded 2 file(s), dropped 0 record(s): 1.meta: the .bucket is shorter than its "
+            ".meta records");
 }
 
 TEST_F(BucketBackendTest, CorruptMetaDroppedWithItsBucket) {
@@ -248,6 +255,8 @@ TEST_F(BucketBackendTest, CorruptMetaDroppedWithItsBucket) {
   ExpectReadable(b.get(), a);
   ExpectAbsent(b.get(), c);
   EXPECT_EQ(Files(dir_.path()), (std::set<std::string>{"1.bucket", "1.meta"}));
+  EXPECT_EQ(b->recovery().reasons,
+            (std::vector<std::string>{"2.meta: the .meta does not decode as this bucket's"}));
 }
 
 TEST_F(BucketBackendTest, OrphansAndStrayFilesRemoved) {
@@ -263,6 +272,13 @@ TEST_F(BucketBackendTest, OrphansAndStrayFilesRemoved) {
   auto b = OpenDefault();
   ExpectReadable(b.get(), a);
   EXPECT_EQ(Files(dir_.path()), (std::set<std::string>{"1.bucket", "1.meta", "README"}));
+  StorageRecovery r = b->recovery();
+  EXPECT_EQ(r.files_discarded, 3u);
+  // 9.meta is a copy of 1.meta: it names bucket 1.
+  EXPECT_EQ(r.reasons, (std::vector<std::string>{"12.meta.tmp: an unfinished write",
+                                                 "9.meta: the .meta does not decode as this "
+                                                 "bucket's",
+                                                 "5.bucket: no .meta file"}));
   Result<std::vector<StoredLocation>> l = b->WriteBatch({{"default", "n", "v"}});
   ASSERT_TRUE(l.ok());
   EXPECT_EQ((*l)[0].bucket_id, 13);  // after the highest id seen

@@ -159,6 +159,23 @@ ErrorCode OffsetBackend::VerifyOnDisk(const CheckpointEntry& e) {
   return crc == h->crc ? ErrorCode::OK : ErrorCode::DATA_CORRUPTED;
 }
 
+void OffsetBackend::Drop(const CheckpointEntry& e, std::string_view why) {
+  ++report_.dropped;
+  if (dropped_reasons_.size() < StorageRecovery::kMaxReasons) {
+    dropped_reasons_.push_back(e.tenant + "/" + e.key + " at " + std::to_string(e.offset) + ": " +
+                               std::string(why));
+  }
+}
+
+StorageRecovery OffsetBackend::recovery() const {
+  StorageRecovery r;
+  r.records_dropped = report_.dropped;
+  r.checkpoint_corrupt = report_.checkpoint_corrupt;
+  if (r.checkpoint_corrupt) r.Note(std::string(kCheckpointFileName) + ": does not decode");
+  for (const std::string& why : dropped_reasons_) r.Note(why);
+  return r;
+}
+
 ErrorCode OffsetBackend::RecoverEntries(const Checkpoint& cp) {
   report_.tombstones = cp.tombstones.size();
   uint64_t next_seq = cp.next_seq;
@@ -173,12 +190,12 @@ ErrorCode OffsetBackend::RecoverEntries(const Checkpoint& cp) {
                       alloc <= capacity_ - e.offset && e.seq < cp.next_seq &&
                       seen.insert({e.tenant, e.key}).second;
     if (!sane) {
-      ++report_.dropped;
+      Drop(e, "checkpoint entry out of range, malformed or repeated");
       continue;
     }
     const ErrorCode rc = VerifyOnDisk(e);
     if (rc == ErrorCode::DATA_CORRUPTED) {
-      ++report_.dropped;
+      Drop(e, "record does not verify (header, key or CRC-32C)");
       continue;
     }
     if (rc != ErrorCode::OK) return rc;  // an I/O error: fail start-up
@@ -208,7 +225,7 @@ ErrorCode OffsetBackend::RecoverEntries(const Checkpoint& cp) {
   allocator_ = std::move(*rebuilt);
   for (const CheckpointEntry* e : good) {  // FIFO order
     if (overlapping.count(e) > 0) {
-      ++report_.dropped;
+      Drop(*e, "record overlaps another");
       continue;
     }
     auto extent = std::make_shared<Extent>();

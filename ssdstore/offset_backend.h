@@ -129,6 +129,7 @@ class OffsetBackend final : public StorageBackend {
   // Writes a checkpoint now (relaxed/strict; OK and nothing in disabled mode).
   ErrorCode WriteCheckpoint();
   const OffsetRecoveryReport& recovery_report() const { return report_; }
+  StorageRecovery recovery() const override;
   uint64_t capacity() const { return capacity_; }
 
  private:
@@ -165,6 +166,8 @@ class OffsetBackend final : public StorageBackend {
   ErrorCode Recover();
   // Rebuilds index, FIFO and allocator from a checkpoint (I/O errors fail).
   ErrorCode RecoverEntries(const Checkpoint& checkpoint);
+  // Counts a dropped entry and keeps its reason (the first few).
+  void Drop(const CheckpointEntry& e, std::string_view why);
 
   // Evicts the oldest objects while `allocated + extra_bytes > target_bytes`
   // or `count + extra_objects > max_objects` (when max_objects != 0), or just
@@ -190,6 +193,7 @@ class OffsetBackend final : public StorageBackend {
   const uint64_t capacity_;
   int data_fd_ = -1;
   OffsetRecoveryReport report_;
+  std::vector<std::string> dropped_reasons_;  // first few, for recovery()
 
   Mutex write_mu_;  // before mu_
   uint64_t next_seq_ GUARDED_BY(write_mu_) = 1;

@@ -285,6 +285,13 @@ TEST(OffsetBackendTest, BitFlipInRecordIsDropped) {
   }
   b = MustOpen(io.get(), Options(dir, OffsetPersistMode::kStrict));
   EXPECT_EQ(b->recovery_report().dropped, 1u);
+  StorageRecovery r = b->recovery();
+  EXPECT_EQ(r.records_dropped, 1u);
+  ASSERT_EQ(r.reasons.size(), 1u);
+  EXPECT_EQ(r.reasons[0].rfind("default/b at ", 0), 0u) << r.reasons[0];
+  EXPECT_NE(r.reasons[0].find(": record does not verify (header, key or CRC-32C)"),
+            std::string::npos)
+      << r.reasons[0];
   ExpectValue(b.get(), "a", Pattern("a", 7000));
   ExpectMissing(b.get(), "b");
   ExpectValue(b.get(), "c", Pattern("c", 7000));
@@ -300,6 +307,10 @@ TEST(OffsetBackendTest, CorruptCheckpointStartsEmpty) {
   b = MustOpen(io.get(), Options(dir, OffsetPersistMode::kStrict));
   EXPECT_TRUE(b->recovery_report().checkpoint_corrupt);
   EXPECT_EQ(b->object_count(), 0u);
+  StorageRecovery r = b->recovery();
+  EXPECT_TRUE(r.checkpoint_corrupt);
+  EXPECT_EQ(r.reasons, (std::vector<std::string>{"kv_cache.meta: does not decode"}));
+  EXPECT_NE(r.Describe().find("corrupt checkpoint (started empty)"), std::string::npos);
 }
 
 // A power cut after the temp file is written but before the rename is

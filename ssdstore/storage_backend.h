@@ -63,6 +63,23 @@ struct DiskPlace {
   int64_t offset = 0;
 };
 
+// What a backend's Open found wrong on disk and repaired, for the node's
+// log and metrics (nothing here is an error: Open succeeded).
+struct StorageRecovery {
+  uint64_t files_discarded = 0;   // files removed (torn, undecodable, orphaned, partial batch)
+  uint64_t records_dropped = 0;   // indexed entries whose record did not verify
+  bool checkpoint_corrupt = false;  // the index checkpoint was unreadable: started empty
+  // The first kMaxReasons problems, one line each ("<file>: <why>").
+  std::vector<std::string> reasons;
+  static constexpr size_t kMaxReasons = 8;
+  void Note(std::string reason) {
+    if (reasons.size() < kMaxReasons) reasons.push_back(std::move(reason));
+  }
+  bool empty() const { return files_discarded == 0 && records_dropped == 0 && !checkpoint_corrupt; }
+  // "discarded N file(s), dropped M record(s)[, corrupt checkpoint]: reason; reason".
+  std::string Describe() const;
+};
+
 using EvictCallback =
     std::function<void(std::string_view tenant, std::string_view key)>;
 
@@ -96,6 +113,8 @@ class StorageBackend {
   virtual void SetEvictCallback(EvictCallback cb) = 0;
   // Clean shutdown (relaxed persistence: a final checkpoint).
   virtual ErrorCode Close() = 0;
+  // What Open repaired.
+  virtual StorageRecovery recovery() const = 0;
 };
 
 // A decorator's base: forwards every call to `inner` (not owned, must
@@ -125,6 +144,7 @@ class ForwardingBackend : public StorageBackend {
   uint64_t used_bytes() const override { return inner_->used_bytes(); }
   void SetEvictCallback(EvictCallback cb) override { inner_->SetEvictCallback(std::move(cb)); }
   ErrorCode Close() override { return inner_->Close(); }
+  StorageRecovery recovery() const override { return inner_->recovery(); }
 
  private:
   StorageBackend* const inner_;
