@@ -47,6 +47,26 @@ function(shelfmark_binary name)
   install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ${ARG_COMPONENT})
 endfunction()
 
+# shelfmark_fuzzer(NAME SOURCES... DEPS...): a libFuzzer target (clang only,
+# ASan + UBSan), with the decoder sources it covers among SOURCES so libFuzzer
+# sees their coverage. ctest runs it for SHELFMARK_FUZZ_SECONDS (label fuzz;
+# scripts/test.sh runs the label in the clang tree of its last pass).
+set(SHELFMARK_FUZZ_SECONDS 20 CACHE STRING "seconds each fuzz target runs under ctest -L fuzz")
+function(shelfmark_fuzzer name)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${SHELFMARK_WARNINGS}
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  add_test(NAME ${name}
+    COMMAND ${name} -max_total_time=${SHELFMARK_FUZZ_SECONDS} -rss_limit_mb=2048 -print_final_stats=1)
+  set_tests_properties(${name} PROPERTIES LABELS fuzz TIMEOUT 600)
+endfunction()
+
 # shelfmark_link_rdma(target): links the verbs engine when it is built
 # (transport/rdma_plugin.h tests SHELFMARK_HAVE_VERBS).
 function(shelfmark_link_rdma target)

@@ -140,6 +140,9 @@ struct DirectoryStats {
   // Puts refused as impossible (no eviction could place them): more
   // replicas than segments able to hold them, or larger than any segment.
   uint64_t unplaceable_puts = 0;
+  // Completed passes of the background work (client expiry, offload
+  // time-outs, stale puts, eviction).
+  uint64_t background_runs = 0;
   // Operations waiting for a RunPaused (snapshot) to end, right now.
   uint64_t snapshot_waiters = 0;
 };

@@ -154,6 +154,7 @@ class DirectoryImpl {
   std::atomic<uint64_t> evicted_bytes_{0};
   std::atomic<uint64_t> eviction_runs_{0};
   std::atomic<uint64_t> unplaceable_puts_{0};
+  std::atomic<uint64_t> background_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};
 
   Mutex background_mu_;

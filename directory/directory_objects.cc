@@ -421,6 +421,7 @@ void DirectoryImpl::RunBackgroundOnce() {
   ExpireInflightOffloads();
   ReclaimStalePuts();
   EvictIfNeeded();
+  background_runs_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void DirectoryImpl::BackgroundLoop() {
@@ -448,6 +449,7 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.evicted_bytes = evicted_bytes_.load();
   s.eviction_runs = eviction_runs_.load();
   s.unplaceable_puts = unplaceable_puts_.load();
+  s.background_runs = background_runs_.load();
   s.snapshot_waiters = snapshot_lock_.waiting();
   return s;
 }

@@ -29,6 +29,10 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           "Puts refused without evicting anything: more replicas than segments "
                           "able to hold them, or larger than any segment.",
                           read(&DirectoryStats::unplaceable_puts));
+  registry.AddCounterFunc("shelfmark_master_background_runs_total",
+                          "Completed passes of the background work (client expiry, offload "
+                          "time-outs, stale puts, eviction).",
+                          read(&DirectoryStats::background_runs));
 }
 
 }  // namespace shelfmark

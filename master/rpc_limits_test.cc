@@ -23,25 +23,8 @@
 namespace shelfmark {
 namespace {
 
-// True once the server closed `fd` (end of stream or reset), within the deadline.
-bool WaitForClose(int fd, int timeout_ms) {
-  return testing::WaitFor(
-      [fd] {
-        char buf[4096];
-        for (;;) {
-          ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-          if (n == 0) return true;
-          if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-        }
-      },
-      timeout_ms);
-}
-
-bool StillOpen(int fd) {
-  char byte;
-  ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
+using testing::PeerStillWaiting;
+using testing::WaitPeerClosed;
 
 // The start of a one-segment Cap'n Proto frame declaring `words` words of body.
 std::string FrameHeader(uint32_t words) {
@@ -97,7 +80,7 @@ TEST_F(RpcLimitsTest, RequestLargerThanTheLimitEndsItsConnection) {
   Start(o);
   int fd = Raw();
   ASSERT_TRUE(Send(fd, FrameHeader((2 << 20) / 8)));  // 2 MiB declared, none sent
-  EXPECT_TRUE(WaitForClose(fd, 10'000));
+  EXPECT_TRUE(WaitPeerClosed(fd, 10'000));
   EXPECT_EQ(server_->stats().requests_too_large, 1u);
   EXPECT_TRUE(Served());
 }
@@ -120,10 +103,10 @@ TEST_F(RpcLimitsTest, BufferedRequestBytesAreBoundedServerWide) {
   ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().buffered_request_bytes == 2u << 20; },
                                10'000));
   ASSERT_TRUE(Send(c, header));
-  EXPECT_TRUE(WaitForClose(c, 10'000));
+  EXPECT_TRUE(WaitPeerClosed(c, 10'000));
   EXPECT_EQ(server_->stats().requests_over_budget, 1u);
-  EXPECT_TRUE(StillOpen(a));
-  EXPECT_TRUE(StillOpen(b));
+  EXPECT_TRUE(PeerStillWaiting(a));
+  EXPECT_TRUE(PeerStillWaiting(b));
   EXPECT_TRUE(Served());
   // A connection that goes away gives its bytes back.
   ::shutdown(a, SHUT_RDWR);
@@ -138,7 +121,7 @@ TEST_F(RpcLimitsTest, RequestThatArrivesTooSlowlyEndsItsConnection) {
   int fd = Raw();
   ASSERT_TRUE(Send(fd, FrameHeader(100) + "only a little of it"));
   EXPECT_TRUE(Served());  // while the slow one is still arriving
-  EXPECT_TRUE(WaitForClose(fd, 10'000));
+  EXPECT_TRUE(WaitPeerClosed(fd, 10'000));
   EXPECT_EQ(server_->stats().slow_requests, 1u);
   EXPECT_EQ(server_->stats().buffered_request_bytes, 0u);
 }
@@ -148,7 +131,7 @@ TEST_F(RpcLimitsTest, IdleConnectionsCloseOnlyWhenAsked) {
   o.idle_timeout_ms = 300;
   Start(o);
   int fd = Raw();
-  EXPECT_TRUE(WaitForClose(fd, 10'000));
+  EXPECT_TRUE(WaitPeerClosed(fd, 10'000));
   EXPECT_EQ(server_->stats().idle_closed, 1u);
   EXPECT_TRUE(Served());
 }
@@ -164,7 +147,7 @@ TEST_F(RpcLimitsTest, AtTheConnectionLimitNewcomersReplaceTheIdlest) {
   std::vector<int> flood;
   for (int i = 0; i < 20; ++i) flood.push_back(Raw());
   ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().evicted_connections >= 12; }, 10'000));
-  EXPECT_TRUE(WaitForClose(flood.front(), 10'000));
+  EXPECT_TRUE(WaitPeerClosed(flood.front(), 10'000));
   EXPECT_TRUE(Served());
   EXPECT_EQ(server_->stats().max_connections, 8u);
   EXPECT_EQ(server_->stats().rejected_connections, 0u);

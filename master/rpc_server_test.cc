@@ -47,21 +47,6 @@ int64_t ElapsedMs(Clock::time_point start) {
 // Connects a plain TCP socket to 127.0.0.1:port; -1 on failure.
 int ConnectRaw(uint16_t port) { return testing::ConnectLoopback(port); }
 
-// Waits (bounded) for the peer to close the connection, reading and
-// discarding what it sends; true when it did.
-bool WaitForClose(int fd, int timeout_ms) {
-  return testing::WaitFor(
-      [fd] {
-        char buf[4096];
-        for (;;) {
-          const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-          if (n == 0) return true;  // end of stream
-          if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-        }
-      },
-      timeout_ms);
-}
-
 class RpcServerTest : public ::testing::Test {
  protected:
   static constexpr size_t kMaxBatch = 4096;
@@ -500,7 +485,7 @@ TEST_F(RpcServerTest, GarbageAndAbortedClientsDoNotDisturbOthers) {
     std::vector<char> junk(1 + rng() % 4096);
     for (char& c : junk) c = static_cast<char>(rng());
     ASSERT_GT(::write(fd, junk.data(), junk.size()), 0);
-    WaitForClose(fd, 200);
+    testing::WaitPeerClosed(fd, 200);
     ::close(fd);
   }
   // 2) A frame header announcing a huge message, then silence / close.
@@ -509,7 +494,7 @@ TEST_F(RpcServerTest, GarbageAndAbortedClientsDoNotDisturbOthers) {
     ASSERT_GE(fd, 0);
     uint32_t header[2] = {0, 0x7fffffff};
     ASSERT_EQ(::write(fd, header, sizeof(header)), static_cast<ssize_t>(sizeof(header)));
-    EXPECT_TRUE(WaitForClose(fd, 2000));  // rejected: too large
+    EXPECT_TRUE(testing::WaitPeerClosed(fd, 2000));  // rejected: too large
     ::close(fd);
   }
   // 3) Half a plausible message, then close (disconnect mid-message).

@@ -10,7 +10,9 @@
 #      second_deadlock_stack=1 suppressions=scripts/tsan.supp" (third-party
 #      code only), followed by any TSAN_OPTIONS of the caller;
 #   4. scripts/check_thread_safety.sh: the whole tree built with clang
-#      -Wthread-safety -Werror=thread-safety.
+#      -Wthread-safety -Werror=thread-safety;
+#   5. in that clang tree, ctest label fuzz: every libFuzzer target (ASan +
+#      UBSan) for SHELFMARK_FUZZ_SECONDS (20) seconds each.
 # A failing build or label is recorded and the script goes on with the next
 # one; at the end a summary lists every step with PASS/FAIL and its wall
 # time, and the exit status is non-zero when any step failed.
@@ -19,7 +21,8 @@
 #                                    "unit|process")
 #   SHELFMARK_SKIP_SANITIZE=1        skip pass 2
 #   SHELFMARK_SKIP_TSAN=1            skip pass 3
-#   SHELFMARK_SKIP_THREAD_SAFETY=1   skip pass 4
+#   SHELFMARK_SKIP_THREAD_SAFETY=1   skip passes 4 and 5
+#   SHELFMARK_SKIP_FUZZ=1            skip pass 5
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root" || exit 1
@@ -96,7 +99,13 @@ if [ "${SHELFMARK_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
   start=$SECONDS
   echo "== thread-safety (clang -Wthread-safety, all targets) ==" >&2
   bash scripts/check_thread_safety.sh
-  record "thread-safety" $? $((SECONDS - start))
+  rc=$?
+  record "thread-safety" "$rc" $((SECONDS - start))
+  # 5. The fuzz targets it built (clang only), each for a bounded time.
+  if [ "$rc" -eq 0 ] && [ "${SHELFMARK_SKIP_FUZZ:-0}" != 1 ]; then
+    dir="$root/build/thread-safety"
+    run_labels clang-fuzz '^fuzz$'
+  fi
 fi
 
 echo >&2

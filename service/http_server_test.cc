@@ -257,13 +257,6 @@ TEST_F(HttpServerTest, SilentClientDoesNotBlockLaterRequests) {
   close(silent);
 }
 
-// True while the server keeps `fd` open without having answered it.
-bool StillWaiting(int fd) {
-  char byte;
-  ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
 // Twenty clients that started a request and went quiet (a server serving
 // one at a time answered /health only after their deadlines, 20-40 s):
 // /health is answered while every one of them is still waiting.
@@ -278,7 +271,7 @@ TEST_F(HttpServerTest, StalledClientsDoNotDelayHealth) {
   std::string response = Get(port_, "/health");
   EXPECT_EQ(StatusOf(response), 200) << response;
   int waiting = 0;
-  for (int fd : stalled) waiting += StillWaiting(fd) ? 1 : 0;
+  for (int fd : stalled) waiting += testing::PeerStillWaiting(fd) ? 1 : 0;
   EXPECT_EQ(waiting, 20);
   for (int fd : stalled) close(fd);
 }
@@ -295,7 +288,7 @@ TEST_F(HttpServerTest, FullHouseDropsTheOldestReader) {
   std::string response = Get(port_, "/health");
   EXPECT_EQ(StatusOf(response), 200) << response;
   EXPECT_TRUE(PeerClosed(idle.front()));
-  EXPECT_TRUE(StillWaiting(idle.back()));
+  EXPECT_TRUE(testing::PeerStillWaiting(idle.back()));
   EXPECT_GE(server_.stats().dropped, 1u);
   for (int fd : idle) close(fd);
 }

@@ -11,24 +11,17 @@
 #include <string_view>
 
 #include "snapshot/codec.h"
+#include "testing/fuzz_check.h"
 
 namespace {
 
 using shelfmark::Result;
 
-template <typename T, typename Encode, typename Decode>
-void CheckStable(const Result<T>& decoded, Encode encode, Decode decode) {
-  if (!decoded.ok()) return;
-  std::string once = encode(*decoded);
-  Result<T> again = decode(once);
-  if (!again.ok() || encode(*again) != once) std::abort();
-}
-
 void FuzzCompressed(std::string_view bytes) {
   using namespace shelfmark;
-  CheckStable(DecodeShard(bytes), EncodeShard, DecodeShard);
-  CheckStable(DecodeSegments(bytes), EncodeSegments, DecodeSegments);
-  CheckStable(DecodeTasks(bytes), EncodeTasks, DecodeTasks);
+  testing::CheckStable(DecodeShard(bytes), EncodeShard, DecodeShard);
+  testing::CheckStable(DecodeSegments(bytes), EncodeSegments, DecodeSegments);
+  testing::CheckStable(DecodeTasks(bytes), EncodeTasks, DecodeTasks);
 }
 
 }  // namespace
@@ -43,11 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (shards.ok()) {
     for (const auto& [index, bin] : *shards) {
       if (index >= 1024) std::abort();
-      CheckStable(DecodeShard(bin), EncodeShard, DecodeShard);
+      testing::CheckStable(DecodeShard(bin), EncodeShard, DecodeShard);
     }
   }
-  CheckStable(DecodeManifest(bytes), EncodeManifest, DecodeManifest);
-  CheckStable(DecodeDescriptor(bytes), EncodeDescriptor, DecodeDescriptor);
+  testing::CheckStable(DecodeManifest(bytes), EncodeManifest, DecodeManifest);
+  testing::CheckStable(DecodeDescriptor(bytes), EncodeDescriptor, DecodeDescriptor);
   if (ValidSnapshotId(bytes) && bytes.size() != SnapshotIdAt(0).size()) std::abort();
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -94,6 +95,25 @@ int ConnectLoopback(uint16_t port) {
     return -1;
   }
   return fd;
+}
+
+bool WaitPeerClosed(int fd, int timeout_ms) {
+  return WaitFor(
+      [fd] {
+        char buf[4096];
+        for (;;) {
+          const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+          if (n == 0) return true;  // end of stream
+          if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+        }
+      },
+      timeout_ms);
+}
+
+bool PeerStillWaiting(int fd) {
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args,

@@ -43,6 +43,14 @@ int ListenLoopback(int backlog, uint16_t* port);
 // A TCP socket (close-on-exec) connected to 127.0.0.1:port; -1 on failure.
 int ConnectLoopback(uint16_t port);
 
+// Waits (bounded) for the peer of the connected socket `fd` to close it (end
+// of stream or a reset), reading and discarding what it sends; true when it did.
+bool WaitPeerClosed(int fd, int timeout_ms);
+
+// True while `fd` is open with nothing to read (the peer neither answered
+// nor closed).
+bool PeerStillWaiting(int fd);
+
 // A child process started with execv; killed (SIGKILL) on destruction if
 // still running.
 class ChildProcess {

@@ -342,14 +342,8 @@ std::shared_ptr<ClientConn> UcxContext::ConnectLocked(MutexLock& lock, std::stri
     }
     clients_[conn->endpoint] = conn;
     clients_by_id_[conn->id] = conn;
-    auto hello = std::make_shared<std::string>(ucx_wire::Writer()
-                                                    .Put(ucx_wire::kMagicHello)
-                                                    .Put(ucx_wire::kVersion)
-                                                    .Put(conn->id)
-                                                    .Put(options_.client_id.hi)
-                                                    .Put(options_.client_id.lo)
-                                                    .Bytes(options_.cluster_token)
-                                                    .Take());
+    auto hello = std::make_shared<std::string>(
+        ucx_wire::EncodeHello({conn->id, options_.client_id, options_.cluster_token}));
     if (hello->size() > max_am_header_ || !SendOwnedLocked(conn->ep, kUcxAmHello, hello, nullptr)) {
       conn->state = ClientConn::State::FAILED;
       conn->error = "ucx: hello to " + conn->endpoint + " failed";
@@ -450,18 +444,13 @@ ucs_status_t UcxContext::OnHelloReply(void* arg, const void* header, size_t head
                                       void* /*data*/, size_t /*length*/,
                                       const ucp_am_recv_param_t* /*param*/) {
   auto* self = static_cast<UcxContext*>(arg);
-  ucx_wire::Reader in(header, header_length);
-  const auto magic = in.Get<uint32_t>();
-  const auto version = in.Get<uint8_t>();
-  const auto accepted = in.Get<uint8_t>();
-  const auto conn_id = in.Get<uint64_t>();
-  auto it = self->clients_by_id_.find(conn_id);
-  if (!in.done() || magic != ucx_wire::kMagicHello || version != ucx_wire::kVersion ||
-      it == self->clients_by_id_.end() || it->second->state != ClientConn::State::CONNECTING) {
+  std::optional<ucx_wire::HelloReply> reply = ucx_wire::DecodeHelloReply(header, header_length);
+  auto it = reply ? self->clients_by_id_.find(reply->conn_id) : self->clients_by_id_.end();
+  if (it == self->clients_by_id_.end() || it->second->state != ClientConn::State::CONNECTING) {
     self->CountDropped();
     return UCS_OK;
   }
-  it->second->state = accepted ? ClientConn::State::READY : ClientConn::State::REJECTED;
+  it->second->state = reply->accepted ? ClientConn::State::READY : ClientConn::State::REJECTED;
   return UCS_OK;
 }
 
@@ -512,33 +501,21 @@ ucs_status_t UcxContext::OnHello(void* arg, const void* header, size_t header_le
     return UCS_OK;
   }
   auto id = self->node_ids_.find(param->reply_ep);
-  ucx_wire::Reader in(header, header_length);
-  const auto magic = in.Get<uint32_t>();
-  const auto version = in.Get<uint8_t>();
-  const auto conn_id = in.Get<uint64_t>();
-  UUID client;
-  client.hi = in.Get<uint64_t>();
-  client.lo = in.Get<uint64_t>();
-  const std::string token = in.Bytes();
-  if (id == self->node_ids_.end() || !in.done() || magic != ucx_wire::kMagicHello ||
-      version != ucx_wire::kVersion) {
+  std::optional<ucx_wire::Hello> hello = ucx_wire::DecodeHello(header, header_length);
+  if (id == self->node_ids_.end() || !hello) {
     self->CountDropped();
     return UCS_OK;
   }
   NodeConn& node = self->nodes_[id->second];
-  const bool accepted = token == self->options_.cluster_token;
+  const bool accepted = hello->cluster_token == self->options_.cluster_token;
   node.authorized = accepted;
-  node.client_id = client;
+  node.client_id = hello->client_id;
   const uint64_t node_id = id->second;
+  const uint64_t conn_id = hello->conn_id;
   self->AfterProgressLocked([self, node_id, conn_id, accepted]() REQUIRES(self->mu_) {
     auto it = self->nodes_.find(node_id);
     if (it == self->nodes_.end()) return;
-    auto reply = std::make_shared<std::string>(ucx_wire::Writer()
-                                                    .Put(ucx_wire::kMagicHello)
-                                                    .Put(ucx_wire::kVersion)
-                                                    .Put(static_cast<uint8_t>(accepted))
-                                                    .Put(conn_id)
-                                                    .Take());
+    auto reply = std::make_shared<std::string>(ucx_wire::EncodeHelloReply({accepted, conn_id}));
     self->SendOwnedLocked(it->second.ep, kUcxAmHelloReply, reply, nullptr);
     // A rejected connection is never served. It is not closed here: a
     // close can overtake the verdict (different lanes), and the client

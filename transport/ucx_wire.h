@@ -1,9 +1,21 @@
-// The UCX engine's own message constants (hello, active-message framing);
-// the byte packing itself is common/wire_bytes.h.
+// The UCX engine's own messages (hello, active-message framing); the byte
+// packing itself is common/wire_bytes.h.
+//
+// Hello (client -> node, on a new connection): magic, version, the client's
+// connection id, client id, cluster token. Hello reply (node -> client):
+// magic, version, accepted (0/1), the connection id echoed.
+//
+// Contracts: Decode* never read out of bounds and accept exactly what the
+// matching Encode* produces (wrong magic, version, length or trailing bytes
+// give nullopt).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
+#include "common/uuid.h"
 #include "common/wire_bytes.h"
 
 namespace shelfmark::ucx_wire {
@@ -14,5 +26,21 @@ inline constexpr uint8_t kVersion = 1;
 
 using wire::Reader;
 using wire::Writer;
+
+struct Hello {
+  uint64_t conn_id = 0;
+  UUID client_id;
+  std::string cluster_token;
+};
+
+struct HelloReply {
+  bool accepted = false;
+  uint64_t conn_id = 0;
+};
+
+std::string EncodeHello(const Hello& hello);
+std::optional<Hello> DecodeHello(const void* bytes, size_t size);
+std::string EncodeHelloReply(const HelloReply& reply);
+std::optional<HelloReply> DecodeHelloReply(const void* bytes, size_t size);
 
 }  // namespace shelfmark::ucx_wire

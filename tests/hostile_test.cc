@@ -1,0 +1,218 @@
+// Hostile and clumsy clients against the real shelfmark-master (and a real
+// node where objects are needed), ctest label `hostile` (docs/limits.md).
+// Each case is one finding of the hostile-client review: it does what such
+// a client did, then asserts that a well-behaved client is still served and
+// that nothing stored was lost or changed.
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "rpc/master_client.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
+#include "testing/wait_for.h"
+#include "tests/ucx_client.h"
+
+namespace shelfmark {
+namespace {
+
+using testing::ChildProcess;
+using testing::ReadFile;
+
+constexpr int kStartMs = 30'000;
+
+// Resident bytes of process `pid` (VmRSS); 0 when unknown.
+uint64_t ResidentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+std::string Pattern(size_t size, int seed) {
+  std::string s(size, '\0');
+  for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>((i * 131 + seed) >> 2);
+  return s;
+}
+
+class HostileTest : public ::testing::Test {
+ protected:
+  // Starts the master; with `fd_limit` > 0 under that RLIMIT_NOFILE.
+  void StartMaster(int fd_limit = 0) {
+    const std::string err = dir_.Join("master.err");
+    std::vector<std::string> flags = {"--rpc_port=0", "--metrics_port=0"};
+    if (fd_limit > 0) {
+      std::vector<std::string> args = {"-c", "ulimit -n " + std::to_string(fd_limit) +
+                                                 " && exec \"$0\" \"$@\"",
+                                       SHELFMARK_MASTER_BIN};
+      args.insert(args.end(), flags.begin(), flags.end());
+      master_ = std::make_unique<ChildProcess>("/bin/sh", args, err);
+    } else {
+      master_ = std::make_unique<ChildProcess>(SHELFMARK_MASTER_BIN, flags, err);
+    }
+    testing::ServicePorts ports;
+    ASSERT_TRUE(testing::WaitForServicePorts(err, kStartMs, &ports)) << ReadFile(err);
+    rpc_ = ports.rpc;
+    http_ = ports.http;
+  }
+  void TearDown() override {
+    for (int fd : raw_) ::close(fd);
+    if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err").c_str());
+  }
+  std::string Master() const { return "127.0.0.1:" + std::to_string(rpc_); }
+  int Raw() {
+    int fd = testing::ConnectLoopback(rpc_);
+    if (fd >= 0) raw_.push_back(fd);
+    return fd;
+  }
+  // A fresh, well-behaved client's call is answered.
+  bool Served() {
+    MasterClientOptions options;
+    options.address = Master();
+    options.call_timeout_ms = 5000;
+    MasterClient client(options);
+    auto exists = client.ExistKey("", "hostile-probe");
+    return exists.ok() && !*exists;
+  }
+  bool Healthy() {
+    std::string body;
+    return testing::HttpGet(http_, "/health", &body) == 200 && body == "ok\n";
+  }
+  double Metric(const std::string& series) { return testing::ScrapeMetric(http_, series); }
+
+  testing::TempDir dir_{"hostile"};
+  std::unique_ptr<ChildProcess> master_;
+  uint16_t rpc_ = 0, http_ = 0;
+  std::vector<int> raw_;
+};
+
+// Finding 1: 1200 idle connections against a 1024 descriptor limit made
+// accept() fail and ended an RPC loop for good (new clients got RPC_FAIL
+// while /health said ok). Here 400 against 256: newcomers replace the
+// idlest connections, and the loops live.
+TEST_F(HostileTest, ConnectionFloodAtALowDescriptorLimit) {
+  StartMaster(/*fd_limit=*/256);
+  for (int i = 0; i < 400; ++i) ASSERT_GE(Raw(), 0) << i;
+  EXPECT_TRUE(Served());
+  EXPECT_TRUE(Healthy());
+  EXPECT_GT(Metric("shelfmark_master_rpc_evicted_connections_total"), 0);
+  EXPECT_LE(Metric("shelfmark_master_rpc_open_connections"),
+            Metric("shelfmark_master_rpc_max_connections"));
+  for (int fd : raw_) ::close(fd);
+  raw_.clear();
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(Served()) << i;  // every loop still accepts
+  EXPECT_EQ(ReadFile(dir_.Join("master.err")).find("rpc server loop failed"), std::string::npos);
+}
+
+// Finding 2: four connections each sending a 512 MiB frame took the master
+// from 14 MB to 1.06 GB. Now the frame is refused from its header.
+TEST_F(HostileTest, HugeRequestsDoNotGrowTheMaster) {
+  StartMaster();
+  const uint64_t before = ResidentBytes(master_->pid());
+  ASSERT_GT(before, 0u);
+  std::string header(8, '\0');
+  const uint32_t words = (512u << 20) / 8;
+  for (int i = 0; i < 4; ++i) header[4 + i] = static_cast<char>((words >> (8 * i)) & 0xff);
+  const std::string chunk(1 << 20, 'x');
+  std::vector<int> fds;
+  for (int c = 0; c < 4; ++c) {
+    int fd = Raw();
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), 8);
+    // Up to 64 MiB of body, until the master has closed the connection.
+    for (int m = 0; m < 64; ++m) {
+      if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) break;
+    }
+    fds.push_back(fd);
+  }
+  for (int fd : fds) EXPECT_TRUE(testing::WaitPeerClosed(fd, 10'000));
+  EXPECT_EQ(Metric("shelfmark_master_rpc_refused_requests_total{reason=\"too_large\"}"), 4);
+  EXPECT_LT(ResidentBytes(master_->pid()), before + (64u << 20));
+  EXPECT_TRUE(Served());
+}
+
+// Finding 5: twenty clients that never finish a request made /health take
+// 20-38 s. Now it is answered while all of them still wait.
+TEST_F(HostileTest, StalledHttpClientsDoNotStarveHealth) {
+  StartMaster();
+  std::vector<int> stalled;
+  for (int i = 0; i < 20; ++i) {
+    int fd = testing::ConnectLoopback(http_);
+    ASSERT_GE(fd, 0);
+    raw_.push_back(fd);
+    ASSERT_EQ(::send(fd, "GET /heal", 9, MSG_NOSIGNAL), 9);
+    stalled.push_back(fd);
+  }
+  EXPECT_TRUE(Healthy());
+  int waiting = 0;
+  for (int fd : stalled) waiting += testing::PeerStillWaiting(fd) ? 1 : 0;
+  EXPECT_EQ(waiting, 20);
+  EXPECT_TRUE(Served());
+}
+
+// Finding 3: a put that could never be placed (two replicas on a one-node
+// cluster, larger than the segment, 2^64-1 bytes) answered
+// NO_AVAILABLE_HANDLE and evicted live objects each time. Now nothing is
+// evicted and every stored object reads back unchanged.
+TEST_F(HostileTest, ImpossiblePutsDestroyNothing) {
+  StartMaster();
+  const std::string node_err = dir_.Join("node.err");
+  ChildProcess node(SHELFMARK_NODE_BIN,
+                    {"--master=" + Master(), "--segment_size=67108864", "--protocol=ucx",
+                     "--listen_ip=127.0.0.1", "--ping_interval_ms=300"},
+                    node_err);
+  ASSERT_TRUE(testing::WaitForText(node_err, "protocol ucx endpoint 127.0.0.1:", kStartMs))
+      << ReadFile(node_err);
+  ClientOptions options;
+  options.transfer_timeout_ms = 3000;
+  auto client = testing::MakeUcxClient(Master(), options);
+  ASSERT_NE(client, nullptr);
+  constexpr int kObjects = 40;  // 40 MiB of a 64 MiB segment: under the watermark
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_EQ(client->Put("", "keep-" + std::to_string(i), Pattern(1 << 20, i)), ErrorCode::OK);
+  }
+  PutOptions two;
+  two.config.replica_num = 2;
+  MasterClientOptions mo;
+  mo.address = Master();
+  MasterClient master(mo);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(client->Put("", "two-replicas", Pattern(4096, 1), two),
+              ErrorCode::NO_AVAILABLE_HANDLE);
+    EXPECT_EQ(master.PutStart("", "too-big", 65 << 20, {}).error(), ErrorCode::NO_AVAILABLE_HANDLE);
+  }
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(master.PutStart("", "absurd", std::numeric_limits<uint64_t>::max(), {}).error(),
+              ErrorCode::NO_AVAILABLE_HANDLE);
+  }
+  // Two background passes after the refusals: any eviction they would have
+  // caused has happened.
+  const double runs = Metric("shelfmark_master_background_runs_total");
+  ASSERT_TRUE(testing::WaitForMetric(
+      http_, "shelfmark_master_background_runs_total", [runs](double v) { return v >= runs + 2; },
+      10'000));
+  EXPECT_EQ(Metric("shelfmark_master_unplaceable_puts_total"), 16);
+  EXPECT_EQ(Metric("shelfmark_master_eviction_runs_total"), 0);
+  EXPECT_EQ(Metric("shelfmark_master_evicted_objects_total"), 0);
+  for (int i = 0; i < kObjects; ++i) {
+    auto got = client->Get("", "keep-" + std::to_string(i));
+    ASSERT_TRUE(got.ok()) << i << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, Pattern(1 << 20, i)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace shelfmark
