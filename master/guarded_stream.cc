@@ -2,9 +2,9 @@
 
 #include <sys/socket.h>
 
-#include <chrono>
-
 #include <kj/debug.h>
+
+#include "common/clock.h"
 
 namespace shelfmark {
 
@@ -16,11 +16,7 @@ bool RequestBudget::TryTake(uint64_t bytes) {
   return true;
 }
 
-int64_t GuardedStream::NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t GuardedStream::NowMs() { return SteadyClock().NowMs(); }
 
 GuardedStream::GuardedStream(kj::Own<kj::AsyncIoStream> inner, RequestLimits* limits)
     : inner_(kj::mv(inner)), limits_(limits), last_active_ms_(NowMs()) {

@@ -245,20 +245,20 @@ void HttpServer::Serve() {
     if (n < 0 || fds[0].revents != 0) break;
     for (size_t i = conns.size(); i-- > 0;) {
       if (fds[i + 2].revents != 0 && !Progress(&conns[i])) {
-        CloseConn(&conns[i]);
+        CloseFd(conns[i].fd);
         conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
     if ((fds[1].revents & POLLIN) != 0) AcceptAll(&conns);
   }
-  for (Conn& c : conns) CloseConn(&c);
+  for (Conn& c : conns) CloseFd(c.fd);
 }
 
 void HttpServer::ExpireConnections(std::vector<Conn>* conns, Clock::time_point now) {
   auto expired = [&](Conn& c) {
     if (c.deadline > now) return false;
     timed_out_.fetch_add(1, std::memory_order_relaxed);
-    CloseConn(&c);
+    CloseFd(c.fd);
     return true;
   };
   conns->erase(std::remove_if(conns->begin(), conns->end(), expired), conns->end());
@@ -279,7 +279,7 @@ void HttpServer::AcceptAll(std::vector<Conn>* conns) {
         return std::make_pair(!a.out.empty(), a.accepted) < std::make_pair(!b.out.empty(), b.accepted);
       });
       dropped_.fetch_add(1, std::memory_order_relaxed);
-      CloseConn(&*oldest);
+      CloseFd(oldest->fd);
       conns->erase(oldest);
     }
     Conn c;
@@ -319,8 +319,6 @@ bool HttpServer::Progress(Conn* c) {
   DrainInput(c->fd);
   return false;
 }
-
-void HttpServer::CloseConn(Conn* c) { CloseFd(c->fd); }
 
 HttpServerStats HttpServer::stats() const {
   return {timed_out_.load(std::memory_order_relaxed), dropped_.load(std::memory_order_relaxed)};

@@ -58,7 +58,6 @@ class HttpServer {
   void ExpireConnections(std::vector<Conn>* conns, Clock::time_point now);
   void AcceptAll(std::vector<Conn>* conns);
   bool Progress(Conn* c);
-  static void CloseConn(Conn* c);
 
   std::map<std::string, Handler> handlers_;
   int listen_fd_ = -1;
