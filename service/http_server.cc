@@ -1,8 +1,6 @@
 #include "service/http_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -15,6 +13,8 @@
 #include <system_error>
 #include <utility>
 
+#include "common/socket_io.h"
+
 namespace shelfmark {
 namespace {
 
@@ -25,11 +25,6 @@ constexpr auto kReadTimeout = std::chrono::seconds(2);   // whole request, not p
 constexpr auto kWriteTimeout = std::chrono::seconds(5);  // whole response
 constexpr size_t kMaxDrainBytes = 64 * 1024;
 constexpr size_t kMaxConnections = 64;  // served at once; more drop the oldest reader
-
-void CloseFd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
 
 int RemainingMs(Clock::time_point deadline, Clock::time_point now) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
@@ -136,32 +131,6 @@ void DrainInput(int fd) {
   }
 }
 
-// A non-blocking listening socket on 0.0.0.0:port; -1 with errno on failure.
-int OpenListener(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(port);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
-  }
-  return fd;
-}
-
-uint16_t BoundPort(int fd) {
-  sockaddr_in addr{};
-  socklen_t len = sizeof(addr);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
-  return ntohs(addr.sin_port);
-}
-
 }  // namespace
 
 HttpServer::~HttpServer() { Stop(); }
@@ -172,7 +141,7 @@ void HttpServer::Handle(const std::string& path, Handler handler) {
 
 Result<uint16_t> HttpServer::Start(uint16_t port) {
   if (thread_.joinable()) return ErrorCode::INVALID_PARAMS;  // already serving
-  listen_fd_ = OpenListener(port);
+  listen_fd_ = ListenTcp("0.0.0.0", port, 64);
   if (listen_fd_ < 0) {
     return errno == EADDRINUSE || errno == EACCES || errno == EADDRNOTAVAIL
                ? ErrorCode::INVALID_PARAMS

@@ -12,10 +12,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <system_error>
 
@@ -95,6 +98,66 @@ int ConnectLoopback(uint16_t port) {
     return -1;
   }
   return fd;
+}
+
+namespace {
+
+// Inodes of the sockets among the descriptors of `pid`.
+std::set<std::string> SocketInodes(pid_t pid) {
+  std::set<std::string> inodes;
+  std::error_code ec;
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& entry : std::filesystem::directory_iterator(fds, ec)) {
+    std::error_code link_ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
+    if (!link_ec && target.rfind("socket:[", 0) == 0 && target.back() == ']') {
+      inodes.insert(target.substr(8, target.size() - 9));
+    }
+  }
+  return inodes;
+}
+
+// "0100007F:1F90" (/proc/net/tcp: the address as the kernel stores it, in
+// hex, then the port) as a HostPort; a wildcard address becomes loopback.
+std::optional<HostPort> ParseProcAddress(const std::string& text, int family) {
+  const size_t colon = text.rfind(':');
+  const size_t bytes = family == AF_INET ? 4 : 16;
+  if (colon != bytes * 2) return std::nullopt;
+  unsigned char raw[16] = {};
+  for (size_t word = 0; word < bytes / 4; ++word) {  // 32-bit words in host order
+    const uint32_t v = static_cast<uint32_t>(std::stoul(text.substr(word * 8, 8), nullptr, 16));
+    std::memcpy(raw + word * 4, &v, 4);
+  }
+  static const unsigned char kAny[16] = {};
+  char host[INET6_ADDRSTRLEN] = {};
+  if (std::memcmp(raw, kAny, bytes) == 0) {
+    std::snprintf(host, sizeof(host), "%s", family == AF_INET ? "127.0.0.1" : "::1");
+  } else if (inet_ntop(family, raw, host, sizeof(host)) == nullptr) {
+    return std::nullopt;
+  }
+  return HostPort{host, static_cast<uint16_t>(std::stoul(text.substr(colon + 1), nullptr, 16))};
+}
+
+}  // namespace
+
+std::vector<HostPort> ListeningTcpAddresses(pid_t pid) {
+  const std::set<std::string> inodes = SocketInodes(pid);
+  std::vector<HostPort> out;
+  for (const auto& [table, family] : {std::pair{"tcp", AF_INET}, std::pair{"tcp6", AF_INET6}}) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/net/" + table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      std::istringstream fields(line);
+      std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (state != "0A" || inodes.count(inode) == 0) continue;
+      if (auto address = ParseProcAddress(local, family)) out.push_back(*address);
+    }
+  }
+  return out;
 }
 
 bool WaitPeerClosed(int fd, int timeout_ms) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/host_port.h"
+
 #include "testing/wait_for.h"
 
 namespace shelfmark::testing {
@@ -42,6 +44,12 @@ int ListenLoopback(int backlog, uint16_t* port);
 
 // A TCP socket (close-on-exec) connected to 127.0.0.1:port; -1 on failure.
 int ConnectLoopback(uint16_t port);
+
+// The TCP addresses (IPv4 and IPv6) process `pid` is listening on, read
+// from /proc (its socket descriptors matched to its network namespace's
+// LISTEN sockets), a wildcard address given as loopback (where one connects
+// to it); empty when /proc cannot be read.
+std::vector<HostPort> ListeningTcpAddresses(pid_t pid);
 
 // Waits (bounded) for the peer of the connected socket `fd` to close it (end
 // of stream or a reset), reading and discarding what it sends; true when it did.

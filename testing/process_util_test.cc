@@ -1,10 +1,14 @@
 #include "testing/process_util.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include "common/socket_io.h"
 #include "testing/temp_dir.h"
 
 namespace shelfmark::testing {
@@ -29,6 +33,31 @@ TEST(Files, LogTailsShowsTheMatchingFilesByNameWithTheirLastBytes) {
   EXPECT_EQ(LogTails(dir.path(), ".log", 4), "--- a.log ---\n...irst\n--- b.log ---\n...6789\n");
   EXPECT_EQ(LogTails(dir.path(), ".log"), "--- a.log ---\nfirst\n--- b.log ---\n0123456789\n");
   EXPECT_EQ(LogTails(dir.Join("missing"), ".log"), "");
+}
+
+// Whether `addresses` holds host:port.
+bool Lists(const std::vector<HostPort>& addresses, const std::string& host, uint16_t port) {
+  return std::any_of(addresses.begin(), addresses.end(),
+                     [&](const HostPort& a) { return a.host == host && a.port == port; });
+}
+
+TEST(Sockets, ListeningTcpAddressesFindsThisProcesssListenersOnly) {
+  uint16_t port = 0;
+  const int fd = ListenLoopback(4, &port);
+  ASSERT_GE(fd, 0);
+  const int connected = ConnectLoopback(port);  // an established socket: not listed
+  ASSERT_GE(connected, 0);
+  const int any = ListenTcp("0.0.0.0", 0, 4);  // a wildcard listener reads as loopback
+  ASSERT_GE(any, 0);
+  std::vector<HostPort> addresses = ListeningTcpAddresses(getpid());
+  EXPECT_TRUE(Lists(addresses, "127.0.0.1", port));
+  EXPECT_TRUE(Lists(addresses, "127.0.0.1", BoundPort(any)));
+  EXPECT_EQ(addresses.size(), 2u);
+  close(connected);
+  close(fd);
+  close(any);
+  EXPECT_TRUE(ListeningTcpAddresses(getpid()).empty());
+  EXPECT_TRUE(ListeningTcpAddresses(-1).empty());
 }
 
 }  // namespace

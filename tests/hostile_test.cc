@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "common/socket_io.h"
 #include "rpc/master_client.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
@@ -212,6 +213,57 @@ TEST_F(HostileTest, ImpossiblePutsDestroyNothing) {
     ASSERT_TRUE(got.ok()) << i << ": " << ErrorCodeName(got.error());
     EXPECT_EQ(*got, Pattern(1 << 20, i)) << i;
   }
+}
+
+// Finding 4: 4 KiB of zeros to the node's UCX listening port aborted the
+// node (UCX 1.13.1's sockaddr connection manager asserted). The node now
+// has no UCX listener: its endpoint port only hands out the worker address
+// and never reads. Every TCP port the node listens on (that one, the UCX
+// workers' own interface ports, /metrics) gets zeros, random bytes and
+// half-written connections; the node lives and serves what it stored.
+TEST_F(HostileTest, GarbageOnEveryNodePortLeavesTheNodeServing) {
+  StartMaster();
+  const std::string node_err = dir_.Join("node.err");
+  ChildProcess node(SHELFMARK_NODE_BIN,
+                    {"--master=" + Master(), "--segment_size=67108864", "--protocol=ucx",
+                     "--listen_ip=127.0.0.1", "--metrics_port=0"},
+                    node_err);
+  ASSERT_TRUE(testing::WaitForText(node_err, "protocol ucx endpoint 127.0.0.1:", kStartMs))
+      << ReadFile(node_err);
+  auto client = testing::MakeUcxClient(Master());
+  ASSERT_NE(client, nullptr);
+  constexpr int kObjects = 8;
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_EQ(client->Put("", "kept-" + std::to_string(i), Pattern(65536, i)), ErrorCode::OK);
+  }
+  const std::vector<HostPort> ports = testing::ListeningTcpAddresses(node.pid());
+  ASSERT_GE(ports.size(), 3u) << "the address port, /metrics, UCX interface ports";
+  const std::string zeros(4096, '\0');
+  const std::string noise = Pattern(65536, 99);
+  for (const HostPort& port : ports) {
+    for (const std::string* bytes : {&zeros, &noise, &zeros}) {
+      UniqueFd fd = ConnectTcp(port, 5000);
+      ASSERT_TRUE(fd.valid()) << port.ToString();
+      SendAll(fd.get(), *bytes, 1000);  // the peer may close first
+    }
+    UniqueFd held = ConnectTcp(port, 5000);  // half a hello, then silence
+    ASSERT_TRUE(held.valid()) << port.ToString();
+    SendAll(held.get(), zeros.substr(0, 7), 1000);
+    raw_.push_back(held.Release());
+  }
+  EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err);
+  for (int i = 0; i < kObjects; ++i) {
+    auto got = client->Get("", "kept-" + std::to_string(i));
+    ASSERT_TRUE(got.ok()) << i << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, Pattern(65536, i)) << i;
+  }
+  auto fresh = testing::MakeUcxClient(Master());  // a new connection to the node
+  ASSERT_NE(fresh, nullptr);
+  ASSERT_EQ(fresh->Put("", "after", Pattern(4096, 7)), ErrorCode::OK);
+  auto after = fresh->Get("", "after");
+  ASSERT_TRUE(after.ok()) << ErrorCodeName(after.error());
+  EXPECT_EQ(*after, Pattern(4096, 7));
+  EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err);
 }
 
 }  // namespace

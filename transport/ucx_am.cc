@@ -16,7 +16,7 @@
 namespace shelfmark {
 namespace {
 
-constexpr size_t kFraming = 24;  // our fields before the user header, both directions
+constexpr size_t kFraming = 40;  // our fields before the user header, both directions
 
 // A call waiting for its reply (client side), kept alive by every party that
 // may still write into it (the waiter, a rendezvous receive in flight).
@@ -73,22 +73,27 @@ struct IncomingRequest {
 };
 
 // The framing both directions share: magic, version, `Field` (the handler
-// id of a request, the status of a response), request id, user header.
+// id of a request, the status of a response), request id, session (the
+// node's credentials on requests, zero on responses), user header.
 template <typename Field>
 struct AmFrame {
   Field field{};
   uint64_t request_id = 0;
+  ucx_wire::Session session;
   std::string user_header;
 };
 
 template <typename Field>
 std::shared_ptr<std::string> EncodeFrame(Field field, uint64_t request_id,
+                                         const ucx_wire::Session& session,
                                          std::string_view user_header) {
   return std::make_shared<std::string>(ucx_wire::Writer()
                                            .Put(ucx_wire::kMagicAm)
                                            .Put(ucx_wire::kVersion)
                                            .Put(field)
                                            .Put(request_id)
+                                           .Put(session.id)
+                                           .Put(session.secret)
                                            .Bytes(user_header)
                                            .Take());
 }
@@ -101,6 +106,8 @@ bool DecodeFrame(const void* header, size_t length, AmFrame<Field>* frame) {
   const auto version = in.Get<uint8_t>();
   frame->field = in.Get<Field>();
   frame->request_id = in.Get<uint64_t>();
+  frame->session.id = in.Get<uint64_t>();
+  frame->session.secret = in.Get<uint64_t>();
   frame->user_header = in.Bytes();
   return in.done() && magic == ucx_wire::kMagicAm && version == ucx_wire::kVersion;
 }
@@ -172,17 +179,15 @@ class UcxAmAccess {
     UcxContext* context = state->context;
     AmFrame<uint16_t> frame;
     UUID client;
-    uint64_t conn_id = 0;
     if (!DecodeFrame(header, header_length, &frame) ||
-        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
-        !context->AuthorizedLocked(param->reply_ep, &client, &conn_id)) {
+        !context->AuthorizedLocked(frame.session, &client)) {
       context->CountDropped();
       return UCS_OK;  // a rendezvous descriptor not taken is dropped by UCX
     }
     auto* incoming = new IncomingRequest;
     incoming->state = state;
     incoming->request = AmRequest{client, frame.field, std::move(frame.user_header), {}};
-    incoming->sink = std::make_unique<UcxReplySink>(state->link, conn_id, frame.request_id);
+    incoming->sink = std::make_unique<UcxReplySink>(state->link, frame.session.id, frame.request_id);
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
       incoming->request.payload.assign(static_cast<const char*>(data), length);
       Dispatch(state, std::move(incoming->request), std::move(incoming->sink));
@@ -257,7 +262,7 @@ class UcxAmAccess {
 // ---- UcxReplySink -----------------------------------------------------------
 
 bool UcxReplySink::Send(ErrorCode status, std::string header, std::string data) {
-  auto wire = EncodeFrame(static_cast<int32_t>(status), request_id_, header);
+  auto wire = EncodeFrame(static_cast<int32_t>(status), request_id_, {}, header);
   MutexLock link_lock(&link_->mu);
   UcxContext* context = link_->context;
   if (context == nullptr) return false;
@@ -265,7 +270,7 @@ bool UcxReplySink::Send(ErrorCode status, std::string header, std::string data) 
   if (!fits) {
     // The caller learns at once that this reply cannot travel, instead of
     // waiting for its deadline.
-    wire = EncodeFrame(static_cast<int32_t>(ErrorCode::INVALID_PARAMS), request_id_, "");
+    wire = EncodeFrame(static_cast<int32_t>(ErrorCode::INVALID_PARAMS), request_id_, {}, "");
     data.clear();
   }
   auto payload = std::make_shared<std::string>(std::move(data));
@@ -330,7 +335,7 @@ Result<AmReply> UcxAm::CallInto(std::string_view endpoint, uint16_t id, std::str
   auto call = std::make_shared<PendingCall>();
   call->target = into;
   state_->pending[request_id] = call;
-  auto wire = EncodeFrame(id, request_id, header);
+  auto wire = EncodeFrame(id, request_id, conn->session, header);
   auto data = std::make_shared<std::string>(payload);
   if (!state_->context->SendOwnedLocked(conn->ep, kUcxAmRequest, wire, data)) {
     state_->pending.erase(request_id);

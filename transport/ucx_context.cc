@@ -1,9 +1,7 @@
 #include "transport/ucx_context.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <poll.h>
-#include <sys/socket.h>
+#include <sys/random.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -12,6 +10,7 @@
 #include <utility>
 
 #include "common/host_port.h"
+#include "transport/ucx_address_server.h"
 #include "transport/ucx_wire.h"
 
 namespace shelfmark {
@@ -19,32 +18,6 @@ namespace {
 
 constexpr int kPollSafetyNetMs = 20;   // progress-thread wake-up even without events
 constexpr int kSpinsBeforeWait = 256;  // idle progress calls before a waiter sleeps
-
-// Resolves "ip:port" / "host:port" into `out`; false when it does not parse.
-bool ResolveEndpoint(std::string_view endpoint, sockaddr_storage* out, socklen_t* len) {
-  auto hp = ParseHostPort(endpoint);
-  if (!hp) return false;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* result = nullptr;
-  if (getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &result) != 0) {
-    return false;
-  }
-  std::memcpy(out, result->ai_addr, result->ai_addrlen);
-  *len = result->ai_addrlen;
-  freeaddrinfo(result);
-  return true;
-}
-
-uint16_t PortOf(const sockaddr_storage& addr) {
-  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
-  if (addr.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
-  }
-  return 0;
-}
 
 // A packed rkey is [md_map u64][mem_type u8] then per md bit [size u8][bytes]
 // (then optional system-device data). ucp_ep_rkey_unpack() takes no length,
@@ -62,6 +35,18 @@ bool PlausiblePackedRkey(std::string_view packed) {
     if (at > packed.size()) return false;
   }
   return true;
+}
+
+// 64 random bits for a session secret (getrandom never fails for 8 bytes
+// once the pool is initialised; a short read falls back to the clock mixed
+// with the address of a local, still never 0).
+uint64_t RandomSecret() {
+  uint64_t secret = 0;
+  if (getrandom(&secret, sizeof(secret), 0) != static_cast<ssize_t>(sizeof(secret))) {
+    secret = static_cast<uint64_t>(UcxNowMs()) * 0x9e3779b97f4a7c15ull ^
+             reinterpret_cast<uintptr_t>(&secret);
+  }
+  return secret == 0 ? 1 : secret;
 }
 
 }  // namespace
@@ -85,10 +70,6 @@ Result<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& o
 Result<bool> UcxContext::Init() {
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
-  // A node restarted on its port must not wait for the old connections'
-  // TIME_WAIT (the tcp connection manager binds without SO_REUSEADDR by
-  // default). An explicit UCX_CM_REUSEADDR in the environment wins.
-  if (std::getenv("UCX_CM_REUSEADDR") == nullptr) ucp_config_modify(config, "CM_REUSEADDR", "y");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -108,6 +89,13 @@ Result<bool> UcxContext::Init() {
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   if (ucp_worker_query(worker_, &attr) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
   max_am_header_ = attr.max_am_header;
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  if (ucp_worker_get_address(worker_, &address, &address_length) != UCS_OK) {
+    return ErrorCode::TRANSFER_FAIL;
+  }
+  worker_address_.assign(reinterpret_cast<const char*>(address), address_length);
+  ucp_worker_release_address(worker_, address);
 
   ucp_am_handler_param_t hello{};
   hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -119,44 +107,20 @@ Result<bool> UcxContext::Init() {
   hello.id = kUcxAmHelloReply;
   hello.cb = &UcxContext::OnHelloReply;
   if (ucp_worker_set_am_recv_handler(worker_, &hello) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
-  if (!options_.listen_ip.empty()) return StartListener();
+  if (!options_.listen_ip.empty()) return StartAddressServer();
   return true;
 }
 
-Result<bool> UcxContext::StartListener() {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  const std::string listen =
-      options_.listen_ip.find(':') != std::string::npos
-          ? "[" + options_.listen_ip + "]:" + std::to_string(options_.listen_port == 0 ? 1 : options_.listen_port)
-          : options_.listen_ip + ":" + std::to_string(options_.listen_port == 0 ? 1 : options_.listen_port);
-  if (!ResolveEndpoint(listen, &addr, &len)) return ErrorCode::INVALID_PARAMS;
-  if (options_.listen_port == 0) {  // ParseHostPort refuses port 0: set it here
-    if (addr.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(addr).sin_port = 0;
-    if (addr.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6&>(addr).sin6_port = 0;
-  }
-  ucp_listener_params_t params{};
-  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  params.sockaddr.addrlen = len;
-  params.conn_handler.cb = &UcxContext::OnConnRequest;
-  params.conn_handler.arg = this;
-  ucs_status_t status = ucp_listener_create(worker_, &params, &listener_);
-  if (status != UCS_OK) {
-    listener_ = nullptr;
-    return status == UCS_ERR_BUSY ? ErrorCode::INVALID_PARAMS : ErrorCode::TRANSFER_FAIL;
-  }
-  ucp_listener_attr_t attr{};
-  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  if (ucp_listener_query(listener_, &attr) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
-  const std::string host = options_.listen_ip.find(':') != std::string::npos
-                               ? "[" + options_.listen_ip + "]"
-                               : options_.listen_ip;
-  endpoint_ = host + ":" + std::to_string(PortOf(attr.sockaddr));
+Result<bool> UcxContext::StartAddressServer() {
+  auto server = UcxAddressServer::Start(options_.listen_ip, options_.listen_port, worker_address_);
+  if (!server.ok()) return server.error();
+  address_server_ = std::move(server.value());
+  endpoint_ = HostPort{options_.listen_ip, address_server_->port()}.ToString();
   return true;
 }
 
 UcxContext::~UcxContext() {
+  address_server_.reset();  // no new clients learn this worker's address
   if (thread_.joinable()) {
     {
       MutexLock lock(&mu_);
@@ -167,7 +131,6 @@ UcxContext::~UcxContext() {
   }
   if (worker_ != nullptr) {
     MutexLock lock(&mu_);
-    if (listener_ != nullptr) ucp_listener_destroy(listener_);
     for (auto& [endpoint, conn] : std::map(clients_)) CloseLocked(conn);
     std::vector<uint64_t> ids;
     for (auto& [id, node] : nodes_) ids.push_back(id);
@@ -287,11 +250,9 @@ bool UcxContext::SendOwnedLocked(ucp_ep_h ep, unsigned id, std::shared_ptr<std::
                                  std::shared_ptr<std::string> data) {
   auto* owned = new OwnedSend{std::move(header), std::move(data)};
   ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                       UCP_OP_ATTR_FIELD_FLAGS;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &OnOwnedSendDone;
   param.user_data = owned;
-  param.flags = UCP_AM_SEND_FLAG_REPLY;
   const std::string empty;
   const std::string& h = owned->header ? *owned->header : empty;
   const std::string& d = owned->data ? *owned->data : empty;
@@ -314,40 +275,21 @@ std::shared_ptr<ClientConn> UcxContext::ConnectLocked(MutexLock& lock, std::stri
     conn = it->second;
   } else {
     if (it != clients_.end()) CloseLocked(it->second);
-    sockaddr_storage addr{};
-    socklen_t len = 0;
-    if (!ResolveEndpoint(endpoint, &addr, &len)) {
-      *code = ErrorCode::TRANSFER_FAIL;
-      *error = "ucx: bad endpoint '" + std::string(endpoint) + "'";
-      return nullptr;
-    }
     conn = std::make_shared<ClientConn>();
     conn->endpoint = std::string(endpoint);
     conn->id = next_id_++;
     conn->arg = std::make_unique<UcxEpArg>(UcxEpArg{this, conn->id});
-    ucp_ep_params_t params{};
-    params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-    params.sockaddr.addrlen = len;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb = &UcxContext::OnClientEpError;
-    params.err_handler.arg = conn->arg.get();
-    ucs_status_t status = ucp_ep_create(worker_, &params, &conn->ep);
-    if (status != UCS_OK) {
-      *code = ErrorCode::TRANSFER_FAIL;
-      *error = "ucx: connect to " + conn->endpoint + ": " + ucs_status_string(status);
-      return nullptr;
-    }
     clients_[conn->endpoint] = conn;
     clients_by_id_[conn->id] = conn;
-    auto hello = std::make_shared<std::string>(
-        ucx_wire::EncodeHello({conn->id, options_.client_id, options_.cluster_token}));
-    if (hello->size() > max_am_header_ || !SendOwnedLocked(conn->ep, kUcxAmHello, hello, nullptr)) {
-      conn->state = ClientConn::State::FAILED;
-      conn->error = "ucx: hello to " + conn->endpoint + " failed";
-    }
+    // The fetch is a TCP round trip: other users keep the worker meanwhile
+    // (and wait on this CONNECTING connection rather than make another).
+    lock.unlock();
+    std::string fetch_error;
+    const int64_t left = std::max<int64_t>(1, deadline_ms - UcxNowMs());
+    std::optional<std::string> address =
+        FetchUcxWorkerAddress(conn->endpoint, static_cast<int>(left), &fetch_error);
+    lock.lock();
+    if (conn->state == ClientConn::State::CONNECTING) StartHelloLocked(*conn, address, fetch_error);
   }
   const bool settled = WaitLocked(
       lock, [&] { return conn->state != ClientConn::State::CONNECTING; }, deadline_ms);
@@ -371,6 +313,42 @@ std::shared_ptr<ClientConn> UcxContext::ConnectLocked(MutexLock& lock, std::stri
   }
   CloseLocked(conn);
   return nullptr;
+}
+
+void UcxContext::StartHelloLocked(ClientConn& conn, const std::optional<std::string>& address,
+                                  const std::string& fetch_error) {
+  if (!address) {
+    conn.state = ClientConn::State::FAILED;
+    conn.error = fetch_error;
+    return;
+  }
+  ucs_status_t status = UCS_OK;
+  conn.ep = CreateEpLocked(*address, &UcxContext::OnClientEpError, conn.arg.get(), &status);
+  if (conn.ep == nullptr) {
+    conn.state = ClientConn::State::FAILED;
+    conn.error = "ucx: connect to " + conn.endpoint + ": " + ucs_status_string(status);
+    return;
+  }
+  auto hello = std::make_shared<std::string>(ucx_wire::EncodeHello(
+      {conn.id, options_.client_id, options_.cluster_token, worker_address_}));
+  if (hello->size() > max_am_header_ || !SendOwnedLocked(conn.ep, kUcxAmHello, hello, nullptr)) {
+    conn.state = ClientConn::State::FAILED;
+    conn.error = "ucx: hello to " + conn.endpoint + " failed";
+  }
+}
+
+ucp_ep_h UcxContext::CreateEpLocked(std::string_view address, ucp_err_handler_cb_t on_error,
+                                    UcxEpArg* arg, ucs_status_t* status) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_error;
+  params.err_handler.arg = arg;
+  ucp_ep_h ep = nullptr;
+  *status = ucp_ep_create(worker_, &params, &ep);
+  return *status == UCS_OK ? ep : nullptr;
 }
 
 void UcxContext::CloseLocked(std::shared_ptr<ClientConn> conn) {  // by value: may erase the caller's map entry
@@ -436,6 +414,8 @@ void UcxContext::OnClientEpError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status
   auto it = self->clients_by_id_.find(ep_arg->conn_id);
   if (it == self->clients_by_id_.end()) return;
   ClientConn& conn = *it->second;
+  // A rejection stays a rejection: the node closes the endpoint after it.
+  if (conn.state == ClientConn::State::REJECTED) return;
   conn.state = ClientConn::State::FAILED;
   conn.error = "ucx: connection to " + conn.endpoint + " failed: " + ucs_status_string(status);
 }
@@ -451,30 +431,11 @@ ucs_status_t UcxContext::OnHelloReply(void* arg, const void* header, size_t head
     return UCS_OK;
   }
   it->second->state = reply->accepted ? ClientConn::State::READY : ClientConn::State::REJECTED;
+  it->second->session = reply->session;
   return UCS_OK;
 }
 
 // ---- node connections --------------------------------------------------------
-
-void UcxContext::OnConnRequest(ucp_conn_request_h request, void* arg) {
-  auto* self = static_cast<UcxContext*>(arg);
-  // The queued work runs under mu_ (AfterProgressLocked's contract).
-  self->AfterProgressLocked([self, request]() REQUIRES(self->mu_) {
-    NodeConn node;
-    const uint64_t id = self->next_id_++;
-    node.arg = std::make_unique<UcxEpArg>(UcxEpArg{self, id});
-    ucp_ep_params_t params{};
-    params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.conn_request = request;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb = &UcxContext::OnNodeEpError;
-    params.err_handler.arg = node.arg.get();
-    if (ucp_ep_create(self->worker_, &params, &node.ep) != UCS_OK) return;
-    self->node_ids_[node.ep] = id;
-    self->nodes_.emplace(id, std::move(node));
-  });
-}
 
 void UcxContext::OnNodeEpError(void* arg, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {
   auto* ep_arg = static_cast<UcxEpArg*>(arg);
@@ -487,50 +448,61 @@ void UcxContext::OnNodeEpError(void* arg, ucp_ep_h /*ep*/, ucs_status_t /*status
 void UcxContext::CloseNodeConnLocked(uint64_t conn_id, bool flush) {
   auto it = nodes_.find(conn_id);
   if (it == nodes_.end()) return;
-  node_ids_.erase(it->second.ep);
   CloseEpLocked(it->second.ep, std::move(it->second.arg), flush);
   nodes_.erase(it);
 }
 
 ucs_status_t UcxContext::OnHello(void* arg, const void* header, size_t header_length,
                                  void* /*data*/, size_t /*length*/,
-                                 const ucp_am_recv_param_t* param) {
+                                 const ucp_am_recv_param_t* /*param*/) {
   auto* self = static_cast<UcxContext*>(arg);
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-    self->CountDropped();
-    return UCS_OK;
-  }
-  auto id = self->node_ids_.find(param->reply_ep);
   std::optional<ucx_wire::Hello> hello = ucx_wire::DecodeHello(header, header_length);
-  if (id == self->node_ids_.end() || !hello) {
+  if (!hello) {
     self->CountDropped();
     return UCS_OK;
   }
-  NodeConn& node = self->nodes_[id->second];
-  const bool accepted = hello->cluster_token == self->options_.cluster_token;
-  node.authorized = accepted;
-  node.client_id = hello->client_id;
-  const uint64_t node_id = id->second;
-  const uint64_t conn_id = hello->conn_id;
-  self->AfterProgressLocked([self, node_id, conn_id, accepted]() REQUIRES(self->mu_) {
-    auto it = self->nodes_.find(node_id);
-    if (it == self->nodes_.end()) return;
-    auto reply = std::make_shared<std::string>(ucx_wire::EncodeHelloReply({accepted, conn_id}));
-    self->SendOwnedLocked(it->second.ep, kUcxAmHelloReply, reply, nullptr);
-    // A rejected connection is never served. It is not closed here: a
-    // close can overtake the verdict (different lanes), and the client
-    // closes it on the verdict anyway (then the error callback reaps it).
+  // Endpoints are created after the progress call (not from a callback).
+  self->AfterProgressLocked([self, hello = std::move(*hello)]() REQUIRES(self->mu_) {
+    self->AnswerHelloLocked(hello);
   });
   return UCS_OK;
 }
 
-bool UcxContext::AuthorizedLocked(ucp_ep_h reply_ep, UUID* client_id, uint64_t* conn_id) {
-  auto id = node_ids_.find(reply_ep);
-  if (id == node_ids_.end()) return false;
-  const NodeConn& node = nodes_[id->second];
-  if (!node.authorized) return false;
-  *client_id = node.client_id;
-  *conn_id = id->second;
+void UcxContext::AnswerHelloLocked(const ucx_wire::Hello& hello) {
+  const bool accepted = hello.cluster_token == options_.cluster_token;
+  NodeConn node;
+  const uint64_t id = next_id_++;
+  node.arg = std::make_unique<UcxEpArg>(UcxEpArg{this, id});
+  ucs_status_t status = UCS_OK;
+  node.ep = CreateEpLocked(hello.worker_address, &UcxContext::OnNodeEpError, node.arg.get(),
+                           &status);
+  if (node.ep == nullptr) {  // not a worker address UCX can reach
+    CountDropped();
+    return;
+  }
+  ucx_wire::HelloReply reply{accepted, hello.conn_id, {}};
+  if (accepted) {
+    node.secret = RandomSecret();
+    node.client_id = hello.client_id;
+    reply.session = {id, node.secret};
+  }
+  SendOwnedLocked(node.ep, kUcxAmHelloReply,
+                  std::make_shared<std::string>(ucx_wire::EncodeHelloReply(reply)), nullptr);
+  if (!accepted) {
+    // Never served: the verdict is flushed, then the endpoint goes (the
+    // client closes its own on the verdict).
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    CloseEpLocked(node.ep, std::move(node.arg), /*flush=*/true);
+    return;
+  }
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  nodes_.emplace(id, std::move(node));
+}
+
+bool UcxContext::AuthorizedLocked(const ucx_wire::Session& session, UUID* client_id) {
+  auto it = nodes_.find(session.id);
+  if (it == nodes_.end() || it->second.secret != session.secret) return false;
+  *client_id = it->second.client_id;
   return true;
 }
 

@@ -1,16 +1,20 @@
 // UcxContext: the setup half of the UCX engine. One ucp context (features
 // RMA + AM + WAKEUP), one worker (UCS_THREAD_MODE_SERIALIZED, every call made
-// under mu()), the worker's progress thread, the node-side listener and both
-// kinds of connections:
+// under mu()), the worker's progress thread, the node-side address server
+// and both kinds of connections:
 //  - client connections (ClientConn), made on first use per endpoint
-//    "ip:port": sockaddr ucp_ep_create, then a hello {client id, cluster
-//    token, connection id} answered by the node's verdict; cached until UCX
+//    "ip:port": the node's worker address is fetched from that TCP port
+//    (ucx_address_server.h), the endpoint is created from it (so UCX picks
+//    shared memory or CMA lanes on one host, network lanes across hosts),
+//    then a hello {client id, cluster token, connection id, this worker's
+//    address} is answered by the node's verdict and, on acceptance, a
+//    session {id, secret} that every request carries; cached until UCX
 //    reports the peer failed (the next user reconnects) or a user closes it;
-//  - node connections, accepted from the listener; a connection's active
-//    messages are served only after its hello carried the node's token; a
-//    wrong token gets a rejection, the client closes the connection on it
-//    and the node forgets it when UCX reports the peer gone. (A client that
-//    ignores the verdict keeps an idle, never-served connection.)
+//  - node connections, one per accepted hello: the node creates its own
+//    endpoint to the client's worker address (its replies travel on it, and
+//    its error callback tells when the client is gone). A request is served
+//    only when it carries a live session's id and secret. A wrong token is
+//    answered with a rejection on a temporary endpoint, closed after it.
 //
 // Progress: the progress thread sleeps on the worker's event fd (with a
 // short poll timeout as a safety net), progresses the worker, then runs
@@ -32,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -41,6 +46,7 @@
 #include "common/mutex.h"
 #include "common/result.h"
 #include "transport/transport.h"
+#include "transport/ucx_wire.h"
 
 namespace shelfmark {
 
@@ -55,6 +61,7 @@ enum UcxAmId : unsigned {
 int64_t UcxNowMs();
 
 class UcxContext;
+class UcxAddressServer;
 
 // The argument UCX passes to an endpoint's error callback.
 struct UcxEpArg {
@@ -70,6 +77,7 @@ struct ClientConn {
   ucp_ep_h ep = nullptr;
   State state = State::CONNECTING;
   std::string error;  // why FAILED
+  ucx_wire::Session session;  // the node's, once READY
   std::unique_ptr<UcxEpArg> arg;
   std::map<std::string, ucp_rkey_h, std::less<>> rkeys;  // unpacked, by packed bytes
 };
@@ -115,8 +123,9 @@ class UcxContext {
   // Wakes the progress thread (after posting work from another thread).
   void Signal();
 
-  // Node side: the node connection behind `reply_ep`, when its hello passed.
-  bool AuthorizedLocked(ucp_ep_h reply_ep, UUID* client_id, uint64_t* conn_id) REQUIRES(mu_);
+  // Node side: true when `session` is a live node connection's (its hello
+  // passed); *client_id is the client's.
+  bool AuthorizedLocked(const ucx_wire::Session& session, UUID* client_id) REQUIRES(mu_);
   // Node side: the endpoint of a live node connection, nullptr when gone.
   ucp_ep_h NodeEpLocked(uint64_t conn_id) REQUIRES(mu_);
   // Registers an AM handler for a UcxAm id (kUcxAmRequest / kUcxAmResponse).
@@ -129,18 +138,33 @@ class UcxContext {
 
   void CountDropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Node side: hellos accepted and rejected (a wrong token) so far.
+  uint64_t accepted() const { return accepted_.load(std::memory_order_relaxed); }
+  uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
+  // This worker's address as UCX packs it (what the address server serves).
+  const std::string& worker_address() const { return worker_address_; }
 
  private:
   struct NodeConn {
     ucp_ep_h ep = nullptr;
     std::unique_ptr<UcxEpArg> arg;
-    bool authorized = false;
+    uint64_t secret = 0;
     UUID client_id;
   };
 
   explicit UcxContext(const TransportOptions& options);
   Result<bool> Init();
-  Result<bool> StartListener();
+  Result<bool> StartAddressServer();
+  // Creates an endpoint to a packed worker address with `on_error`
+  // (argument `arg`); nullptr when UCX refuses the address.
+  ucp_ep_h CreateEpLocked(std::string_view address, ucp_err_handler_cb_t on_error, UcxEpArg* arg,
+                          ucs_status_t* status) REQUIRES(mu_);
+  // Finishes a connection whose node address was fetched (or not: empty
+  // `address`, `fetch_error` says why): endpoint, then hello.
+  void StartHelloLocked(ClientConn& conn, const std::optional<std::string>& address,
+                        const std::string& fetch_error) REQUIRES(mu_);
+  // Node side: answers `hello` (under mu_, after the progress call).
+  void AnswerHelloLocked(const ucx_wire::Hello& hello) REQUIRES(mu_);
   void ProgressThread();
   unsigned ProgressLocked() REQUIRES(mu_);
   // Closes `ep`; `arg` (its error callback's argument) lives until the close
@@ -152,7 +176,6 @@ class UcxContext {
 
   // UCX callbacks: they run inside ucp_worker_progress(), always under mu_
   // (which the analysis cannot see through UCX).
-  static void OnConnRequest(ucp_conn_request_h request, void* arg) NO_THREAD_SAFETY_ANALYSIS;
   static void OnClientEpError(void* arg, ucp_ep_h ep, ucs_status_t status)
       NO_THREAD_SAFETY_ANALYSIS;
   static void OnNodeEpError(void* arg, ucp_ep_h ep, ucs_status_t status)
@@ -168,7 +191,8 @@ class UcxContext {
   std::string endpoint_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  ucp_listener_h listener_ = nullptr;
+  std::string worker_address_;
+  std::unique_ptr<UcxAddressServer> address_server_;
   int efd_ = -1;
   size_t max_am_header_ = 0;
 
@@ -186,8 +210,9 @@ class UcxContext {
   std::map<std::string, std::shared_ptr<ClientConn>, std::less<>> clients_ GUARDED_BY(mu_);
   std::unordered_map<uint64_t, std::shared_ptr<ClientConn>> clients_by_id_ GUARDED_BY(mu_);
   std::unordered_map<uint64_t, NodeConn> nodes_ GUARDED_BY(mu_);
-  std::unordered_map<ucp_ep_h, uint64_t> node_ids_ GUARDED_BY(mu_);
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> rejected_{0};
   std::thread thread_;
 };
 

@@ -3,17 +3,20 @@
 // rkey), for hosts without an RDMA device, and the carrier of the UCX active
 // messages (ucx_am.h) that serve LOCAL_DISK reads.
 //
-// Setup (context, worker, progress thread, listener, connections) lives in
+// Setup (context, worker, progress thread, address server, connections) lives in
 // UcxContext (ucx_context.h); this file is the TransportEngine and its hot
 // path. One engine = one ucp context (RMA + AM + WAKEUP) and one worker.
 //
-// Node side (listen_ip set): a ucp_listener on listen_ip:listen_port (port 0
-// picks a free one; endpoint() reports "ip:port" with the actual port).
+// Node side (listen_ip set): a TCP address server on listen_ip:listen_port
+// hands out the worker's address (ucx_address_server.h; port 0 picks a free
+// one; endpoint() reports "ip:port" with the actual port). There is no UCX
+// listener: UCX 1.13's sockaddr listener aborted on garbage.
 // RegisterMemory(remote_access=true) maps the range (ucp_mem_map) and packs
 // its rkey (ucp_rkey_pack): MemoryRegion.rkey is the packed rkey's bytes.
 //
-// Client side: the first Transfer() to an endpoint connects (sockaddr
-// ucp_ep_create), sends a hello {client id, cluster token} and waits up to
+// Client side: the first Transfer() to an endpoint connects (fetches the
+// node's worker address from the endpoint, ucp_ep_create from it), sends a
+// hello {client id, cluster token, own worker address} and waits up to
 // connect_timeout_ms for the node's verdict; the connection is cached per
 // endpoint. Unpacked rkeys are cached per (connection, rkey bytes).
 //
@@ -43,8 +46,8 @@
 //    accepted by UCX.
 //  - The cluster token is checked in the hello: a node answers a wrong
 //    token with a rejection (Transfer: TRANSFER_FAIL "... rejected the
-//    cluster token"; UcxAm::Call: ILLEGAL_CLIENT), closes the connection and
-//    never serves its active messages. RMA cannot be refused per
+//    cluster token"; UcxAm::Call: ILLEGAL_CLIENT) and serves active
+//    messages only with the session it issued on acceptance. RMA cannot be refused per
 //    connection once a client holds a valid rkey (see above).
 //
 // Progress: a dedicated thread per engine sleeps on the worker's event fd and
@@ -56,10 +59,9 @@
 // then sleep until the progress thread reports progress. Every worker call is
 // made under one mutex (UCS_THREAD_MODE_SERIALIZED).
 //
-// Transports: UCX's defaults (UCX_TLS unset: shared memory + cma on one host,
-// tcp across hosts). The only configuration set is CM_REUSEADDR=y (unless
-// UCX_CM_REUSEADDR is in the environment), so a node restarted on its port
-// binds despite the old connections' TIME_WAIT.
+// Transports: UCX's defaults (UCX_TLS unset). Endpoints use the
+// peer-failure error mode, under which UCX 1.13 picks tcp even between two
+// processes of one host (docs/transport.md).
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -84,7 +86,7 @@ class UcxEngine final : public TransportEngine {
   static constexpr std::string_view kProtocol = "ucx";
 
   // Creates the context, the worker, its progress thread and (listen_ip set)
-  // the listener. A bad listen address or a port in use -> INVALID_PARAMS;
+  // the address server. A bad listen address or a port in use -> INVALID_PARAMS;
   // UCX failing to start -> TRANSFER_FAIL.
   static Result<std::unique_ptr<UcxEngine>> Create(const TransportOptions& options);
   ~UcxEngine() override;

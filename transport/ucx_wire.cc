@@ -2,6 +2,21 @@
 
 namespace shelfmark::ucx_wire {
 
+std::string EncodeWorkerAddress(std::string_view address) {
+  return Writer().Put(kMagicAddress).Put(kVersion).Bytes(address).Take();
+}
+
+std::optional<std::string> DecodeWorkerAddress(const void* bytes, size_t size) {
+  Reader in(bytes, size);
+  const auto magic = in.Get<uint32_t>();
+  const auto version = in.Get<uint8_t>();
+  std::string address = in.Bytes();
+  if (!in.done() || magic != kMagicAddress || version != kVersion || address.empty()) {
+    return std::nullopt;
+  }
+  return address;
+}
+
 std::string EncodeHello(const Hello& hello) {
   return Writer()
       .Put(kMagicHello)
@@ -10,6 +25,7 @@ std::string EncodeHello(const Hello& hello) {
       .Put(hello.client_id.hi)
       .Put(hello.client_id.lo)
       .Bytes(hello.cluster_token)
+      .Bytes(hello.worker_address)
       .Take();
 }
 
@@ -22,6 +38,7 @@ std::optional<Hello> DecodeHello(const void* bytes, size_t size) {
   hello.client_id.hi = in.Get<uint64_t>();
   hello.client_id.lo = in.Get<uint64_t>();
   hello.cluster_token = in.Bytes();
+  hello.worker_address = in.Bytes();
   if (!in.done() || magic != kMagicHello || version != kVersion) return std::nullopt;
   return hello;
 }
@@ -32,6 +49,8 @@ std::string EncodeHelloReply(const HelloReply& reply) {
       .Put(kVersion)
       .Put(static_cast<uint8_t>(reply.accepted))
       .Put(reply.conn_id)
+      .Put(reply.session.id)
+      .Put(reply.session.secret)
       .Take();
 }
 
@@ -42,6 +61,8 @@ std::optional<HelloReply> DecodeHelloReply(const void* bytes, size_t size) {
   const auto accepted = in.Get<uint8_t>();
   HelloReply reply;
   reply.conn_id = in.Get<uint64_t>();
+  reply.session.id = in.Get<uint64_t>();
+  reply.session.secret = in.Get<uint64_t>();
   if (!in.done() || magic != kMagicHello || version != kVersion || accepted > 1) {
     return std::nullopt;
   }

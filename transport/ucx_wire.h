@@ -1,9 +1,18 @@
-// The UCX engine's own messages (hello, active-message framing); the byte
-// packing itself is common/wire_bytes.h.
+// The UCX engine's own messages (worker address, hello, active-message
+// framing); the byte packing itself is common/wire_bytes.h.
 //
-// Hello (client -> node, on a new connection): magic, version, the client's
-// connection id, client id, cluster token. Hello reply (node -> client):
-// magic, version, accepted (0/1), the connection id echoed.
+// Worker address (node -> anyone, over the node's TCP address port, then the
+// node closes): magic "SMWA", version, the node's UCX worker address. A
+// client creates its UCX endpoint from it (ucp_ep_create with a remote
+// worker address), so UCX picks shared memory or CMA on one host and the
+// network's fastest lanes across hosts.
+//
+// Hello (client -> node, the first active message on a new endpoint, in the
+// AM data part): magic, version, the client's connection id, client id,
+// cluster token, the client's own worker address (the node connects back to
+// it for its replies). Hello reply (node -> client): magic, version,
+// accepted (0/1), the connection id echoed, and on acceptance the session
+// {node connection id, 64-bit secret} that every request then carries.
 //
 // Contracts: Decode* never read out of bounds and accept exactly what the
 // matching Encode* produces (wrong magic, version, length or trailing bytes
@@ -20,22 +29,38 @@
 
 namespace shelfmark::ucx_wire {
 
-inline constexpr uint32_t kMagicHello = 0x4c484d53;  // "SMHL"
-inline constexpr uint32_t kMagicAm = 0x4d414d53;     // "SMAM"
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint32_t kMagicAddress = 0x41574d53;  // "SMWA"
+inline constexpr uint32_t kMagicHello = 0x4c484d53;    // "SMHL"
+inline constexpr uint32_t kMagicAm = 0x4d414d53;       // "SMAM"
+inline constexpr uint8_t kVersion = 2;
+// Bounds what a client reads from an address port: a worker address lists
+// every device of the node (a few hundred bytes to a few KiB).
+inline constexpr size_t kMaxWorkerAddress = 64 * 1024;
 
 using wire::Reader;
 using wire::Writer;
+
+std::string EncodeWorkerAddress(std::string_view address);
+std::optional<std::string> DecodeWorkerAddress(const void* bytes, size_t size);
 
 struct Hello {
   uint64_t conn_id = 0;
   UUID client_id;
   std::string cluster_token;
+  std::string worker_address;
+};
+
+// A node connection's credentials, as the node issued them.
+struct Session {
+  uint64_t id = 0;
+  uint64_t secret = 0;
+  bool operator==(const Session&) const = default;
 };
 
 struct HelloReply {
   bool accepted = false;
   uint64_t conn_id = 0;
+  Session session;  // zero when not accepted
 };
 
 std::string EncodeHello(const Hello& hello);

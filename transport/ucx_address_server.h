@@ -1,0 +1,62 @@
+// UcxAddressServer: how clients learn a node's UCX worker address. The node
+// listens on its endpoint's TCP port ("ip:port", the endpoint the master
+// publishes); every connection is sent the encoded worker address
+// (ucx_wire::EncodeWorkerAddress) and closed at once. Nothing is ever read
+// from a connection, so whatever bytes a peer sends cannot reach a parser
+// (this replaced UCX's sockaddr listener, which aborted the node on 4 KiB of
+// zeros). Accept errors (out of descriptors) back off and go on; the loop
+// never ends before Stop.
+//
+// FetchUcxWorkerAddress: the client half: connects to "host:port", reads
+// until the node closes (at most ucx_wire::kMaxWorkerAddress bytes), decodes.
+//
+// Thread safety: Start/Stop (and the destructor) from one thread; served()
+// from any.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "common/result.h"
+
+namespace shelfmark {
+
+class UcxAddressServer {
+ public:
+  // Listens on numeric `ip` and `port` (0: any free port) and serves
+  // `worker_address`. INVALID_PARAMS when the address cannot be bound.
+  static Result<std::unique_ptr<UcxAddressServer>> Start(const std::string& ip, uint16_t port,
+                                                          std::string worker_address);
+  ~UcxAddressServer();
+  UcxAddressServer(const UcxAddressServer&) = delete;
+  UcxAddressServer& operator=(const UcxAddressServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  uint64_t served() const { return served_.load(std::memory_order_relaxed); }
+
+ private:
+  UcxAddressServer() = default;
+  void Serve();
+  void AcceptAll();
+
+  std::string message_;  // the encoded worker address
+  int listen_fd_ = -1;
+  int wake_fd_[2] = {-1, -1};
+  uint16_t port_ = 0;
+  int64_t backoff_until_ms_ = 0;  // serve thread only
+  std::atomic<uint64_t> served_{0};
+  std::thread thread_;
+};
+
+// The worker address served at `endpoint` ("host:port"), or nullopt with
+// *error saying why (unreachable, no answer within `timeout_ms` per wait,
+// not an address message).
+std::optional<std::string> FetchUcxWorkerAddress(std::string_view endpoint, int timeout_ms,
+                                                 std::string* error);
+
+}  // namespace shelfmark
