@@ -319,7 +319,9 @@ AmTransport* Client::messages() const { return impl_->messages; }
 
 std::optional<EngineCounters> Client::TransferCounters(std::string_view protocol) const {
   const TransportEngine* e = impl_->transports.For(protocol);
-  if (e == nullptr || !impl_->options.engine_counters) return std::nullopt;
+  if (e == nullptr) return std::nullopt;
+  if (auto own = e->transfer_counters()) return own;
+  if (!impl_->options.engine_counters) return std::nullopt;
   return impl_->options.engine_counters(*e);
 }
 

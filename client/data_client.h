@@ -59,9 +59,10 @@ inline void PrintTransferCounters(const Client& client, std::string_view program
     }
     std::fprintf(stderr,
                  "%.*s: %s reads posted: %" PRIu64 ", writes posted: %" PRIu64
-                 ", bytes read: %" PRIu64 ", bytes written: %" PRIu64 ", connects: %" PRIu64 "\n",
+                 ", bytes read: %" PRIu64 ", bytes written: %" PRIu64 ", connects: %" PRIu64
+                 ", same-host reads: %" PRIu64 " (%" PRIu64 " bytes)\n",
                  n, program.data(), protocol, c->reads_posted, c->writes_posted, c->bytes_read,
-                 c->bytes_written, c->connects);
+                 c->bytes_written, c->connects, c->local_reads, c->local_bytes_read);
   }
 }
 

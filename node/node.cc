@@ -1,6 +1,7 @@
 #include "node/node.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "common/host_port.h"
+#include "common/socket_io.h"
 #include "rpc/master_client.h"
 
 namespace shelfmark {
@@ -21,13 +23,23 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
     return ErrorCode::INVALID_PARAMS;
   }
   std::unique_ptr<Node> node(new Node(std::move(options), engine));
+  // The segment is a memfd so that clients on this host can map it
+  // (TransportEngine::ShareLocally) and read without the transport.
+  UniqueFd memfd(memfd_create("shelfmark-segment", MFD_CLOEXEC));
+  if (!memfd.valid() ||
+      ftruncate(memfd.get(), static_cast<off_t>(node->options_.segment_size)) != 0) {
+    return ErrorCode::NO_AVAILABLE_HANDLE;
+  }
   void* mem = mmap(nullptr, node->options_.segment_size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                   MAP_SHARED | MAP_POPULATE, memfd.get(), 0);
   if (mem == MAP_FAILED) return ErrorCode::NO_AVAILABLE_HANDLE;
   node->memory_ = static_cast<uint8_t*>(mem);
   auto region = engine->RegisterMemory(mem, node->options_.segment_size, /*remote_access=*/true);
   if (!region.ok()) return region.error();  // ~Node unmaps
   node->region_ = *region;
+  if (ErrorCode shared = engine->ShareLocally(*region, memfd.get()); shared != ErrorCode::OK) {
+    return shared;
+  }
   Segment& s = node->segment_;
   s.id = UUID::Generate();
   s.name = node->options_.segment_name.empty() ? "node-" + node->options_.client_id.ToString()

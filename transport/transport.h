@@ -90,6 +90,11 @@ struct EngineCounters {
   uint64_t failed_transfers = 0;
   uint64_t accepted = 0;  // listening side: connections accepted
   uint64_t rejected = 0;  // listening side: connect requests rejected (e.g. a wrong token)
+  // Same-host reads served from a node's segment mapped into this process
+  // (ucx: transport/local_share.h): no transport, no work by the node.
+  uint64_t local_reads = 0;
+  uint64_t local_bytes_read = 0;
+  uint64_t local_maps = 0;  // node segments mapped for such reads
 };
 
 class TransportEngine;
@@ -107,6 +112,16 @@ class TransportEngine {
   // Registers [addr, addr + size). remote_access: peers may read and write it.
   virtual Result<MemoryRegion> RegisterMemory(void* addr, uint64_t size, bool remote_access) = 0;
   virtual void UnregisterMemory(const MemoryRegion& region) = 0;
+  // Offers a remote_access region, whose memory is `memfd` mapped at
+  // region.addr from offset 0, to clients on this host, which then read it
+  // without the transport (ucx: local_share.h). Engines that cannot share
+  // ignore it and answer OK.
+  virtual ErrorCode ShareLocally(const MemoryRegion& /*region*/, int /*memfd*/) {
+    return ErrorCode::OK;
+  }
+  // This engine's own counters; nullopt when it keeps none here (verbs'
+  // come through an EngineCountersReader).
+  virtual std::optional<EngineCounters> transfer_counters() const { return std::nullopt; }
   virtual TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
                                   int64_t timeout_ms) = 0;
   // The request/response messages this engine carries on its own endpoint

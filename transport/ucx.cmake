@@ -5,7 +5,7 @@ pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 
 shelfmark_library(transport
   SOURCES am_transport.cc loopback_am.cc loopback_engine.cc transport_set.cc ucx_context.cc
-          ucx_engine.cc ucx_am.cc ucx_wire.cc ucx_address_server.cc
+          ucx_engine.cc ucx_am.cc ucx_wire.cc ucx_address_server.cc local_share.cc
   DEPS shelfmark::common PkgConfig::UCX Threads::Threads)
 
 shelfmark_test(loopback_engine_test SOURCES loopback_engine_test.cc DEPS shelfmark::transport
@@ -13,6 +13,7 @@ shelfmark_test(loopback_engine_test SOURCES loopback_engine_test.cc DEPS shelfma
 shelfmark_test(ucx_wire_test SOURCES ucx_wire_test.cc DEPS shelfmark::transport LABELS unit)
 shelfmark_test(ucx_address_server_test SOURCES ucx_address_server_test.cc
   DEPS shelfmark::transport LABELS unit)
+shelfmark_test(local_share_test SOURCES local_share_test.cc DEPS shelfmark::transport LABELS unit)
 shelfmark_test(transport_set_test SOURCES transport_set_test.cc DEPS shelfmark::transport
   LABELS unit TIMEOUT 60)
 shelfmark_test(ucx_engine_test SOURCES ucx_engine_test.cc DEPS shelfmark::transport

@@ -30,9 +30,9 @@ int64_t NowMs() {
 
 Result<std::unique_ptr<UcxAddressServer>> UcxAddressServer::Start(const std::string& ip,
                                                                    uint16_t port,
-                                                                   std::string worker_address) {
+                                                                   const ucx_wire::NodeAddress& address) {
   std::unique_ptr<UcxAddressServer> server(new UcxAddressServer());
-  server->message_ = ucx_wire::EncodeWorkerAddress(worker_address);
+  server->Update(address);
   server->listen_fd_ = ListenTcp(ip, port, kBacklog);
   if (server->listen_fd_ < 0) return ErrorCode::INVALID_PARAMS;
   server->port_ = BoundPort(server->listen_fd_);
@@ -57,6 +57,12 @@ UcxAddressServer::~UcxAddressServer() {
   CloseFd(listen_fd_);
   CloseFd(wake_fd_[0]);
   CloseFd(wake_fd_[1]);
+}
+
+void UcxAddressServer::Update(const ucx_wire::NodeAddress& address) {
+  std::string message = ucx_wire::EncodeNodeAddress(address);
+  MutexLock lock(&mu_);
+  message_ = std::move(message);
 }
 
 void UcxAddressServer::Serve() {
@@ -86,6 +92,7 @@ void UcxAddressServer::AcceptAll() {
       if (errno != EAGAIN && errno != EWOULDBLOCK) backoff_until_ms_ = NowMs() + kAcceptBackoffMs;
       return;
     }
+    MutexLock lock(&mu_);
     if (send(fd.get(), message_.data(), message_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
         static_cast<ssize_t>(message_.size())) {
       served_.fetch_add(1, std::memory_order_relaxed);
@@ -93,8 +100,8 @@ void UcxAddressServer::AcceptAll() {
   }
 }
 
-std::optional<std::string> FetchUcxWorkerAddress(std::string_view endpoint, int timeout_ms,
-                                                 std::string* error) {
+std::optional<ucx_wire::NodeAddress> FetchUcxNodeAddress(std::string_view endpoint,
+                                                         int timeout_ms, std::string* error) {
   std::optional<HostPort> where = ParseHostPort(endpoint);
   if (!where) {
     *error = "ucx: bad endpoint '" + std::string(endpoint) + "'";
@@ -107,11 +114,12 @@ std::optional<std::string> FetchUcxWorkerAddress(std::string_view endpoint, int 
   }
   std::string bytes;
   // The message's own framing bounds it: a little over the largest address.
-  if (!ReceiveAll(fd.get(), &bytes, ucx_wire::kMaxWorkerAddress + 64, timeout_ms)) {
+  if (!ReceiveAll(fd.get(), &bytes, ucx_wire::kMaxWorkerAddress + 1024, timeout_ms)) {
     *error = "ucx: no worker address from " + std::string(endpoint);
     return std::nullopt;
   }
-  std::optional<std::string> address = ucx_wire::DecodeWorkerAddress(bytes.data(), bytes.size());
+  std::optional<ucx_wire::NodeAddress> address =
+      ucx_wire::DecodeNodeAddress(bytes.data(), bytes.size());
   if (!address) *error = "ucx: " + std::string(endpoint) + " sent no worker address";
   return address;
 }

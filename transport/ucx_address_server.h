@@ -1,7 +1,7 @@
-// UcxAddressServer: how clients learn a node's UCX worker address. The node
-// listens on its endpoint's TCP port ("ip:port", the endpoint the master
-// publishes); every connection is sent the encoded worker address
-// (ucx_wire::EncodeWorkerAddress) and closed at once. Nothing is ever read
+// UcxAddressServer: how clients learn a node's UCX worker address (and its
+// local share, local_share.h). The node listens on its endpoint's TCP port
+// ("ip:port", the endpoint the master publishes); every connection is sent
+// the encoded address (ucx_wire::EncodeNodeAddress) and closed at once. Nothing is ever read
 // from a connection, so whatever bytes a peer sends cannot reach a parser
 // (this replaced UCX's sockaddr listener, which aborted the node on 4 KiB of
 // zeros). Accept errors (out of descriptors) back off and go on; the loop
@@ -10,8 +10,8 @@
 // FetchUcxWorkerAddress: the client half: connects to "host:port", reads
 // until the node closes (at most ucx_wire::kMaxWorkerAddress bytes), decodes.
 //
-// Thread safety: Start/Stop (and the destructor) from one thread; served()
-// from any.
+// Thread safety: Start and the destructor from one thread; Update() and
+// served() from any.
 #pragma once
 
 #include <atomic>
@@ -22,7 +22,9 @@
 #include <string_view>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/result.h"
+#include "transport/ucx_wire.h"
 
 namespace shelfmark {
 
@@ -31,12 +33,14 @@ class UcxAddressServer {
   // Listens on numeric `ip` and `port` (0: any free port) and serves
   // `worker_address`. INVALID_PARAMS when the address cannot be bound.
   static Result<std::unique_ptr<UcxAddressServer>> Start(const std::string& ip, uint16_t port,
-                                                          std::string worker_address);
+                                                          const ucx_wire::NodeAddress& address);
   ~UcxAddressServer();
   UcxAddressServer(const UcxAddressServer&) = delete;
   UcxAddressServer& operator=(const UcxAddressServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // Serves `address` from now on.
+  void Update(const ucx_wire::NodeAddress& address);
   uint64_t served() const { return served_.load(std::memory_order_relaxed); }
 
  private:
@@ -44,7 +48,8 @@ class UcxAddressServer {
   void Serve();
   void AcceptAll();
 
-  std::string message_;  // the encoded worker address
+  Mutex mu_;
+  std::string message_ GUARDED_BY(mu_);  // the encoded address
   int listen_fd_ = -1;
   int wake_fd_[2] = {-1, -1};
   uint16_t port_ = 0;
@@ -53,10 +58,10 @@ class UcxAddressServer {
   std::thread thread_;
 };
 
-// The worker address served at `endpoint` ("host:port"), or nullopt with
+// The node address served at `endpoint` ("host:port"), or nullopt with
 // *error saying why (unreachable, no answer within `timeout_ms` per wait,
 // not an address message).
-std::optional<std::string> FetchUcxWorkerAddress(std::string_view endpoint, int timeout_ms,
-                                                 std::string* error);
+std::optional<ucx_wire::NodeAddress> FetchUcxNodeAddress(std::string_view endpoint,
+                                                         int timeout_ms, std::string* error);
 
 }  // namespace shelfmark

@@ -19,7 +19,7 @@ std::string Endpoint(const UcxAddressServer& server) {
 }
 
 TEST(UcxAddressServer, EveryConnectionGetsTheAddressWhateverItSends) {
-  const std::string address("\x02worker\0address", 15);
+  const ucx_wire::NodeAddress address{std::string("\x02worker\0address", 15), "boot", ""};
   auto server = UcxAddressServer::Start("127.0.0.1", 0, address);
   ASSERT_TRUE(server.ok());
   ASSERT_NE((*server)->port(), 0);
@@ -28,32 +28,37 @@ TEST(UcxAddressServer, EveryConnectionGetsTheAddressWhateverItSends) {
     ASSERT_TRUE(noisy.valid());
     SendAll(noisy.get(), std::string(4096, '\0'), 1000);  // never read by the server
     std::string error;
-    auto fetched = FetchUcxWorkerAddress(Endpoint(**server), 5000, &error);
+    auto fetched = FetchUcxNodeAddress(Endpoint(**server), 5000, &error);
     ASSERT_TRUE(fetched.has_value()) << error;
     EXPECT_EQ(*fetched, address);
   }
   EXPECT_GE((*server)->served(), 3u);
+  const ucx_wire::NodeAddress shared{"w", "boot", "share-name"};
+  (*server)->Update(shared);
+  std::string error;
+  EXPECT_EQ(FetchUcxNodeAddress(Endpoint(**server), 5000, &error), shared) << error;
 }
 
 TEST(UcxAddressServer, APortInUseIsInvalidParams) {
-  auto first = UcxAddressServer::Start("127.0.0.1", 0, "a");
+  const ucx_wire::NodeAddress a{"a", "", ""};
+  auto first = UcxAddressServer::Start("127.0.0.1", 0, a);
   ASSERT_TRUE(first.ok());
   // SO_REUSEADDR does not let a second listener bind a listening port.
-  auto second = UcxAddressServer::Start("127.0.0.1", (*first)->port(), "a");
+  auto second = UcxAddressServer::Start("127.0.0.1", (*first)->port(), a);
   EXPECT_EQ(second.error(), ErrorCode::INVALID_PARAMS);
-  EXPECT_EQ(UcxAddressServer::Start("not-an-ip", 0, "a").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(UcxAddressServer::Start("not-an-ip", 0, a).error(), ErrorCode::INVALID_PARAMS);
 }
 
 TEST(UcxAddressServer, FetchSaysWhyItFailed) {
   std::string error;
-  EXPECT_FALSE(FetchUcxWorkerAddress("no port", 1000, &error).has_value());
+  EXPECT_FALSE(FetchUcxNodeAddress("no port", 1000, &error).has_value());
   EXPECT_NE(error.find("bad endpoint"), std::string::npos) << error;
 
   int closed = ListenTcp("127.0.0.1", 0, 1);
   ASSERT_GE(closed, 0);
   const uint16_t port = BoundPort(closed);
   CloseFd(closed);
-  EXPECT_FALSE(FetchUcxWorkerAddress("127.0.0.1:" + std::to_string(port), 1000, &error));
+  EXPECT_FALSE(FetchUcxNodeAddress("127.0.0.1:" + std::to_string(port), 1000, &error));
   EXPECT_NE(error.find("cannot reach"), std::string::npos) << error;
 
   // A port that answers something else, then closes.
@@ -65,7 +70,7 @@ TEST(UcxAddressServer, FetchSaysWhyItFailed) {
     UniqueFd conn(::accept4(other.get(), nullptr, nullptr, SOCK_CLOEXEC));
     SendAll(conn.get(), "HTTP/1.0 200 OK\r\n\r\n", 1000);
   });
-  EXPECT_FALSE(FetchUcxWorkerAddress(endpoint, 5000, &error).has_value());
+  EXPECT_FALSE(FetchUcxNodeAddress(endpoint, 5000, &error).has_value());
   answer.join();
   EXPECT_NE(error.find("sent no worker address"), std::string::npos) << error;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/host_port.h"
+#include "transport/local_share.h"
 #include "transport/ucx_address_server.h"
 #include "transport/ucx_wire.h"
 
@@ -96,6 +97,7 @@ Result<bool> UcxContext::Init() {
   }
   worker_address_.assign(reinterpret_cast<const char*>(address), address_length);
   ucp_worker_release_address(worker_, address);
+  boot_id_ = HostBootId();
 
   ucp_am_handler_param_t hello{};
   hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -112,15 +114,38 @@ Result<bool> UcxContext::Init() {
 }
 
 Result<bool> UcxContext::StartAddressServer() {
-  auto server = UcxAddressServer::Start(options_.listen_ip, options_.listen_port, worker_address_);
+  auto server = UcxAddressServer::Start(options_.listen_ip, options_.listen_port,
+                                        {worker_address_, boot_id_, ""});
   if (!server.ok()) return server.error();
   address_server_ = std::move(server.value());
   endpoint_ = HostPort{options_.listen_ip, address_server_->port()}.ToString();
   return true;
 }
 
+Result<bool> UcxContext::ShareLocally(int memfd, uint64_t base, uint64_t size) {
+  if (address_server_ == nullptr || share_ != nullptr) return ErrorCode::INVALID_PARAMS;
+  auto share = LocalShareServer::Start(memfd, base, size, options_.cluster_token);
+  if (!share.ok()) return share.error();
+  share_ = std::move(share).value();
+  address_server_->Update({worker_address_, boot_id_, share_->name()});
+  return true;
+}
+
+std::shared_ptr<LocalMapping> UcxContext::MapIfLocal(
+    const std::optional<ucx_wire::NodeAddress>& address, int timeout_ms) {
+  if (!address || address->share_name.empty() || boot_id_.empty() ||
+      address->boot_id != boot_id_) {
+    return nullptr;
+  }
+  std::string error;
+  auto mapping = MapLocalShare(address->share_name, options_.cluster_token, timeout_ms, &error);
+  (mapping != nullptr ? local_maps_ : local_map_failures_).fetch_add(1, std::memory_order_relaxed);
+  return mapping;
+}
+
 UcxContext::~UcxContext() {
   address_server_.reset();  // no new clients learn this worker's address
+  share_.reset();
   if (thread_.joinable()) {
     {
       MutexLock lock(&mu_);
@@ -283,13 +308,18 @@ std::shared_ptr<ClientConn> UcxContext::ConnectLocked(MutexLock& lock, std::stri
     clients_by_id_[conn->id] = conn;
     // The fetch is a TCP round trip: other users keep the worker meanwhile
     // (and wait on this CONNECTING connection rather than make another).
-    lock.unlock();
+    // mu_ itself is released (not `lock`) so the analysis follows it.
+    mu_.unlock();
     std::string fetch_error;
     const int64_t left = std::max<int64_t>(1, deadline_ms - UcxNowMs());
-    std::optional<std::string> address =
-        FetchUcxWorkerAddress(conn->endpoint, static_cast<int>(left), &fetch_error);
-    lock.lock();
-    if (conn->state == ClientConn::State::CONNECTING) StartHelloLocked(*conn, address, fetch_error);
+    std::optional<ucx_wire::NodeAddress> address =
+        FetchUcxNodeAddress(conn->endpoint, static_cast<int>(left), &fetch_error);
+    std::shared_ptr<LocalMapping> local = MapIfLocal(address, static_cast<int>(left));
+    mu_.lock();
+    if (conn->state == ClientConn::State::CONNECTING) {
+      conn->local = std::move(local);
+      StartHelloLocked(*conn, address, fetch_error);
+    }
   }
   const bool settled = WaitLocked(
       lock, [&] { return conn->state != ClientConn::State::CONNECTING; }, deadline_ms);
@@ -315,7 +345,8 @@ std::shared_ptr<ClientConn> UcxContext::ConnectLocked(MutexLock& lock, std::stri
   return nullptr;
 }
 
-void UcxContext::StartHelloLocked(ClientConn& conn, const std::optional<std::string>& address,
+void UcxContext::StartHelloLocked(ClientConn& conn,
+                                  const std::optional<ucx_wire::NodeAddress>& address,
                                   const std::string& fetch_error) {
   if (!address) {
     conn.state = ClientConn::State::FAILED;
@@ -323,7 +354,8 @@ void UcxContext::StartHelloLocked(ClientConn& conn, const std::optional<std::str
     return;
   }
   ucs_status_t status = UCS_OK;
-  conn.ep = CreateEpLocked(*address, &UcxContext::OnClientEpError, conn.arg.get(), &status);
+  conn.ep = CreateEpLocked(address->worker_address, &UcxContext::OnClientEpError, conn.arg.get(),
+                           &status);
   if (conn.ep == nullptr) {
     conn.state = ClientConn::State::FAILED;
     conn.error = "ucx: connect to " + conn.endpoint + ": " + ucs_status_string(status);
@@ -357,6 +389,7 @@ void UcxContext::CloseLocked(std::shared_ptr<ClientConn> conn) {  // by value: m
   conn->rkeys.clear();
   CloseEpLocked(conn->ep, std::move(conn->arg));
   conn->ep = nullptr;
+  conn->local.reset();  // reads in flight hold their own reference
   conn->state = ClientConn::State::CLOSED;
   auto it = clients_.find(conn->endpoint);
   if (it != clients_.end() && it->second == conn) clients_.erase(it);

@@ -62,6 +62,8 @@ int64_t UcxNowMs();
 
 class UcxContext;
 class UcxAddressServer;
+class LocalMapping;
+class LocalShareServer;
 
 // The argument UCX passes to an endpoint's error callback.
 struct UcxEpArg {
@@ -78,6 +80,9 @@ struct ClientConn {
   State state = State::CONNECTING;
   std::string error;  // why FAILED
   ucx_wire::Session session;  // the node's, once READY
+  // The node's segment mapped here when it runs on this host and shares it
+  // (local_share.h); reads covered by it are a memcpy.
+  std::shared_ptr<LocalMapping> local;
   std::unique_ptr<UcxEpArg> arg;
   std::map<std::string, ucp_rkey_h, std::less<>> rkeys;  // unpacked, by packed bytes
 };
@@ -143,6 +148,16 @@ class UcxContext {
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
   // This worker's address as UCX packs it (what the address server serves).
   const std::string& worker_address() const { return worker_address_; }
+  // Node side: offers [base, base + size) of `memfd` to clients on this host
+  // (local_share.h) and announces it with the worker address.
+  // INVALID_PARAMS without an address server (not a node).
+  Result<bool> ShareLocally(int memfd, uint64_t base, uint64_t size);
+  // Client side: connections that mapped their node's segment, and tries
+  // that failed (the node refused, another network namespace, ...).
+  uint64_t local_maps() const { return local_maps_.load(std::memory_order_relaxed); }
+  uint64_t local_map_failures() const {
+    return local_map_failures_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct NodeConn {
@@ -161,8 +176,12 @@ class UcxContext {
                           ucs_status_t* status) REQUIRES(mu_);
   // Finishes a connection whose node address was fetched (or not: empty
   // `address`, `fetch_error` says why): endpoint, then hello.
-  void StartHelloLocked(ClientConn& conn, const std::optional<std::string>& address,
+  void StartHelloLocked(ClientConn& conn, const std::optional<ucx_wire::NodeAddress>& address,
                         const std::string& fetch_error) REQUIRES(mu_);
+  // The node's segment when `address` says it is shared on this host;
+  // nullptr otherwise (counted when a try failed). Blocking: no lock held.
+  std::shared_ptr<LocalMapping> MapIfLocal(const std::optional<ucx_wire::NodeAddress>& address,
+                                           int timeout_ms);
   // Node side: answers `hello` (under mu_, after the progress call).
   void AnswerHelloLocked(const ucx_wire::Hello& hello) REQUIRES(mu_);
   void ProgressThread();
@@ -192,7 +211,9 @@ class UcxContext {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string worker_address_;
+  std::string boot_id_;  // this host's (local_share.h: HostBootId)
   std::unique_ptr<UcxAddressServer> address_server_;
+  std::unique_ptr<LocalShareServer> share_;
   int efd_ = -1;
   size_t max_am_header_ = 0;
 
@@ -212,6 +233,8 @@ class UcxContext {
   std::unordered_map<uint64_t, NodeConn> nodes_ GUARDED_BY(mu_);
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> local_maps_{0};
+  std::atomic<uint64_t> local_map_failures_{0};
   std::atomic<uint64_t> rejected_{0};
   std::thread thread_;
 };

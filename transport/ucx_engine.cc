@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/local_share.h"
 #include "transport/ucx_am.h"
 #include "transport/ucx_context.h"
 
@@ -29,6 +30,41 @@ ucs_status_t PostRma(TransferKind kind, ClientConn& conn, const TransferOp& op, 
   if (UCS_PTR_IS_ERR(ptr)) return UCS_PTR_STATUS(ptr);
   *request = ptr;
   return UCS_OK;
+}
+
+// Serves the READ ops whose node shares its segment on this host by memcpy
+// (the worker lock released meanwhile: the copies need no worker); returns
+// the ops left for UCX (all of them for writes).
+std::vector<const TransferOp*> ReadLocally(
+    UcxContext& context, TransferKind kind, std::span<const TransferOp> ops,
+    const std::map<std::string_view, std::shared_ptr<ClientConn>>& conns,
+    std::atomic<uint64_t>& reads, std::atomic<uint64_t>& bytes) REQUIRES(context.mu()) {
+  std::vector<const TransferOp*> remote;
+  std::vector<std::pair<const TransferOp*, std::shared_ptr<LocalMapping>>> local;
+  for (const TransferOp& op : ops) {
+    const ClientConn& conn = *conns.at(op.remote->endpoint);
+    const std::shared_ptr<LocalMapping>& mapping = conn.local;
+    const uint64_t address = op.remote->buffer_address + op.remote_offset;
+    if (kind == TransferKind::READ && conn.state == ClientConn::State::READY &&
+        mapping != nullptr && mapping->Covers(address, op.length)) {
+      local.emplace_back(&op, mapping);
+    } else {
+      remote.push_back(&op);
+    }
+  }
+  if (local.empty()) return remote;
+  context.mu().unlock();
+  for (auto& [op, mapping] : local) {
+    if (!mapping->Alive()) {  // the node exited: its old memory is not its segment now
+      remote.push_back(op);
+      continue;
+    }
+    mapping->Read(op->remote->buffer_address + op->remote_offset, op->local, op->length);
+    reads.fetch_add(1, std::memory_order_relaxed);
+    bytes.fetch_add(op->length, std::memory_order_relaxed);
+  }
+  context.mu().lock();
+  return remote;
 }
 
 }  // namespace
@@ -103,6 +139,21 @@ Result<MemoryRegion> UcxEngine::RegisterMemory(void* addr, uint64_t size, bool r
   return region;
 }
 
+ErrorCode UcxEngine::ShareLocally(const MemoryRegion& region, int memfd) {
+  auto shared = context_->ShareLocally(memfd, reinterpret_cast<uint64_t>(region.addr), region.size);
+  return shared.ok() ? ErrorCode::OK : shared.error();
+}
+
+std::optional<EngineCounters> UcxEngine::transfer_counters() const {
+  EngineCounters c;
+  c.reads_posted = reads_posted_.load(std::memory_order_relaxed);
+  c.writes_posted = writes_posted_.load(std::memory_order_relaxed);
+  c.local_reads = local_reads_.load(std::memory_order_relaxed);
+  c.local_bytes_read = local_bytes_read_.load(std::memory_order_relaxed);
+  c.local_maps = context_->local_maps();
+  return c;
+}
+
 void UcxEngine::UnregisterMemory(const MemoryRegion& region) {
   {
     WriterLock lock(&regions_->mu);
@@ -138,10 +189,14 @@ TransferStatus UcxEngine::Transfer(TransferKind kind, std::span<const TransferOp
                                    &error);
     if (conn == nullptr) return Fail(ErrorCode::TRANSFER_FAIL, error);
   }
+  std::vector<const TransferOp*> remote_ops =
+      ReadLocally(*context_, kind, ops, conns, local_reads_, local_bytes_read_);
+  if (remote_ops.empty()) return {};
   std::vector<Posted> posted;
   posted.reserve(ops.size() + conns.size());
   TransferStatus failure;
-  for (const TransferOp& op : ops) {
+  for (const TransferOp* remote_op : remote_ops) {
+    const TransferOp& op = *remote_op;
     auto& conn = conns[op.remote->endpoint];
     if (conn->state != ClientConn::State::READY) {
       failure = Fail(ErrorCode::TRANSFER_FAIL, "ucx: connection to " + conn->endpoint + " lost");
@@ -157,6 +212,8 @@ TransferStatus UcxEngine::Transfer(TransferKind kind, std::span<const TransferOp
     Posted p{nullptr, UCS_OK, conn};
     p.status = PostRma(kind, *conn, op, rkey, &p.request);
     posted.push_back(std::move(p));
+    (kind == TransferKind::READ ? reads_posted_ : writes_posted_)
+        .fetch_add(1, std::memory_order_relaxed);
   }
   if (failure.ok() && kind == TransferKind::WRITE) {
     // Put completion frees the local buffer; a flush makes the bytes remote.

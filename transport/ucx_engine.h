@@ -66,6 +66,7 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -97,6 +98,10 @@ class UcxEngine final : public TransportEngine {
   std::string endpoint() const override;
   Result<MemoryRegion> RegisterMemory(void* addr, uint64_t size, bool remote_access) override;
   void UnregisterMemory(const MemoryRegion& region) override;
+  ErrorCode ShareLocally(const MemoryRegion& region, int memfd) override;
+  // reads_posted / writes_posted (UCX RMA ops), local_reads,
+  // local_bytes_read (same-host reads served by memcpy) and local_maps.
+  std::optional<EngineCounters> transfer_counters() const override;
   TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
                           int64_t timeout_ms) override;
 
@@ -111,6 +116,8 @@ class UcxEngine final : public TransportEngine {
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxAm> am_;
   std::unique_ptr<UcxRegions> regions_;
+  std::atomic<uint64_t> reads_posted_{0}, writes_posted_{0};
+  std::atomic<uint64_t> local_reads_{0}, local_bytes_read_{0};
 };
 
 // The raw-UCX baseline for perf: one ucp_get_nbx of `length` bytes from

@@ -2,16 +2,26 @@
 
 namespace shelfmark::ucx_wire {
 
-std::string EncodeWorkerAddress(std::string_view address) {
-  return Writer().Put(kMagicAddress).Put(kVersion).Bytes(address).Take();
+std::string EncodeNodeAddress(const NodeAddress& address) {
+  return Writer()
+      .Put(kMagicAddress)
+      .Put(kVersion)
+      .Bytes(address.worker_address)
+      .Bytes(address.boot_id)
+      .Bytes(address.share_name)
+      .Take();
 }
 
-std::optional<std::string> DecodeWorkerAddress(const void* bytes, size_t size) {
+std::optional<NodeAddress> DecodeNodeAddress(const void* bytes, size_t size) {
   Reader in(bytes, size);
   const auto magic = in.Get<uint32_t>();
   const auto version = in.Get<uint8_t>();
-  std::string address = in.Bytes();
-  if (!in.done() || magic != kMagicAddress || version != kVersion || address.empty()) {
+  NodeAddress address;
+  address.worker_address = in.Bytes();
+  address.boot_id = in.Bytes();
+  address.share_name = in.Bytes();
+  if (!in.done() || magic != kMagicAddress || version != kVersion ||
+      address.worker_address.empty()) {
     return std::nullopt;
   }
   return address;

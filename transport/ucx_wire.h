@@ -1,11 +1,12 @@
 // The UCX engine's own messages (worker address, hello, active-message
 // framing); the byte packing itself is common/wire_bytes.h.
 //
-// Worker address (node -> anyone, over the node's TCP address port, then the
-// node closes): magic "SMWA", version, the node's UCX worker address. A
-// client creates its UCX endpoint from it (ucp_ep_create with a remote
-// worker address), so UCX picks shared memory or CMA on one host and the
-// network's fastest lanes across hosts.
+// Node address (node -> anyone, over the node's TCP address port, then the
+// node closes): magic "SMWA", version, the node's UCX worker address, its
+// host's boot id and the name of its local share ("" when none;
+// local_share.h). A client creates its UCX endpoint from the worker address
+// (ucp_ep_create with a remote worker address) and, on the same host (equal
+// boot ids), maps the node's segment through the share.
 //
 // Hello (client -> node, the first active message on a new endpoint, in the
 // AM data part): magic, version, the client's connection id, client id,
@@ -40,8 +41,15 @@ inline constexpr size_t kMaxWorkerAddress = 64 * 1024;
 using wire::Reader;
 using wire::Writer;
 
-std::string EncodeWorkerAddress(std::string_view address);
-std::optional<std::string> DecodeWorkerAddress(const void* bytes, size_t size);
+struct NodeAddress {
+  std::string worker_address;  // never empty in a valid message
+  std::string boot_id;
+  std::string share_name;
+  bool operator==(const NodeAddress&) const = default;
+};
+
+std::string EncodeNodeAddress(const NodeAddress& address);
+std::optional<NodeAddress> DecodeNodeAddress(const void* bytes, size_t size);
 
 struct Hello {
   uint64_t conn_id = 0;

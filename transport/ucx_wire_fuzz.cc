@@ -13,8 +13,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shelfmark::ucx_wire;
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  if (auto address = DecodeWorkerAddress(data, size);
-      address && EncodeWorkerAddress(*address) != bytes) {
+  if (auto address = DecodeNodeAddress(data, size);
+      address && EncodeNodeAddress(*address) != bytes) {
     std::abort();
   }
   if (auto hello = DecodeHello(data, size); hello && EncodeHello(*hello) != bytes) std::abort();

@@ -28,15 +28,15 @@ void ExpectOnlyExactBytes(const std::string& bytes, Decode decode) {
   EXPECT_FALSE(decode(zeros.data(), zeros.size()).has_value());
 }
 
-TEST(UcxWire, WorkerAddressRoundTripsAndRejectsAnythingElse) {
-  const std::string address("\x01\0addr", 6);
-  std::string bytes = EncodeWorkerAddress(address);
-  auto back = DecodeWorkerAddress(bytes.data(), bytes.size());
+TEST(UcxWire, NodeAddressRoundTripsAndRejectsAnythingElse) {
+  const NodeAddress address{std::string("\x01\0addr", 6), "boot", "share"};
+  std::string bytes = EncodeNodeAddress(address);
+  auto back = DecodeNodeAddress(bytes.data(), bytes.size());
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, address);
-  ExpectOnlyExactBytes(bytes, DecodeWorkerAddress);
-  std::string empty = EncodeWorkerAddress("");
-  EXPECT_FALSE(DecodeWorkerAddress(empty.data(), empty.size()).has_value());
+  ExpectOnlyExactBytes(bytes, DecodeNodeAddress);
+  std::string empty = EncodeNodeAddress({});
+  EXPECT_FALSE(DecodeNodeAddress(empty.data(), empty.size()).has_value());
 }
 
 TEST(UcxWire, HelloRoundTripsAndRejectsAnythingElse) {

@@ -1,0 +1,86 @@
+#include "transport/local_share.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "common/socket_io.h"
+
+namespace shelfmark {
+namespace {
+
+class LocalShareTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kSize = 1 << 20;
+  void SetUp() override {
+    memfd_.Reset(memfd_create("local-share-test", MFD_CLOEXEC));
+    ASSERT_TRUE(memfd_.valid());
+    ASSERT_EQ(ftruncate(memfd_.get(), kSize), 0);
+    void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_.get(), 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    segment_ = static_cast<char*>(mem);
+    auto server = LocalShareServer::Start(memfd_.get(), 0x10000, kSize, "secret");
+    ASSERT_TRUE(server.ok());
+    server_ = std::move(server).value();
+  }
+  void TearDown() override {
+    server_.reset();
+    munmap(segment_, kSize);
+  }
+  UniqueFd memfd_;
+  char* segment_ = nullptr;
+  std::unique_ptr<LocalShareServer> server_;
+};
+
+TEST_F(LocalShareTest, TheRightTokenMapsTheSegmentReadOnly) {
+  std::string error;
+  auto mapping = MapLocalShare(server_->name(), "secret", 2000, &error);
+  ASSERT_NE(mapping, nullptr) << error;
+  EXPECT_EQ(mapping->base(), 0x10000u);
+  EXPECT_EQ(mapping->size(), kSize);
+  EXPECT_TRUE(mapping->Alive());
+  std::memcpy(segment_ + 100, "fresh", 5);  // the node's writes are seen at once
+  char got[5] = {};
+  ASSERT_TRUE(mapping->Covers(0x10000 + 100, 5));
+  mapping->Read(0x10000 + 100, got, 5);
+  EXPECT_EQ(std::string(got, 5), "fresh");
+  EXPECT_FALSE(mapping->Covers(0x10000 - 1, 2));
+  EXPECT_FALSE(mapping->Covers(0x10000 + kSize - 4, 5));
+  EXPECT_FALSE(mapping->Covers(UINT64_MAX - 2, 5));
+  EXPECT_EQ(server_->shared(), 1u);
+}
+
+TEST_F(LocalShareTest, AWrongTokenOrGarbageGetsNothingAndTheServerGoesOn) {
+  std::string error;
+  EXPECT_EQ(MapLocalShare(server_->name(), "guess", 2000, &error), nullptr);
+  EXPECT_NE(error.find("refused"), std::string::npos) << error;
+  for (size_t size : {size_t{1}, size_t{4096}, size_t{65536}}) {
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, server_->name().data(), server_->name().size());
+    const socklen_t len =
+        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + server_->name().size());
+    ASSERT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len), 0);
+    SendAll(fd.get(), std::string(size, '\0'), 1000);
+  }
+  auto mapping = MapLocalShare(server_->name(), "secret", 2000, &error);
+  EXPECT_NE(mapping, nullptr) << error;
+  EXPECT_GE(server_->refused(), 2u);
+}
+
+TEST_F(LocalShareTest, NoSuchShareSaysSo) {
+  std::string error;
+  EXPECT_EQ(MapLocalShare("shelfmark-share-none", "secret", 500, &error), nullptr);
+  EXPECT_NE(error.find("cannot reach"), std::string::npos) << error;
+  EXPECT_FALSE(HostBootId().empty());
+}
+
+}  // namespace
+}  // namespace shelfmark
