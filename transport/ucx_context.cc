@@ -71,6 +71,14 @@ Result<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& o
 Result<bool> UcxContext::Init() {
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
+  // tcp unless the environment says otherwise: the RDMA path is the verbs
+  // engine, same-host reads are the local share (local_share.h), and the
+  // peer-failure error mode excludes shared memory anyway. With endpoints
+  // made from worker addresses UCX 1.13 would also pick ud/rc over any
+  // RDMA device (soft-RoCE included), whose wireup did not complete there
+  // and whose close then aborted the process (ucp_request.c:684, "got REQ
+  // message"). An explicit UCX_TLS wins.
+  if (std::getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", "tcp");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
