@@ -72,8 +72,9 @@ Node::~Node() {
 
 void Node::RetireMemory() {
   // Fresh anonymous pages over the same range: the segment's pages go back
-  // to the OS, and a write still arriving lands in a zero page instead of
-  // faulting. (If the remap fails, unmapping is the only way to free it.)
+  // to the OS (once no same-host client maps the memfd any more), and a
+  // write still arriving lands in a zero page instead of faulting. (If the
+  // remap fails, unmapping is the only way to free it.)
   void* again = mmap(memory_, options_.segment_size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   if (again == MAP_FAILED) munmap(memory_, options_.segment_size);

@@ -1,6 +1,7 @@
-// Node: the logic of shelfmark-node. It owns a DRAM segment (anonymous
-// memory, pages populated up front), registers it with a TransportEngine for
-// remote access, and keeps it mounted at the master:
+// Node: the logic of shelfmark-node. It owns a DRAM segment (a memfd mapped
+// shared, pages populated up front), registers it with a TransportEngine for
+// remote access, offers it to clients on this host (ShareLocally), and keeps
+// it mounted at the master:
 //
 //   Run():  mount (retrying every retry_interval_ms while the master is
 //           unreachable or refuses) -> ping every ping_interval_ms (keep it
