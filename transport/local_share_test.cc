@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -80,6 +81,47 @@ TEST_F(LocalShareTest, NoSuchShareSaysSo) {
   EXPECT_EQ(MapLocalShare("shelfmark-share-none", "secret", 500, &error), nullptr);
   EXPECT_NE(error.find("cannot reach"), std::string::npos) << error;
   EXPECT_FALSE(HostBootId().empty());
+}
+
+// The mapping outlives the node process (the memfd stays alive while
+// mapped), so Alive() is what tells a reader that the memory is no longer a
+// live node's segment.
+TEST(LocalShareProcessTest, AliveTurnsFalseWhenTheNodeProcessExits) {
+  int name_pipe[2], stop_pipe[2];
+  ASSERT_EQ(pipe(name_pipe), 0);
+  ASSERT_EQ(pipe(stop_pipe), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the "node": share a segment, say its name, wait, exit
+    close(stop_pipe[1]);  // else its own copy keeps the pipe from reaching EOF
+    close(name_pipe[0]);
+    const int memfd = memfd_create("local-share-child", MFD_CLOEXEC);
+    if (memfd < 0 || ftruncate(memfd, 4096) != 0) _exit(1);
+    auto server = LocalShareServer::Start(memfd, 0, 4096, "t");
+    if (!server.ok()) _exit(2);
+    const std::string& name = (*server)->name();
+    if (write(name_pipe[1], name.data(), name.size()) != static_cast<ssize_t>(name.size())) {
+      _exit(3);
+    }
+    char byte;
+    (void)!read(stop_pipe[0], &byte, 1);
+    _exit(0);
+  }
+  close(name_pipe[1]);
+  close(stop_pipe[0]);
+  char name[128] = {};
+  const ssize_t n = read(name_pipe[0], name, sizeof(name));
+  ASSERT_GT(n, 0);
+  std::string error;
+  auto mapping = MapLocalShare(std::string(name, static_cast<size_t>(n)), "t", 2000, &error);
+  ASSERT_NE(mapping, nullptr) << error;
+  EXPECT_TRUE(mapping->Alive());
+  close(stop_pipe[1]);  // the child reads EOF and exits
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(mapping->Alive());
+  close(name_pipe[0]);
 }
 
 }  // namespace
