@@ -58,6 +58,17 @@ std::set<std::string> LocalHosts() {
   return hosts;
 }
 
+// A copy of `loc` with its LOCAL_DISK replicas first (GetOptions::
+// prefer_local_disk), each group in its order.
+std::shared_ptr<const ObjectLocation> DiskReplicasFirst(const ObjectLocation& loc) {
+  auto copy = std::make_shared<ObjectLocation>(loc);
+  auto& replicas = copy->info.replicas;
+  std::stable_partition(replicas.begin(), replicas.end(), [](const ReplicaDescriptor& r) {
+    return r.type == ReplicaType::LOCAL_DISK;
+  });
+  return copy;
+}
+
 void* MapAnonymous(uint64_t size) {
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
                  -1, 0);
@@ -180,10 +191,9 @@ ErrorCode Client::Impl::SetUpStaging() {
 }
 
 // Keeps the MEMORY replicas, this host's first (stable otherwise), and the
-// LOCAL_DISK ones after them (before them when prefer_local_disk).
+// LOCAL_DISK ones after them.
 ObjectLocation Client::Impl::Order(std::string_view tenant, std::string_view key,
-                                   GetReplicaListResponse info, int64_t start_ms,
-                                   bool prefer_local_disk) const {
+                                   GetReplicaListResponse info, int64_t start_ms) const {
   ObjectLocation loc;
   loc.tenant = std::string(tenant);
   loc.key = std::string(key);
@@ -199,12 +209,37 @@ ObjectLocation Client::Impl::Order(std::string_view tenant, std::string_view key
     (is_local ? local : remote).push_back(std::move(r));
   }
   info.replicas.clear();
-  if (prefer_local_disk) std::move(disk.begin(), disk.end(), std::back_inserter(info.replicas));
   std::move(local.begin(), local.end(), std::back_inserter(info.replicas));
   std::move(remote.begin(), remote.end(), std::back_inserter(info.replicas));
-  if (!prefer_local_disk) std::move(disk.begin(), disk.end(), std::back_inserter(info.replicas));
+  std::move(disk.begin(), disk.end(), std::back_inserter(info.replicas));
   loc.lease_deadline_ms = start_ms + info.lease_ttl_ms;
   loc.info = std::move(info);
+  return loc;
+}
+
+Result<Client::Impl::Located> Client::Impl::Locate(std::string_view tenant, std::string_view key,
+                                                   const GetOptions& options) {
+  Located found;
+  if (options.use_location_cache) found.location = cache->Lookup(tenant, key);
+  found.cached = found.location != nullptr;
+  if (!found.cached) {
+    auto looked = LookUp(tenant, key);
+    if (!looked.ok()) return looked.error();
+    found.location = std::move(looked).value();
+  }
+  if (options.prefer_local_disk) found.location = DiskReplicasFirst(*found.location);
+  return found;
+}
+
+Result<std::shared_ptr<const ObjectLocation>> Client::Impl::LookUp(std::string_view tenant,
+                                                                   std::string_view key) {
+  const uint64_t epoch = cache->Epoch(tenant, key);  // before the RPC: see LocationCache
+  const int64_t start = clock->NowMs();                // the lease is counted from here
+  auto info = master().GetReplicaList(tenant, key);
+  if (!info.ok()) return info.error();
+  auto loc = std::make_shared<const ObjectLocation>(
+      Order(tenant, key, std::move(info).value(), start));
+  cache->Insert(loc, epoch);
   return loc;
 }
 
@@ -269,6 +304,24 @@ Result<std::string> Client::Impl::ReadToString(const ObjectLocation& loc) {
   return out;
 }
 
+Result<std::string> Client::Impl::ReadLocated(std::string_view tenant, std::string_view key,
+                                              const GetOptions& options, const Located& found) {
+  auto got = ReadToString(*found.location);
+  if (got.ok()) return got;
+  cache->Invalidate(tenant, key);
+  if (!found.cached) return got;
+  return GetFresh(tenant, key, options);
+}
+
+Result<std::string> Client::Impl::GetFresh(std::string_view tenant, std::string_view key,
+                                           const GetOptions& options) {
+  GetOptions fresh = options;
+  fresh.use_location_cache = false;
+  auto found = Locate(tenant, key, fresh);
+  if (!found.ok()) return found.error();
+  return ReadLocated(tenant, key, fresh, *found);  // not cached: no further retry
+}
+
 ErrorCode Client::Impl::WriteReplicas(const std::vector<ReplicaDescriptor>& replicas,
                                       uint8_t* src, uint64_t size) {
   std::vector<TransferOp> ops;
@@ -295,6 +348,9 @@ Result<std::unique_ptr<Client>> Client::Create(
     impl->options.transport.client_id = UUID::Generate();
   }
   impl->clock = impl->options.clock != nullptr ? impl->options.clock : &impl->steady;
+  // A negative margin would serve locations past their lease.
+  if (impl->options.location_cache.margin_ms < 0) return ErrorCode::INVALID_PARAMS;
+  impl->cache.emplace(impl->options.location_cache, impl->clock);
   for (auto& engine : engines) {
     auto added = impl->transports.Add(std::move(engine));
     if (!added.ok()) return added.error();
@@ -344,32 +400,42 @@ ErrorCode Client::Put(std::string_view tenant, std::string_view key, std::string
     (void)master.PutRevoke(tenant, key);
     return rc;
   }
-  return master.PutEnd(tenant, key);
+  rc = master.PutEnd(tenant, key);
+  // A new object: a cached location of the key would be of a removed one.
+  if (rc == ErrorCode::OK) impl_->cache->Invalidate(tenant, key);
+  return rc;
 }
 
 Result<ObjectLocation> Client::Locate(std::string_view tenant, std::string_view key,
                                       const GetOptions& options) {
-  const int64_t start = impl_->clock->NowMs();
-  auto info = impl_->master().GetReplicaList(tenant, key);
-  if (!info.ok()) return info.error();
-  return impl_->Order(tenant, key, std::move(info).value(), start, options.prefer_local_disk);
+  auto found = impl_->Locate(tenant, key, options);
+  if (!found.ok()) return found.error();
+  return *found->location;
 }
 
 Result<std::string> Client::Get(std::string_view tenant, std::string_view key,
                                 const GetOptions& options) {
-  auto loc = Locate(tenant, key, options);
-  if (!loc.ok()) return loc.error();
-  return impl_->ReadToString(*loc);
+  auto found = impl_->Locate(tenant, key, options);
+  if (!found.ok()) return found.error();
+  return impl_->ReadLocated(tenant, key, options, *found);
 }
 
 ErrorCode Client::Read(const ObjectLocation& location, void* dst, uint64_t capacity) {
   if (capacity < location.info.size) return ErrorCode::BUFFER_OVERFLOW;
-  return impl_->Read(location, static_cast<uint8_t*>(dst));
+  const ErrorCode rc = impl_->Read(location, static_cast<uint8_t*>(dst));
+  if (rc != ErrorCode::OK) impl_->cache->Invalidate(location.tenant, location.key);
+  return rc;
 }
 
 ErrorCode Client::Remove(std::string_view tenant, std::string_view key, bool force) {
-  return impl_->master().Remove(tenant, key, force);
+  const ErrorCode rc = impl_->master().Remove(tenant, key, force);
+  // After the RPC: a lookup racing with it cannot bring the entry back
+  // (LocationCache's epochs).
+  impl_->cache->Invalidate(tenant, key);
+  return rc;
 }
+
+LocationCacheStats Client::location_cache_stats() const { return impl_->cache->stats(); }
 
 Result<bool> Client::Exist(std::string_view tenant, std::string_view key) {
   return impl_->master().ExistKey(tenant, key);

@@ -36,10 +36,25 @@
 //     error) is followed by the next one, so a LOCAL_DISK replica is read
 //     when every MEMORY replica failed; when all fail, the last replica's
 //     code is returned.
-// Batch forms: one master RPC for the whole batch; transfers are packed into
-// rounds that fit the staging buffer, one Transfer per round (TransportSet
-// groups the ops per engine); an item whose round fails is retried alone
-// (with failover); an object with only LOCAL_DISK replicas is read alone.
+// Location cache (client/location_cache.h): every master lookup's answer is
+// kept, and Locate, Get and BatchGet serve a key from it, with no master RPC,
+// until lease_deadline_ms - margin_ms; the lease check above still applies
+// to every read. A read of a location (cached or not) that fails for any
+// reason drops the key's entry; Get and BatchGet then look the key up afresh
+// and read once more when the failed location came from the cache (Read, of
+// a caller's location, does not retry). This client's Remove (whatever its
+// answer) and successful Put / BatchPut of a key drop its entry. Not
+// covered: a forced remove by another client while the entry lives (as for
+// a get in flight without the cache); the checksum, when the object has
+// one, still catches memory reused by another object.
+// GetOptions::use_location_cache = false asks the master for that call (the
+// answer refreshes the entry); ClientOptions::location_cache.max_entries = 0
+// turns the cache off.
+// Batch forms: one master RPC for the whole batch (BatchGet: for the keys
+// the location cache does not hold); transfers are packed into rounds that
+// fit the staging buffer, one Transfer per round (TransportSet groups the
+// ops per engine); an item whose round fails is retried alone (with
+// failover); an object with only LOCAL_DISK replicas is read alone.
 // Answers are per item, in order.
 //
 // Checksum: ObjectChecksum = XXH3-64 (seed 0) of the value. Put computes it
@@ -73,6 +88,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "client/location_cache.h"
 #include "transport/transport_set.h"
 
 namespace shelfmark {
@@ -93,6 +109,9 @@ struct ClientOptions {
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
   const Clock* clock = nullptr;  // lease accounting; nullptr: a steady clock
+  // Locations served without a master RPC within their lease (see above);
+  // max_entries = 0: off. Create answers INVALID_PARAMS for margin_ms < 0.
+  LocationCacheOptions location_cache;
 };
 
 struct PutOptions {
@@ -102,6 +121,9 @@ struct PutOptions {
 
 struct GetOptions {
   bool prefer_local_disk = false;  // try LOCAL_DISK replicas before MEMORY ones
+  // false: ask the master even when the location cache holds the key (the
+  // answer replaces the entry).
+  bool use_location_cache = true;
 };
 
 // Where an object's bytes are, as one GetReplicaList answered, with the
@@ -155,10 +177,13 @@ class Client {
   // can land bytes there. Unregister before freeing the memory.
   ErrorCode RegisterBuffer(void* addr, uint64_t size);
   void UnregisterBuffer(void* addr);
+  // The location cache's entry when it holds the key, else GetReplicaList's
+  // answer (then cached).
   Result<ObjectLocation> Locate(std::string_view tenant, std::string_view key,
                                 const GetOptions& options = {});
   // Reads the object into `dst` (inside a registered buffer, `capacity` >=
-  // the object's size: else BUFFER_OVERFLOW) with the rules of Get.
+  // the object's size: else BUFFER_OVERFLOW) with the rules of Get. A failed
+  // read drops the key's cached location, so the next Locate asks the master.
   ErrorCode Read(const ObjectLocation& location, void* dst, uint64_t capacity);
 
   // The engine serving `protocol` (nullptr if none): the benchmark's raw path.
@@ -169,6 +194,8 @@ class Client {
   // The counters of the engine serving `protocol`; nullopt when there is no
   // such engine or it keeps no counters.
   std::optional<EngineCounters> TransferCounters(std::string_view protocol) const;
+  // The location cache's counters and size (all 0 when it is off).
+  LocationCacheStats location_cache_stats() const;
 
  private:
   friend class StagingBlock;

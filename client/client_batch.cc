@@ -1,6 +1,7 @@
-// Client's batch calls: one master RPC per batch, transfers packed into
-// rounds that fit the staging buffer (one Transfer per round), items of a
-// failed round retried alone. See client/client.h.
+// Client's batch calls: one master RPC per batch (BatchGet: for the keys
+// the location cache does not hold), transfers packed into rounds that fit
+// the staging buffer (one Transfer per round), items of a failed round
+// retried alone. See client/client.h.
 #include <cstring>
 #include <utility>
 
@@ -62,54 +63,84 @@ void ForEachRound(Impl* impl, const std::vector<size_t>& pending,
 
 }  // namespace
 
+std::vector<Client::Impl::Located> Client::Impl::LocateAll(
+    std::string_view tenant, const std::vector<std::string>& keys,
+    std::vector<Result<std::string>>* out) {
+  std::vector<Located> found(keys.size());
+  std::vector<std::string> missing;
+  std::vector<size_t> missing_at;
+  std::vector<uint64_t> epochs;  // before the RPC: see LocationCache
+  for (size_t i = 0; i < keys.size(); ++i) {
+    found[i].location = cache->Lookup(tenant, keys[i]);
+    found[i].cached = found[i].location != nullptr;
+    if (found[i].cached) continue;
+    missing.push_back(keys[i]);
+    missing_at.push_back(i);
+    epochs.push_back(cache->Epoch(tenant, keys[i]));
+  }
+  if (missing.empty()) return found;
+  const int64_t start = clock->NowMs();
+  auto answers = master().BatchGetReplicaList(tenant, missing);
+  for (size_t k = 0; k < missing.size(); ++k) {
+    const size_t i = missing_at[k];
+    if (!answers.ok() || !(*answers)[k].ok()) {
+      (*out)[i] = answers.ok() ? (*answers)[k].error() : answers.error();
+      continue;
+    }
+    found[i].location = std::make_shared<const ObjectLocation>(
+        Order(tenant, keys[i], std::move((*answers)[k]).value(), start));
+    cache->Insert(found[i].location, epochs[k]);
+  }
+  return found;
+}
+
 std::vector<Result<std::string>> Client::BatchGet(std::string_view tenant,
                                                   const std::vector<std::string>& keys) {
   Impl& impl = *impl_;
-  const int64_t start = impl.clock->NowMs();
-  auto answers = impl.master().BatchGetReplicaList(tenant, keys);
-  if (!answers.ok()) return std::vector<Result<std::string>>(keys.size(), answers.error());
   std::vector<Result<std::string>> out(keys.size(), ErrorCode::INTERNAL_ERROR);
-  std::vector<ObjectLocation> locs(keys.size());
+  const std::vector<Impl::Located> found = impl.LocateAll(tenant, keys, &out);
   std::vector<uint64_t> sizes(keys.size(), 0);
   std::vector<size_t> pending;
   for (size_t i = 0; i < keys.size(); ++i) {
-    Result<GetReplicaListResponse>& a = (*answers)[i];
-    if (!a.ok()) {
-      out[i] = a.error();
-      continue;
-    }
-    locs[i] = impl.Order(tenant, keys[i], std::move(a).value(), start,
-                         /*prefer_local_disk=*/false);
-    sizes[i] = locs[i].info.size;
-    if (locs[i].info.replicas.empty()) {
+    if (found[i].location == nullptr) continue;  // *out holds the lookup's error
+    const ObjectLocation& loc = *found[i].location;
+    sizes[i] = loc.info.size;
+    if (loc.info.replicas.empty()) {
       out[i] = ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-    } else if (locs[i].info.replicas[0].type != ReplicaType::MEMORY) {
-      out[i] = impl.ReadToString(locs[i]);  // LOCAL_DISK only: not an RMA round
+    } else if (loc.info.replicas[0].type != ReplicaType::MEMORY) {
+      // LOCAL_DISK only: not an RMA round.
+      out[i] = impl.ReadLocated(tenant, keys[i], {}, found[i]);
     } else {
       pending.push_back(i);
     }
   }
+  std::vector<size_t> stale;  // cached locations that failed: read afresh after the rounds
   ForEachRound(&impl, pending, sizes, &out,
                [&](const std::vector<size_t>& round, const std::vector<uint8_t*>& at) {
     std::vector<TransferOp> ops;
     for (size_t k = 0; k < round.size(); ++k) {
-      const ObjectLocation& loc = locs[round[k]];
+      const ObjectLocation& loc = *found[round[k]].location;
       ops.push_back(WholeObjectOp(loc.info.replicas[0].memory, at[k], loc.info.size));
     }
     const TransferStatus st =
         impl.transports.Transfer(TransferKind::READ, ops, impl.options.transfer_timeout_ms);
     for (size_t k = 0; k < round.size(); ++k) {
       const size_t i = round[k];
-      ErrorCode rc = st.ok() ? impl.CheckRead(locs[i], at[k]) : st.code;
+      const ObjectLocation& loc = *found[i].location;
+      ErrorCode rc = st.ok() ? impl.CheckRead(loc, at[k]) : st.code;
       // The first replica failed in the batch: the item alone, with failover.
-      if (rc != ErrorCode::OK && rc != ErrorCode::LEASE_EXPIRED) rc = impl.Read(locs[i], at[k]);
+      if (rc != ErrorCode::OK && rc != ErrorCode::LEASE_EXPIRED) rc = impl.Read(loc, at[k]);
       if (rc == ErrorCode::OK) {
         out[i] = std::string(reinterpret_cast<const char*>(at[k]), sizes[i]);
-      } else {
-        out[i] = rc;
+        continue;
       }
+      impl.cache->Invalidate(tenant, keys[i]);
+      out[i] = rc;
+      // Not here: the fresh read needs a staging block of its own.
+      if (found[i].cached) stale.push_back(i);
     }
   });
+  for (size_t i : stale) out[i] = impl.GetFresh(tenant, keys[i], {});
   return out;
 }
 
@@ -180,6 +211,8 @@ std::vector<ErrorCode> Client::BatchPut(std::string_view tenant,
     auto ended = impl.master().BatchPutEnd(tenant, done);
     for (size_t k = 0; k < done_at.size(); ++k) {
       out[done_at[k]] = ended.ok() ? (*ended)[k] : ended.error();
+      // A new object: as in Put.
+      if (out[done_at[k]] == ErrorCode::OK) impl.cache->Invalidate(tenant, done[k]);
     }
   }
   return out;

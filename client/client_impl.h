@@ -4,7 +4,8 @@
 // Internal to the client library; see client/client.h for the contracts.
 //
 // Thread safety: as Client; staging_alloc and buffers are guarded by their
-// mutexes, everything else is set up in Create and read-only after.
+// mutexes, the location cache by its own; everything else is set up in
+// Create and read-only after.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 
 #include "common/mutex.h"
 #include "client/client.h"
+#include "client/location_cache.h"
 #include "rpc/master_client.h"
 #include "common/offset_allocator.h"
 #include "transport/am_transport.h"
@@ -53,6 +55,8 @@ struct Client::Impl {
   Mutex buffers_mu;
   std::map<void*, EngineRegions> buffers GUARDED_BY(buffers_mu);
 
+  std::optional<LocationCache> cache;  // made in Create (on `clock`)
+
   // This thread's connection to the master (made on first use).
   MasterClient& master();
   // Registers [addr, addr + size) with every engine; on failure undoes it.
@@ -60,11 +64,30 @@ struct Client::Impl {
   ErrorCode OpenEngines();
   ErrorCode SetUpStaging();
 
-  // --- reads (dst: registered memory of at least loc.info.size bytes) ---
-  // MEMORY replicas (this host's first) and LOCAL_DISK ones, in the order
-  // of client.h; the lease counted from start_ms.
+  // --- locations ---
+  // MEMORY replicas (this host's first), then LOCAL_DISK ones: the order of
+  // client.h without prefer_local_disk (the order the cache keeps); the
+  // lease counted from start_ms.
   ObjectLocation Order(std::string_view tenant, std::string_view key, GetReplicaListResponse info,
-                       int64_t start_ms, bool prefer_local_disk) const;
+                       int64_t start_ms) const;
+  // Where an object is, and whether the location cache said so.
+  struct Located {
+    std::shared_ptr<const ObjectLocation> location;  // in the order `options` asks for
+    bool cached = false;
+  };
+  // The cache's entry (when options.use_location_cache), else LookUp's.
+  Result<Located> Locate(std::string_view tenant, std::string_view key,
+                         const GetOptions& options);
+  // GetReplicaList, its answer ordered and inserted into the cache.
+  Result<std::shared_ptr<const ObjectLocation>> LookUp(std::string_view tenant,
+                                                       std::string_view key);
+  // BatchGet's Locate: the cache's entries, and one BatchGetReplicaList for
+  // the other keys (answers cached); an item left without a location has
+  // its error in *out.
+  std::vector<Located> LocateAll(std::string_view tenant, const std::vector<std::string>& keys,
+                                 std::vector<Result<std::string>>* out);
+
+  // --- reads (dst: registered memory of at least loc.info.size bytes) ---
   // Lease, then checksum, of bytes already read.
   ErrorCode CheckRead(const ObjectLocation& loc, const uint8_t* bytes) const;
   ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica, uint8_t* dst);
@@ -79,6 +102,13 @@ struct Client::Impl {
   // Read into a new string: LOCAL_DISK replies land in the string itself,
   // MEMORY reads go through a staging block (RMA needs registered memory).
   Result<std::string> ReadToString(const ObjectLocation& loc);
+  // Get's read of what Locate found: ReadToString; when that fails the
+  // key's entry is dropped and, if `found` came from the cache, GetFresh.
+  Result<std::string> ReadLocated(std::string_view tenant, std::string_view key,
+                                  const GetOptions& options, const Located& found);
+  // Get with a master lookup, whatever the cache holds.
+  Result<std::string> GetFresh(std::string_view tenant, std::string_view key,
+                               const GetOptions& options);
 
   // --- writes ---
   // One WRITE of [src, src + size) to every replica, in one Transfer.

@@ -32,6 +32,9 @@ namespace shelfmark {
 namespace {
 
 constexpr int64_t kLeaseTtlMs = 1000;
+// Clients of these tests keep locations until 100 ms before the lease ends
+// (the default margin, 1000 ms, would be the whole lease here).
+constexpr int64_t kCacheMarginMs = 100;
 
 // The client's engine, with a clock that moves `advance_ms` during every
 // transfer: a transfer that takes that long, deterministically.
@@ -127,6 +130,7 @@ class ClientTest : public ::testing::Test {
     options.protocol = "none";
     options.staging_bytes = staging_bytes;
     options.clock = &client_clock_;
+    options.location_cache = cache_options_;
     std::vector<std::unique_ptr<TransportEngine>> engines;
     engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_));
     auto client = Client::Create(options, std::move(engines));
@@ -148,8 +152,16 @@ class ClientTest : public ::testing::Test {
     return s;
   }
 
+  static LocationCacheOptions CacheOptions(uint64_t max_entries = 1024) {
+    LocationCacheOptions o;
+    o.max_entries = max_entries;
+    o.margin_ms = kCacheMarginMs;
+    return o;
+  }
+
   ManualClock master_clock_;
   ManualClock client_clock_;
+  LocationCacheOptions cache_options_ = CacheOptions();  // MakeClient's
   std::atomic<int64_t> advance_ms_{0};
   std::unique_ptr<Directory> dir_;
   std::unique_ptr<RpcServer> server_;
@@ -380,6 +392,7 @@ class ClientLocalDiskTest : public ClientTest {
     options.protocol = "none";
     options.staging_bytes = 8 << 20;
     options.clock = &client_clock_;
+    options.location_cache = cache_options_;
     std::vector<std::unique_ptr<TransportEngine>> engines;
     engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_));
     auto ucx = UcxEngine::Create(testing::UcxTestOptions(false));
@@ -477,6 +490,35 @@ TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
   auto loc = client.Locate("t", "k", prefer);
   ASSERT_TRUE(loc.ok());
   EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
+}
+
+// The cache keeps one order; prefer_local_disk reorders a cached location,
+// and use_location_cache = false asks the master (and refreshes the entry).
+TEST_F(ClientLocalDiskTest, CachedLocationsFollowPreferLocalDisk) {
+  StartNode("seg-a");
+  Client& client = MakeDiskClient();
+  const std::string in_memory = Pattern(10'000, 1);
+  const std::string on_disk = Pattern(10'000, 2);
+  ASSERT_EQ(client.Put("t", "k", in_memory), ErrorCode::OK);
+  OnDisk("t", "k", on_disk);
+  GetOptions prefer;
+  prefer.prefer_local_disk = true;
+  EXPECT_EQ(*client.Get("t", "k"), in_memory);
+  EXPECT_EQ(*client.Get("t", "k", prefer), on_disk);
+  auto loc = client.Locate("t", "k", prefer);
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
+  loc = client.Locate("t", "k");
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::MEMORY);
+  EXPECT_EQ(client.location_cache_stats().hits, 3u);
+  GetOptions fresh;
+  fresh.use_location_cache = false;
+  EXPECT_EQ(*client.Get("t", "k", fresh), in_memory);
+  const LocationCacheStats s = client.location_cache_stats();
+  EXPECT_EQ(s.hits, 3u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.entries, 1u);
 }
 
 TEST_F(ClientLocalDiskTest, DiskBytesThatDoNotMatchTheChecksumAreChecksumMismatch) {
@@ -646,6 +688,174 @@ TEST_F(ClientTest, ConcurrentCallersShareOneClient) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// ---- location cache ----------------------------------------------------------
+
+// The strongest proof that a hot get asks nothing of the master: the master
+// stops, and the hot key is still read until deadline - margin, while a key
+// this client never looked up fails.
+TEST_F(ClientTest, HotKeyIsReadWithoutTheMasterUntilDeadlineMinusMargin) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("t", "hot", "hot-value"), ErrorCode::OK);
+  ASSERT_EQ(client.Put("t", "cold", "cold-value"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("t", "hot"), "hot-value");  // the lookup
+  ASSERT_EQ(*client.Get("t", "hot"), "hot-value");  // from the cache
+  EXPECT_EQ(client.location_cache_stats().hits, 1u);
+  EXPECT_EQ(client.location_cache_stats().misses, 1u);
+
+  server_->Stop();
+  EXPECT_EQ(client.Get("t", "cold").error(), ErrorCode::RPC_FAIL);
+  client_clock_.AdvanceMs(kLeaseTtlMs - kCacheMarginMs - 1);
+  auto hot = client.Get("t", "hot");
+  ASSERT_TRUE(hot.ok()) << ErrorCodeName(hot.error());
+  EXPECT_EQ(*hot, "hot-value");
+  auto batch = client.BatchGet("t", {"hot", "cold"});
+  ASSERT_TRUE(batch[0].ok()) << ErrorCodeName(batch[0].error());
+  EXPECT_EQ(*batch[0], "hot-value");
+  EXPECT_EQ(batch[1].error(), ErrorCode::RPC_FAIL);
+  client_clock_.AdvanceMs(1);  // at deadline - margin: a lookup again
+  EXPECT_EQ(client.Get("t", "hot").error(), ErrorCode::RPC_FAIL);
+  const LocationCacheStats s = client.location_cache_stats();
+  EXPECT_EQ(s.hits, 3u);
+  EXPECT_EQ(s.expired, 1u);
+  EXPECT_EQ(s.entries, 0u);
+}
+
+TEST_F(ClientTest, WithTheCacheOffEveryGetAsksTheMaster) {
+  cache_options_ = CacheOptions(/*max_entries=*/0);
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("t", "hot", "hot-value"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("t", "hot"), "hot-value");
+  server_->Stop();
+  EXPECT_EQ(client.Get("t", "hot").error(), ErrorCode::RPC_FAIL);
+  EXPECT_EQ(client.BatchGet("t", {"hot"})[0].error(), ErrorCode::RPC_FAIL);
+  const LocationCacheStats s = client.location_cache_stats();
+  EXPECT_EQ(s.hits + s.misses + s.entries, 0u);
+}
+
+TEST_F(ClientTest, BatchGetTakesCachedKeysAndLooksUpTheRest) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  for (const char* key : {"a", "b", "c"}) ASSERT_EQ(client.Put("t", key, key), ErrorCode::OK);
+  auto first = client.BatchGet("t", {"a", "b"});
+  ASSERT_TRUE(first[0].ok() && first[1].ok());
+  auto second = client.BatchGet("t", {"a", "b", "c", "missing"});
+  EXPECT_EQ(*second[0], "a");
+  EXPECT_EQ(*second[1], "b");
+  EXPECT_EQ(*second[2], "c");
+  EXPECT_EQ(second[3].error(), ErrorCode::OBJECT_NOT_FOUND);
+  const LocationCacheStats s = client.location_cache_stats();
+  EXPECT_EQ(s.hits, 2u);
+  EXPECT_EQ(s.misses, 4u);
+  EXPECT_EQ(s.entries, 3u);
+}
+
+TEST_F(ClientTest, RemoveDropsTheEntry) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("t", "k", "value"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("t", "k"), "value");
+  // This client's own lease keeps the object; the entry goes all the same.
+  EXPECT_EQ(client.Remove("t", "k"), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(client.location_cache_stats().invalidated, 1u);
+  ASSERT_EQ(*client.Get("t", "k"), "value");
+  ASSERT_EQ(client.Remove("t", "k", /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(client.Get("t", "k").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(client.BatchGet("t", {"k"})[0].error(), ErrorCode::OBJECT_NOT_FOUND);
+  // The empty tenant is the default one, for the cache as for the master.
+  ASSERT_EQ(client.Put("", "d", "value"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("", "d"), "value");
+  ASSERT_EQ(client.Remove("default", "d", /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(client.Get("", "d").error(), ErrorCode::OBJECT_NOT_FOUND);
+}
+
+// Another client removes the key (forced) and this one puts a new value:
+// the put drops the cached location of the old object, whose bytes are
+// still in the node's memory.
+TEST_F(ClientTest, APutOfTheKeyReadsTheNewValue) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  MasterClientOptions mo;
+  mo.address = address_;
+  MasterClient other(mo);
+  ASSERT_EQ(client.Put("t", "k", "old value"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("t", "k"), "old value");
+  ASSERT_EQ(other.Remove("t", "k", /*force=*/true), ErrorCode::OK);
+  ASSERT_EQ(client.Put("t", "k", "the new, longer value"), ErrorCode::OK);
+  EXPECT_EQ(*client.Get("t", "k"), "the new, longer value");
+  std::vector<std::string_view> values = {"batch value"};
+  ASSERT_EQ(other.Remove("t", "k", /*force=*/true), ErrorCode::OK);
+  ASSERT_EQ(client.BatchPut("t", {"k"}, values)[0], ErrorCode::OK);
+  EXPECT_EQ(*client.BatchGet("t", {"k"})[0], "batch value");
+  EXPECT_EQ(client.location_cache_stats().invalidated, 2u);
+}
+
+// The case the lease does not cover: another client removes the object
+// (forced) and its memory is reused. The checksum catches the reused bytes;
+// the cached location is dropped and a fresh lookup finds the new object.
+TEST_F(ClientTest, ACachedLocationThatFailsItsReadIsLookedUpAgain) {
+  StartNode("seg-a");
+  StartNode("seg-b");
+  Client& client = MakeClient();
+  MasterClientOptions mo;
+  mo.address = address_;
+  MasterClient other(mo);
+  PutOptions with_sum;
+  with_sum.compute_checksum = true;
+  with_sum.config.preferred_segments = {"seg-a"};
+  const std::string v1 = Pattern(5000, 1), v2 = Pattern(5000, 2);
+  ASSERT_EQ(client.Put("t", "k", v1, with_sum), ErrorCode::OK);
+  auto old = client.Locate("t", "k");
+  ASSERT_TRUE(old.ok());
+  ASSERT_EQ(other.Remove("t", "k", /*force=*/true), ErrorCode::OK);
+  PutConfig on_b;
+  on_b.preferred_segments = {"seg-b"};
+  on_b.checksum = ObjectChecksum(v2);
+  auto replicas = other.PutStart("t", "k", v2.size(), on_b);
+  ASSERT_TRUE(replicas.ok());
+  const MemoryDescriptor& at_b = (*replicas)[0].memory;
+  std::memcpy(NodeOf(at_b)->At(at_b.buffer_address), v2.data(), v2.size());
+  ASSERT_EQ(other.PutEnd("t", "k"), ErrorCode::OK);
+  const MemoryDescriptor& at_a = old->info.replicas[0].memory;
+  NodeOf(at_a)->At(at_a.buffer_address)[10] ^= 1;  // seg-a's memory reused
+
+  auto got = client.Get("t", "k");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, v2);
+  LocationCacheStats s = client.location_cache_stats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.invalidated, 1u);
+  EXPECT_EQ(*client.Get("t", "k"), v2);  // the fresh location is cached
+  EXPECT_EQ(client.location_cache_stats().hits, 2u);
+
+  // A zero-copy Read of the stale location fails and drops the entry too.
+  std::vector<char> buffer(v1.size());
+  ASSERT_EQ(client.RegisterBuffer(buffer.data(), buffer.size()), ErrorCode::OK);
+  EXPECT_EQ(client.Read(*old, buffer.data(), buffer.size()), ErrorCode::CHECKSUM_MISMATCH);
+  client.UnregisterBuffer(buffer.data());
+  EXPECT_EQ(client.location_cache_stats().invalidated, 2u);
+}
+
+// A read from a cached location still ends before the lease deadline or
+// answers LEASE_EXPIRED; Get then reads again on a fresh lookup.
+TEST_F(ClientTest, ACachedReadEndingAfterTheLeaseIsDoneAgainFresh) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("t", "k", "value"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("t", "k"), "value");
+  client_clock_.AdvanceMs(kLeaseTtlMs - kCacheMarginMs - 1);  // the entry's last ms
+  advance_ms_ = kCacheMarginMs + 1;                           // reads end past the deadline
+  auto got = client.Get("t", "k");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, "value");
+  const LocationCacheStats s = client.location_cache_stats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.invalidated, 1u);
+  EXPECT_EQ(s.misses, 1u);  // the first Get's; the fresh one bypasses the cache
+  EXPECT_EQ(s.entries, 1u);
 }
 
 // Stored checksums must stay comparable across versions: pin the function.
