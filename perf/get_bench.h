@@ -4,7 +4,8 @@
 //   shelfmark-perf get --master=HOST:PORT --replica=memory|local_disk|all
 //       [--protocol=rdma|ucx|auto] [--size=4096,65536,1048576] [--iters=N]
 //       [--warmup=N] [--concurrency=N] [--keys=N] [--key_dist=uniform|zipf]
-//       [--zipf_theta=0.99] [--batch=N] [--disk_dirs=DIR[,DIR]]
+//       [--zipf_theta=0.99] [--batch=N] [--location_cache=true|false]
+//       [--disk_dirs=DIR[,DIR]]
 //       [--offload_wait_s=S] [--json] [--json_out=FILE] [--plot=FILE.png]
 //
 // Needs a running master and nodes (it starts nothing; scripts/demo.sh and
@@ -14,10 +15,14 @@
 // local_disk waits until every one also has a LOCAL_DISK replica (the
 // master needs --enable_offload and a node an SSD store). Then per replica
 // type and size, --iters gets are spread over --concurrency threads; each
-// get is one Client::Locate (the lookup: one GetReplicaList RPC) and one
-// Client::Read (the transfer, into a registered buffer; for local_disk the
-// LOCAL_DISK replica is tried first, GetOptions::prefer_local_disk), keys
-// drawn uniformly or zipf. A get whose first replica is not of the measured
+// get is one Client::Locate (the lookup: one GetReplicaList RPC, or none
+// when the client's location cache holds the key, client/location_cache.h)
+// and one Client::Read (the transfer, into a registered buffer; for
+// local_disk the LOCAL_DISK replica is tried first, GetOptions::
+// prefer_local_disk), keys drawn uniformly or zipf from the --keys objects
+// (--keys=1: one hot key). --location_cache=false turns the cache off, so
+// every lookup is a master RPC (the same run with both shows what the cache
+// saves). A get whose first replica is not of the measured
 // type, that fails, or whose bytes differ from what was put fails the run
 // (exit 1). --batch=N>1 (memory only) times one BatchGet of N keys per
 // operation instead (its lookup and transfer are not separable: reported 0;
@@ -35,13 +40,16 @@
 //
 // Output per (replica, size): the perftest columns t_min, t_max, t_typical
 // (median), t_avg, stdev, p99, p99.9 in microseconds for the whole get,
-// lookup and transfer p50s, ops/s and GB/s (wall clock over all threads);
+// lookup and transfer p50s, ops/s and GB/s (wall clock over all threads),
+// the share of lookups the location cache answered (hit%; its hits and
+// misses over the row's gets, warmup included, in JSON);
 // a table, or with --json one object per line (--json_out writes those
 // lines to a file as well, next to the table on stdout):
 //   {"bench":"get","replica":..,"protocol":..,"size":..,"iters":..,
 //    "concurrency":..,"batch":..,"t_min_us":..,"t_max_us":..,"t_typical_us":..,
 //    "t_avg_us":..,"stdev_us":..,"p50_us":..,"p99_us":..,"p999_us":..,
 //    "lookup_p50_us":..,"transfer_p50_us":..,"ops_per_s":..,"gbytes_per_s":..,
+//    "location_cache":true|false,"cache_hits":..,"cache_misses":..,
 //    ["baseline_am_p50_us":..,"baseline_pread_p50_us":..,"ratio":..,]
 //    "interrupted":false}
 // --plot writes the latency distributions (CDF, one curve per replica type

@@ -21,6 +21,7 @@ TEST(GetBenchOptions, DefaultsMeasureBothReplicaTypes) {
   EXPECT_EQ(o.sizes, (std::vector<uint64_t>{4096, 65536, 1048576}));
   EXPECT_EQ(o.distribution, KeyDistribution::kUniform);
   EXPECT_TRUE(o.disk_dirs.empty());
+  EXPECT_TRUE(o.location_cache);
 }
 
 TEST(GetBenchOptions, ParsesEveryFlag) {
@@ -28,7 +29,8 @@ TEST(GetBenchOptions, ParsesEveryFlag) {
   std::string message;
   ASSERT_EQ(Parse({"--master=h:7", "--replica=local_disk", "--protocol=ucx", "--size=1,2",
                    "--iters=9", "--concurrency=4", "--keys=50", "--key_dist=zipf",
-                   "--zipf_theta=1.2", "--disk_dirs=/a,/b/c", "--json", "--plot=/tmp/x.png"},
+                   "--zipf_theta=1.2", "--disk_dirs=/a,/b/c", "--json", "--plot=/tmp/x.png",
+                   "--location_cache=false"},
                   &o, &message),
             FlagOutcome::kOk)
       << message;
@@ -41,6 +43,7 @@ TEST(GetBenchOptions, ParsesEveryFlag) {
   EXPECT_EQ(o.disk_dirs, (std::vector<std::string>{"/a", "/b/c"}));
   EXPECT_TRUE(o.json);
   EXPECT_EQ(o.plot, "/tmp/x.png");
+  EXPECT_FALSE(o.location_cache);
 }
 
 TEST(GetBenchOptions, BadValuesNameTheFlag) {
@@ -57,6 +60,7 @@ TEST(GetBenchOptions, BadValuesNameTheFlag) {
       {{"--replica=memory", "--batch=40", "--keys=8"}, "--batch"},
       {{"--disk_dirs=relative/dir"}, "--disk_dirs"},
       {{"--tenant="}, "--tenant"},
+      {{"--location_cache=maybe"}, "--location_cache"},
       {{"--bogus=1"}, "--bogus"},
       {{"stray"}, "stray"},
   };

@@ -12,6 +12,11 @@ double GetRow::BaselineRatio() const {
   return base > 0 ? transfer_p50_us / base : 0;
 }
 
+double GetRow::CacheHitPercent() const {
+  const uint64_t lookups = cache_hits + cache_misses;
+  return lookups > 0 ? 100.0 * static_cast<double>(cache_hits) / static_cast<double>(lookups) : 0;
+}
+
 std::string GetRowJson(const GetRow& r) {
   JsonObject j;
   j.Str("bench", "get").Str("replica", r.replica).Str("protocol", r.protocol)
@@ -21,7 +26,9 @@ std::string GetRowJson(const GetRow& r) {
       .Num("stdev_us", r.get.stdev_us, 2).Num("p50_us", r.get.typical_us, 2)
       .Num("p99_us", r.get.p99_us, 2).Num("p999_us", r.get.p999_us, 2)
       .Num("lookup_p50_us", r.lookup_p50_us, 2).Num("transfer_p50_us", r.transfer_p50_us, 2)
-      .Num("ops_per_s", r.ops_per_s, 1).Num("gbytes_per_s", r.gbytes_per_s, 4);
+      .Num("ops_per_s", r.ops_per_s, 1).Num("gbytes_per_s", r.gbytes_per_s, 4)
+      .Bool("location_cache", r.location_cache).Uint("cache_hits", r.cache_hits)
+      .Uint("cache_misses", r.cache_misses);
   if (r.has_baselines) {
     j.Num("baseline_am_p50_us", r.baseline_am_p50_us, 2);
     if (r.baseline_pread_p50_us >= 0) {
@@ -37,9 +44,10 @@ std::string GetRowJson(const GetRow& r) {
 std::string GetTableHeader() {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "%-10s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s %7s %8s %8s %6s",
+                "%-10s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s %7s %6s %8s %8s %6s",
                 "replica", "proto", "size", "iters", "t_min", "t_typ", "t_avg", "stdev", "p99",
-                "p99.9", "lookup", "xfer", "ops/s", "GB/s", "base_am", "base_rd", "ratio");
+                "p99.9", "lookup", "xfer", "ops/s", "GB/s", "hit%", "base_am", "base_rd",
+                "ratio");
   return line;
 }
 
@@ -51,14 +59,16 @@ std::string GetTableRow(const GetRow& r) {
   } else if (r.has_baselines) {
     std::snprintf(base, sizeof(base), "%8.1f        -      -", r.baseline_am_p50_us);
   }
+  char hits[16] = "   off";
+  if (r.location_cache) std::snprintf(hits, sizeof(hits), "%6.1f", r.CacheHitPercent());
   char line[320];
   std::snprintf(line, sizeof(line),
                 "%-10s %-5s %8llu %8llu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.0f "
-                "%7.3f %s%s",
+                "%7.3f %s %s%s",
                 r.replica.c_str(), r.protocol.c_str(), static_cast<unsigned long long>(r.size),
                 static_cast<unsigned long long>(r.get.count), r.get.min_us, r.get.typical_us,
                 r.get.avg_us, r.get.stdev_us, r.get.p99_us, r.get.p999_us, r.lookup_p50_us,
-                r.transfer_p50_us, r.ops_per_s, r.gbytes_per_s, base,
+                r.transfer_p50_us, r.ops_per_s, r.gbytes_per_s, hits, base,
                 r.interrupted ? " (interrupted)" : "");
   return line;
 }

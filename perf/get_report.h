@@ -22,6 +22,9 @@ struct GetRow {
   double transfer_p50_us = 0;  // data transfer alone
   double ops_per_s = 0;        // gets (keys) per second, wall clock, all threads
   double gbytes_per_s = 0;     // object bytes per second / 1e9
+  bool location_cache = true;  // the client's location cache was on
+  uint64_t cache_hits = 0;     // its hits and misses over this row's gets (warmup included)
+  uint64_t cache_misses = 0;
   bool has_baselines = false;  // local_disk rows
   double baseline_am_p50_us = 0;     // probe AM round trip of the same size
   double baseline_pread_p50_us = -1; // pread of the same bytes; < 0: not measured
@@ -29,6 +32,8 @@ struct GetRow {
 
   // transfer p50 / (am + pread p50); 0 when a baseline is missing.
   double BaselineRatio() const;
+  // Percentage of this row's lookups the location cache answered.
+  double CacheHitPercent() const;
 };
 
 std::string GetRowJson(const GetRow& row);

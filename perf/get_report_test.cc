@@ -21,6 +21,8 @@ GetRow DiskRow() {
   r.has_baselines = true;
   r.baseline_am_p50_us = 30;
   r.baseline_pread_p50_us = 10;
+  r.cache_hits = 99;
+  r.cache_misses = 1;
   return r;
 }
 
@@ -40,6 +42,7 @@ TEST(GetReport, JsonCarriesTheInterfaceFields) {
         "\"iters\":100", "\"p50_us\":60.00", "\"p99_us\":90.00", "\"p999_us\":120.50",
         "\"lookup_p50_us\":20.00", "\"transfer_p50_us\":44.00", "\"baseline_am_p50_us\":30.00",
         "\"baseline_pread_p50_us\":10.00", "\"ratio\":1.100", "\"t_typical_us\":60.00",
+        "\"location_cache\":true", "\"cache_hits\":99", "\"cache_misses\":1",
         "\"interrupted\":false"}) {
     EXPECT_NE(json.find(field), std::string::npos) << field << " in " << json;
   }
@@ -59,6 +62,11 @@ TEST(GetReport, TableRowLinesUpWithHeader) {
   EXPECT_EQ(row.rfind("local_disk", 0), 0u);
   EXPECT_NE(row.find("(interrupted)"), std::string::npos);
   EXPECT_EQ(GetTableRow(DiskRow()).size(), GetTableHeader().size());
+  EXPECT_NE(GetTableRow(DiskRow()).find("  99.0 "), std::string::npos);
+  GetRow off = DiskRow();
+  off.location_cache = false;
+  EXPECT_NE(GetTableRow(off).find("   off "), std::string::npos);
+  EXPECT_EQ(GetTableRow(off).size(), GetTableHeader().size());
 }
 
 }  // namespace
