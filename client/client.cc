@@ -58,6 +58,11 @@ std::set<std::string> LocalHosts() {
   return hosts;
 }
 
+bool HasDiskReplica(const ObjectLocation& loc) {
+  return std::any_of(loc.info.replicas.begin(), loc.info.replicas.end(),
+                     [](const ReplicaDescriptor& r) { return r.type == ReplicaType::LOCAL_DISK; });
+}
+
 // A copy of `loc` with its LOCAL_DISK replicas first (GetOptions::
 // prefer_local_disk), each group in its order.
 std::shared_ptr<const ObjectLocation> DiskReplicasFirst(const ObjectLocation& loc) {
@@ -220,7 +225,12 @@ ObjectLocation Client::Impl::Order(std::string_view tenant, std::string_view key
 Result<Client::Impl::Located> Client::Impl::Locate(std::string_view tenant, std::string_view key,
                                                    const GetOptions& options) {
   Located found;
-  if (options.use_location_cache) found.location = cache->Lookup(tenant, key);
+  // Replicas that appear within a lease are LOCAL_DISK ones (offload): a
+  // caller preferring them asks the master when the entry has none.
+  if (options.use_location_cache) {
+    found.location =
+        cache->Lookup(tenant, key, options.prefer_local_disk ? HasDiskReplica : nullptr);
+  }
   found.cached = found.location != nullptr;
   if (!found.cached) {
     auto looked = LookUp(tenant, key);

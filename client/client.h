@@ -47,6 +47,8 @@
 // covered: a forced remove by another client while the entry lives (as for
 // a get in flight without the cache); the checksum, when the object has
 // one, still catches memory reused by another object.
+// A cached location lacks the LOCAL_DISK replicas added since its lookup
+// (offload), so a prefer_local_disk call takes only an entry that has one.
 // GetOptions::use_location_cache = false asks the master for that call (the
 // answer refreshes the entry); ClientOptions::location_cache.max_entries = 0
 // turns the cache off.

@@ -492,32 +492,37 @@ TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
   EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
 }
 
-// The cache keeps one order; prefer_local_disk reorders a cached location,
-// and use_location_cache = false asks the master (and refreshes the entry).
+// The cache keeps one order and prefer_local_disk reorders a cached
+// location; an entry made before the node offloaded the object lacks its
+// LOCAL_DISK replica, so prefer_local_disk asks the master. And
+// use_location_cache = false asks the master (and refreshes the entry).
 TEST_F(ClientLocalDiskTest, CachedLocationsFollowPreferLocalDisk) {
   StartNode("seg-a");
   Client& client = MakeDiskClient();
   const std::string in_memory = Pattern(10'000, 1);
   const std::string on_disk = Pattern(10'000, 2);
   ASSERT_EQ(client.Put("t", "k", in_memory), ErrorCode::OK);
+  EXPECT_EQ(*client.Get("t", "k"), in_memory);  // cached: MEMORY only
   OnDisk("t", "k", on_disk);
   GetOptions prefer;
   prefer.prefer_local_disk = true;
-  EXPECT_EQ(*client.Get("t", "k"), in_memory);
+  EXPECT_EQ(*client.Get("t", "k", prefer), on_disk);  // a miss: the entry had no disk copy
+  EXPECT_EQ(client.location_cache_stats().misses, 2u);
   EXPECT_EQ(*client.Get("t", "k", prefer), on_disk);
+  EXPECT_EQ(*client.Get("t", "k"), in_memory);
   auto loc = client.Locate("t", "k", prefer);
   ASSERT_TRUE(loc.ok());
   EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
   loc = client.Locate("t", "k");
   ASSERT_TRUE(loc.ok());
   EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::MEMORY);
-  EXPECT_EQ(client.location_cache_stats().hits, 3u);
+  EXPECT_EQ(client.location_cache_stats().hits, 4u);
   GetOptions fresh;
   fresh.use_location_cache = false;
   EXPECT_EQ(*client.Get("t", "k", fresh), in_memory);
   const LocationCacheStats s = client.location_cache_stats();
-  EXPECT_EQ(s.hits, 3u);
-  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 4u);
+  EXPECT_EQ(s.misses, 2u);
   EXPECT_EQ(s.entries, 1u);
 }
 

@@ -37,7 +37,8 @@ uint64_t LocationCache::SizeOf(const ObjectLocation& location) {
 }
 
 std::shared_ptr<const ObjectLocation> LocationCache::Lookup(std::string_view tenant,
-                                                            std::string_view key) {
+                                                            std::string_view key,
+                                                            Usable usable) {
   if (!enabled()) return nullptr;
   const std::string id = CacheId(tenant, key);
   const int64_t now = clock_->NowMs();
@@ -51,6 +52,10 @@ std::shared_ptr<const ObjectLocation> LocationCache::Lookup(std::string_view ten
     ++counters_.expired;
     ++counters_.misses;
     EraseLocked(it->second);
+    return nullptr;
+  }
+  if (usable != nullptr && !usable(*it->second->location)) {
+    ++counters_.misses;
     return nullptr;
   }
   lru_.splice(lru_.begin(), lru_, it->second);

@@ -76,9 +76,13 @@ class LocationCache {
 
   bool enabled() const { return options_.max_entries > 0; }
 
+  // Whether a caller can use a location (Lookup's filter).
+  using Usable = bool (*)(const ObjectLocation&);
   // The live entry of (tenant, key), made the most recently served; nullptr
-  // when there is none (an expired one is dropped).
-  std::shared_ptr<const ObjectLocation> Lookup(std::string_view tenant, std::string_view key);
+  // when there is none (an expired one is dropped) or `usable` (when set)
+  // refuses it (a miss; the entry stays).
+  std::shared_ptr<const ObjectLocation> Lookup(std::string_view tenant, std::string_view key,
+                                               Usable usable = nullptr);
   // Taken before a master lookup whose answer will be passed to Insert.
   uint64_t Epoch(std::string_view tenant, std::string_view key) const;
   // Keeps `location` (replacing the key's entry) unless its epoch moved

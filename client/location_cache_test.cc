@@ -168,6 +168,20 @@ TEST_F(LocationCacheTest, AnAnswerOlderThanAnInvalidateIsNotInserted) {
   EXPECT_NE(cache.Lookup("t", "k"), nullptr);
 }
 
+TEST_F(LocationCacheTest, AnEntryTheCallerCannotUseIsAMissAndStays) {
+  LocationCache cache(Options(), &clock_);
+  Put(cache, "k");
+  auto has_disk = [](const ObjectLocation& loc) {
+    return loc.info.replicas.back().type == ReplicaType::LOCAL_DISK;
+  };
+  EXPECT_EQ(cache.Lookup("t", "k", has_disk), nullptr);
+  EXPECT_NE(cache.Lookup("t", "k"), nullptr);
+  const LocationCacheStats s = cache.stats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.entries, 1u);
+}
+
 TEST_F(LocationCacheTest, ZeroEntriesTurnsItOff) {
   LocationCache cache(Options(/*entries=*/0), &clock_);
   EXPECT_FALSE(cache.enabled());

@@ -75,7 +75,10 @@ VerifyReport VerifyObjects(Client& client, std::string_view tenant, std::string_
                            uint64_t count, uint64_t size) {
   VerifyReport report;
   // One lookup per key: the replica list that classifies the object is the
-  // one the read uses (Read = Get without its own Locate).
+  // one the read uses (Read = Get without its own Locate). The master's
+  // current list, not a cached one (which lacks replicas added since).
+  GetOptions fresh;
+  fresh.use_location_cache = false;
   std::vector<char> buffer(size);
   if (ErrorCode rc = client.RegisterBuffer(buffer.data(), size); rc != ErrorCode::OK) {
     for (uint64_t i = 0; i < count; ++i) {
@@ -85,7 +88,7 @@ VerifyReport VerifyObjects(Client& client, std::string_view tenant, std::string_
   }
   for (uint64_t i = 0; i < count; ++i) {
     const std::string key = LoadKey(prefix, i);
-    auto where = client.Locate(tenant, key);
+    auto where = client.Locate(tenant, key, fresh);
     const ErrorCode rc =
         where.ok() ? client.Read(*where, buffer.data(), size) : where.error();
     if (rc == ErrorCode::OBJECT_NOT_FOUND) {

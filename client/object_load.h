@@ -9,7 +9,7 @@
 //    eviction runs) is retried every 50 ms for up to retry_ms; any other
 //    error, or a put still failing after retry_ms, stops the fill.
 //  - VerifyObjects: for each key one Locate (which replica types the master
-//    lists) and one Read of that location (Get's rules, into a buffer
+//    lists now: not from the location cache) and one Read of that location (Get's rules, into a buffer
 //    registered once); the bytes must equal LoadValue. OBJECT_NOT_FOUND
 //    counts as evicted (a MEMORY-only object the master evicted is gone by
 //    design); any other error or wrong bytes count as failures.
