@@ -45,13 +45,14 @@
 // a caller's location, does not retry). This client's Remove (whatever its
 // answer) and successful Put / BatchPut of a key drop its entry. Not
 // covered: a forced remove by another client while the entry lives (as for
-// a get in flight without the cache); the checksum, when the object has
-// one, still catches memory reused by another object.
+// a get in flight without the cache, but for up to the whole entry's life);
+// the checksum, when the object has one, still catches memory reused by
+// another object. So the cache is off unless ClientOptions::location_cache.
+// max_entries > 0 (kLocationCacheEntries).
 // A cached location lacks the LOCAL_DISK replicas added since its lookup
 // (offload), so a prefer_local_disk call takes only an entry that has one.
 // GetOptions::use_location_cache = false asks the master for that call (the
-// answer refreshes the entry); ClientOptions::location_cache.max_entries = 0
-// turns the cache off.
+// answer refreshes the entry); max_entries = 0 turns the cache off.
 // Batch forms: one master RPC for the whole batch (BatchGet: for the keys
 // the location cache does not hold); transfers are packed into rounds that
 // fit the staging buffer, one Transfer per round (TransportSet groups the
@@ -112,7 +113,8 @@ struct ClientOptions {
   int64_t transfer_timeout_ms = 5'000;
   const Clock* clock = nullptr;  // lease accounting; nullptr: a steady clock
   // Locations served without a master RPC within their lease (see above);
-  // max_entries = 0: off. Create answers INVALID_PARAMS for margin_ms < 0.
+  // max_entries = 0 (the default): off. Create answers INVALID_PARAMS for
+  // margin_ms < 0.
   LocationCacheOptions location_cache;
 };
 

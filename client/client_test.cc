@@ -881,6 +881,10 @@ TEST_F(ClientTest, CreateRejectsBadOptions) {
   options.protocol = "loopback";
   options.staging_bytes = 0;
   EXPECT_EQ(Client::Create(options).error(), ErrorCode::INVALID_PARAMS);
+  options.staging_bytes = 1 << 20;
+  options.location_cache = CacheOptions();
+  options.location_cache.margin_ms = -1;  // would serve locations past their lease
+  EXPECT_EQ(Client::Create(options).error(), ErrorCode::INVALID_PARAMS);
 }
 
 }  // namespace

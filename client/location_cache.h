@@ -20,7 +20,13 @@
 // Bounds: at most max_entries entries and max_bytes bytes (SizeOf: the
 // entry's approximate memory); the least recently served entry goes first.
 // max_entries == 0 turns the cache off: Lookup answers nullptr, Insert does
-// nothing, the counters stay 0.
+// nothing, the counters stay 0. Off by default: with forced removes by other
+// clients an entry may point at memory another object reuses, which only a
+// checksum catches, or at a removed object whose bytes are still there
+// (tests/cluster_model_test.cc, clients mixing forced removes and gets of
+// shared keys, half without checksums, gets over a thousand wrong answers
+// with it on); a client turns it on knowing its workload
+// (kLocationCacheEntries).
 //
 // Races: an Insert of a lookup's answer must not undo an Invalidate made
 // while that lookup was in flight (a Remove on another thread). The caller
@@ -49,8 +55,11 @@ namespace shelfmark {
 
 struct ObjectLocation;
 
+// The size to turn the cache on with (ClientOptions::location_cache).
+inline constexpr uint64_t kLocationCacheEntries = 65536;
+
 struct LocationCacheOptions {
-  uint64_t max_entries = 65536;  // 0: off
+  uint64_t max_entries = 0;  // 0: off (the default, see above)
   uint64_t max_bytes = 64ull << 20;
   // Entries are served until lease_deadline_ms - margin_ms (>= 0).
   int64_t margin_ms = 1000;

@@ -191,6 +191,13 @@ TEST_F(LocationCacheTest, ZeroEntriesTurnsItOff) {
   EXPECT_EQ(s.hits + s.misses + s.entries, 0u);
 }
 
+// Off unless a client asks for it (location_cache.h says why).
+TEST(LocationCacheOptions, OffByDefault) {
+  EXPECT_EQ(LocationCacheOptions{}.max_entries, 0u);
+  EXPECT_EQ(ClientOptions{}.location_cache.max_entries, 0u);
+  EXPECT_GT(kLocationCacheEntries, 0u);
+}
+
 TEST_F(LocationCacheTest, ConcurrentCallersKeepTheBounds) {
   LocationCache cache(Options(/*entries=*/16), &clock_);
   std::vector<std::thread> threads;

@@ -147,7 +147,8 @@ class GetBench {
     co.protocol = o_.protocol == "rdma" && o_.replica == kReplicaMemory ? "rdma" : "auto";
     co.transport.cluster_token = o_.cluster_token;
     co.transport.device = o_.device;
-    if (!o_.location_cache) co.location_cache.max_entries = 0;
+    // The benchmark's objects are its own: no other client force-removes them.
+    co.location_cache.max_entries = o_.location_cache ? kLocationCacheEntries : 0;
     client_ = CreateDataClient(std::move(co), kProgram);
     if (client_ == nullptr) return false;
     run_id_ = client_->client_id().ToString().substr(0, 8);

@@ -20,9 +20,10 @@
 // and one Client::Read (the transfer, into a registered buffer; for
 // local_disk the LOCAL_DISK replica is tried first, GetOptions::
 // prefer_local_disk), keys drawn uniformly or zipf from the --keys objects
-// (--keys=1: one hot key). --location_cache=false turns the cache off, so
-// every lookup is a master RPC (the same run with both shows what the cache
-// saves). A get whose first replica is not of the measured
+// (--keys=1: one hot key). The cache is on here (kLocationCacheEntries
+// entries: the benchmark's objects are its own, no other client removes
+// them); --location_cache=false turns it off, so every lookup is a master
+// RPC (the same run with both shows what the cache saves). A get whose first replica is not of the measured
 // type, that fails, or whose bytes differ from what was put fails the run
 // (exit 1). --batch=N>1 (memory only) times one BatchGet of N keys per
 // operation instead (its lookup and transfer are not separable: reported 0;

@@ -28,7 +28,9 @@ struct GetBenchOptions {
   std::string key_dist = "uniform";
   double zipf_theta = 0.99;
   int64_t batch = 1;
-  bool location_cache = true;  // false: every get asks the master (ClientOptions::location_cache)
+  // The client's location cache (kLocationCacheEntries); false: every get
+  // asks the master.
+  bool location_cache = true;
   std::string disk_dirs_text;  // where nodes keep their SSD files (pread baseline)
   int64_t offload_wait_s = 60;
   bool json = false;
