@@ -68,7 +68,7 @@ struct LocationCacheOptions {
 // Counters since the cache was made, and its current size.
 struct LocationCacheStats {
   uint64_t hits = 0;         // Lookups answered with an entry
-  uint64_t misses = 0;       // Lookups answered nullptr (expired ones included)
+  uint64_t misses = 0;       // Lookups answered nullptr (expired or refused entries included)
   uint64_t expired = 0;      // entries dropped because their time had passed
   uint64_t evicted = 0;      // live entries dropped for room (max_entries, max_bytes)
   uint64_t invalidated = 0;  // entries dropped by Invalidate
