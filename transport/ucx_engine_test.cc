@@ -119,7 +119,8 @@ TEST_F(UcxEngineTest, OutOfBoundsAndUnregisteredLocalAreInvalidParams) {
 TEST_F(UcxEngineTest, ForgedRkeyBytesFailWithoutCrash) {
   // Not a packed rkey at all (short, truncated, no memory domain): refused.
   const std::vector<std::string> malformed = {
-      "", "x", std::string(9, '\xff'), desc_.rkey.substr(0, 10),
+      // (9 bytes: the md map and memory type, no memory domain's key.)
+      "", "x", std::string(9, '\xff'), desc_.rkey.substr(0, 9),
       desc_.rkey.substr(0, desc_.rkey.size() / 2), std::string(desc_.rkey.size(), '\0')};
   for (const std::string& rkey : malformed) {
     MemoryDescriptor bad = desc_;
