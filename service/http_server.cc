@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <chrono>
 #include <optional>
-#include <system_error>
 #include <utility>
 
 #include "common/socket_io.h"
@@ -140,7 +139,7 @@ void HttpServer::Handle(const std::string& path, Handler handler) {
 }
 
 Result<uint16_t> HttpServer::Start(uint16_t port) {
-  if (thread_.joinable()) return ErrorCode::INVALID_PARAMS;  // already serving
+  if (loop_.running()) return ErrorCode::INVALID_PARAMS;  // already serving
   listen_fd_ = ListenTcp("0.0.0.0", port, 64);
   if (listen_fd_ < 0) {
     return errno == EADDRINUSE || errno == EACCES || errno == EADDRNOTAVAIL
@@ -148,13 +147,7 @@ Result<uint16_t> HttpServer::Start(uint16_t port) {
                : ErrorCode::INTERNAL_ERROR;
   }
   uint16_t bound = BoundPort(listen_fd_);
-  if (bound == 0 || pipe2(wake_fd_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    Stop();
-    return ErrorCode::INTERNAL_ERROR;
-  }
-  try {
-    thread_ = std::thread([this] { Serve(); });
-  } catch (const std::system_error&) {
+  if (bound == 0 || !loop_.Start([this] { Serve(); })) {
     Stop();
     return ErrorCode::INTERNAL_ERROR;
   }
@@ -162,15 +155,8 @@ Result<uint16_t> HttpServer::Start(uint16_t port) {
 }
 
 void HttpServer::Stop() {
-  if (thread_.joinable()) {
-    char byte = 1;
-    while (write(wake_fd_[1], &byte, 1) < 0 && errno == EINTR) {
-    }
-    thread_.join();
-  }
+  loop_.Stop();
   CloseFd(listen_fd_);
-  CloseFd(wake_fd_[0]);
-  CloseFd(wake_fd_[1]);
 }
 
 // One connection of the event loop: reading its request head, then writing
@@ -196,7 +182,7 @@ void HttpServer::Serve() {
     Clock::time_point now = Clock::now();
     ExpireConnections(&conns, now);
     fds.clear();
-    fds.push_back({wake_fd_[0], POLLIN, 0});
+    fds.push_back({loop_.wake_fd(), POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
     int timeout_ms = -1;
     for (const Conn& c : conns) {

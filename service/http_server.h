@@ -18,9 +18,9 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/poll_thread.h"
 #include "common/result.h"
 
 namespace shelfmark {
@@ -61,8 +61,7 @@ class HttpServer {
 
   std::map<std::string, Handler> handlers_;
   int listen_fd_ = -1;
-  int wake_fd_[2] = {-1, -1};
-  std::thread thread_;
+  PollThread loop_;
   Clock::time_point accept_backoff_until_{};  // Serve()'s thread only
   std::atomic<uint64_t> timed_out_{0};
   std::atomic<uint64_t> dropped_{0};

@@ -74,6 +74,18 @@ class HostileTest : public ::testing::Test {
     if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err").c_str());
   }
   std::string Master() const { return "127.0.0.1:" + std::to_string(rpc_); }
+  // A ucx node with a 64 MiB segment on 127.0.0.1, mounted at the master.
+  void StartNode() {
+    node_err_ = dir_.Join("node.err");
+    node_ = std::make_unique<ChildProcess>(
+        SHELFMARK_NODE_BIN,
+        std::vector<std::string>{"--master=" + Master(), "--segment_size=67108864",
+                                 "--protocol=ucx", "--listen_ip=127.0.0.1",
+                                 "--ping_interval_ms=300", "--metrics_port=0"},
+        node_err_);
+    ASSERT_TRUE(testing::WaitForText(node_err_, "protocol ucx endpoint 127.0.0.1:", kStartMs))
+        << ReadFile(node_err_);
+  }
   int Raw() {
     int fd = testing::ConnectLoopback(rpc_);
     if (fd >= 0) raw_.push_back(fd);
@@ -95,7 +107,8 @@ class HostileTest : public ::testing::Test {
   double Metric(const std::string& series) { return testing::ScrapeMetric(http_, series); }
 
   testing::TempDir dir_{"hostile"};
-  std::unique_ptr<ChildProcess> master_;
+  std::unique_ptr<ChildProcess> master_, node_;
+  std::string node_err_;
   uint16_t rpc_ = 0, http_ = 0;
   std::vector<int> raw_;
 };
@@ -170,13 +183,7 @@ TEST_F(HostileTest, StalledHttpClientsDoNotStarveHealth) {
 // evicted and every stored object reads back unchanged.
 TEST_F(HostileTest, ImpossiblePutsDestroyNothing) {
   StartMaster();
-  const std::string node_err = dir_.Join("node.err");
-  ChildProcess node(SHELFMARK_NODE_BIN,
-                    {"--master=" + Master(), "--segment_size=67108864", "--protocol=ucx",
-                     "--listen_ip=127.0.0.1", "--ping_interval_ms=300"},
-                    node_err);
-  ASSERT_TRUE(testing::WaitForText(node_err, "protocol ucx endpoint 127.0.0.1:", kStartMs))
-      << ReadFile(node_err);
+  ASSERT_NO_FATAL_FAILURE(StartNode());
   ClientOptions options;
   options.transfer_timeout_ms = 3000;
   auto client = testing::MakeUcxClient(Master(), options);
@@ -223,13 +230,8 @@ TEST_F(HostileTest, ImpossiblePutsDestroyNothing) {
 // half-written connections; the node lives and serves what it stored.
 TEST_F(HostileTest, GarbageOnEveryNodePortLeavesTheNodeServing) {
   StartMaster();
-  const std::string node_err = dir_.Join("node.err");
-  ChildProcess node(SHELFMARK_NODE_BIN,
-                    {"--master=" + Master(), "--segment_size=67108864", "--protocol=ucx",
-                     "--listen_ip=127.0.0.1", "--metrics_port=0"},
-                    node_err);
-  ASSERT_TRUE(testing::WaitForText(node_err, "protocol ucx endpoint 127.0.0.1:", kStartMs))
-      << ReadFile(node_err);
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  ChildProcess& node = *node_;
   auto client = testing::MakeUcxClient(Master());
   ASSERT_NE(client, nullptr);
   constexpr int kObjects = 8;
@@ -251,7 +253,7 @@ TEST_F(HostileTest, GarbageOnEveryNodePortLeavesTheNodeServing) {
     SendAll(held.get(), zeros.substr(0, 7), 1000);
     raw_.push_back(held.Release());
   }
-  EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err);
+  EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err_);
   for (int i = 0; i < kObjects; ++i) {
     auto got = client->Get("", "kept-" + std::to_string(i));
     ASSERT_TRUE(got.ok()) << i << ": " << ErrorCodeName(got.error());
@@ -263,7 +265,7 @@ TEST_F(HostileTest, GarbageOnEveryNodePortLeavesTheNodeServing) {
   auto after = fresh->Get("", "after");
   ASSERT_TRUE(after.ok()) << ErrorCodeName(after.error());
   EXPECT_EQ(*after, Pattern(4096, 7));
-  EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err);
+  EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err_);
 }
 
 }  // namespace

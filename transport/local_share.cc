@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <system_error>
 
 #include "common/socket_io.h"
 #include "common/wire_bytes.h"
@@ -100,30 +99,21 @@ Result<std::unique_ptr<LocalShareServer>> LocalShareServer::Start(int memfd, uin
   socklen_t len = 0;
   sockaddr_un addr = AbstractAddress(server->name_, &len);
   if (bind(server->listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      listen(server->listen_fd_, 64) != 0 || pipe2(server->wake_fd_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return ErrorCode::INTERNAL_ERROR;
-  }
-  try {
-    server->thread_ = std::thread([raw = server.get()] { raw->Serve(); });
-  } catch (const std::system_error&) {
+      listen(server->listen_fd_, 64) != 0 ||
+      !server->loop_.Start([raw = server.get()] { raw->Serve(); })) {
     return ErrorCode::INTERNAL_ERROR;
   }
   return server;
 }
 
 LocalShareServer::~LocalShareServer() {
-  if (thread_.joinable()) {
-    char byte = 1;
-    while (write(wake_fd_[1], &byte, 1) < 0 && errno == EINTR) {
-    }
-    thread_.join();
-  }
-  for (int* fd : {&listen_fd_, &memfd_, &pidfd_, &wake_fd_[0], &wake_fd_[1]}) CloseFd(*fd);
+  loop_.Stop();
+  for (int* fd : {&listen_fd_, &memfd_, &pidfd_}) CloseFd(*fd);
 }
 
 void LocalShareServer::Serve() {
   for (;;) {
-    pollfd fds[2] = {{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{loop_.wake_fd(), POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     const int n = poll(fds, 2, -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 || fds[0].revents != 0) return;

@@ -28,8 +28,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
+#include "common/poll_thread.h"
 #include "common/result.h"
 
 namespace shelfmark {
@@ -58,9 +58,8 @@ class LocalShareServer {
   std::string token_;
   uint64_t base_ = 0, size_ = 0;
   int memfd_ = -1, pidfd_ = -1, listen_fd_ = -1;
-  int wake_fd_[2] = {-1, -1};
   std::atomic<uint64_t> shared_{0}, refused_{0};
-  std::thread thread_;
+  PollThread loop_;
 };
 
 class LocalMapping {

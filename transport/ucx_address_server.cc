@@ -1,6 +1,5 @@
 #include "transport/ucx_address_server.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,7 +7,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <system_error>
 
 #include "common/host_port.h"
 #include "common/socket_io.h"
@@ -36,27 +34,15 @@ Result<std::unique_ptr<UcxAddressServer>> UcxAddressServer::Start(const std::str
   server->listen_fd_ = ListenTcp(ip, port, kBacklog);
   if (server->listen_fd_ < 0) return ErrorCode::INVALID_PARAMS;
   server->port_ = BoundPort(server->listen_fd_);
-  if (server->port_ == 0 || pipe2(server->wake_fd_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return ErrorCode::INTERNAL_ERROR;
-  }
-  try {
-    server->thread_ = std::thread([raw = server.get()] { raw->Serve(); });
-  } catch (const std::system_error&) {
+  if (server->port_ == 0 || !server->loop_.Start([raw = server.get()] { raw->Serve(); })) {
     return ErrorCode::INTERNAL_ERROR;
   }
   return server;
 }
 
 UcxAddressServer::~UcxAddressServer() {
-  if (thread_.joinable()) {
-    char byte = 1;
-    while (write(wake_fd_[1], &byte, 1) < 0 && errno == EINTR) {
-    }
-    thread_.join();
-  }
+  loop_.Stop();
   CloseFd(listen_fd_);
-  CloseFd(wake_fd_[0]);
-  CloseFd(wake_fd_[1]);
 }
 
 void UcxAddressServer::Update(const ucx_wire::NodeAddress& address) {
@@ -67,7 +53,7 @@ void UcxAddressServer::Update(const ucx_wire::NodeAddress& address) {
 
 void UcxAddressServer::Serve() {
   for (;;) {
-    pollfd fds[2] = {{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{loop_.wake_fd(), POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     int timeout_ms = -1;
     const int64_t wait = backoff_until_ms_ - NowMs();
     if (wait > 0) {

@@ -20,9 +20,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "common/mutex.h"
+#include "common/poll_thread.h"
 #include "common/result.h"
 #include "transport/ucx_wire.h"
 
@@ -51,11 +51,10 @@ class UcxAddressServer {
   Mutex mu_;
   std::string message_ GUARDED_BY(mu_);  // the encoded address
   int listen_fd_ = -1;
-  int wake_fd_[2] = {-1, -1};
   uint16_t port_ = 0;
   int64_t backoff_until_ms_ = 0;  // serve thread only
   std::atomic<uint64_t> served_{0};
-  std::thread thread_;
+  PollThread loop_;  // last: stopped first
 };
 
 // The node address served at `endpoint` ("host:port"), or nullopt with
