@@ -41,6 +41,7 @@ struct Row {
   uint64_t size = 0;
   double p50_us = 0, p99_us = 0, p999_us = 0, gbps = 0;
   double raw_p50_us = 0, raw_p99_us = 0, raw_gbps = 0;
+  double memcpy_p50_us = 0, memcpy_p99_us = 0, memcpy_gbps = 0;  // the same bytes, one process
 };
 
 // --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
@@ -122,8 +123,9 @@ class ReadBench {
   int Run() {
     if (!SetUp()) return 1;
     if (!o_.json) {
-      std::printf("%10s %10s %10s %10s %9s %12s %10s\n", "size", "p50_us", "p99_us", "p999_us",
-                  "gbps", "raw_p50_us", "raw_gbps");
+      std::printf("%10s %10s %10s %10s %9s %12s %10s %13s %11s %10s\n", "size", "p50_us",
+                  "p99_us", "p999_us", "gbps", "raw_p50_us", "raw_gbps", "memcpy_p50_us",
+                  "memcpy_gbps", "vs_memcpy");
     }
     int rc = 0;
     for (uint64_t size : o_.sizes) {
@@ -206,6 +208,16 @@ class ReadBench {
     row->size = size;
     Summarize(&shelfmark, size, &row->p50_us, &row->p99_us, &row->p999_us, &row->gbps);
     Summarize(&raw, size, &row->raw_p50_us, &row->raw_p99_us, nullptr, &row->raw_gbps);
+    // The ceiling of a same-host read: memcpy of the same size into the same
+    // buffer, in this process (both arguments are the copy: one sample set).
+    auto copy = [&] {
+      std::memcpy(buffer_, value.data(), size);
+      return ErrorCode::OK;
+    };
+    auto copies = TimeInterleaved(o_.warmup, o_.iters / 2 + 1, copy, copy);
+    std::vector<int64_t> all = std::move(copies->first);
+    all.insert(all.end(), copies->second.begin(), copies->second.end());
+    Summarize(&all, size, &row->memcpy_p50_us, &row->memcpy_p99_us, nullptr, &row->memcpy_gbps);
     return true;
   }
 
@@ -229,6 +241,9 @@ class ReadBench {
 #endif
   }
 
+  // Shelfmark's read bandwidth over memcpy's (1: as fast as a local copy).
+  static double VsMemcpy(const Row& r) { return r.memcpy_gbps > 0 ? r.gbps / r.memcpy_gbps : 0; }
+
   void Emit(const Row& r) {
     if (o_.json) {
       JsonObject j;
@@ -236,12 +251,13 @@ class ReadBench {
           .Int("iters", o_.iters).Num("p50_us", r.p50_us, 2).Num("p99_us", r.p99_us, 2)
           .Num("p999_us", r.p999_us, 2).Num("gbps", r.gbps, 3)
           .Num("raw_p50_us", r.raw_p50_us, 2).Num("raw_p99_us", r.raw_p99_us, 2)
-          .Num("raw_gbps", r.raw_gbps, 3);
+          .Num("raw_gbps", r.raw_gbps, 3).Num("memcpy_p50_us", r.memcpy_p50_us, 2)
+          .Num("memcpy_gbps", r.memcpy_gbps, 3).Num("vs_memcpy", VsMemcpy(r), 3);
       std::printf("%s\n", j.str().c_str());
     } else {
-      std::printf("%10llu %10.2f %10.2f %10.2f %9.3f %12.2f %10.3f\n",
+      std::printf("%10llu %10.2f %10.2f %10.2f %9.3f %12.2f %10.3f %13.2f %11.3f %10.3f\n",
                   static_cast<unsigned long long>(r.size), r.p50_us, r.p99_us, r.p999_us, r.gbps,
-                  r.raw_p50_us, r.raw_gbps);
+                  r.raw_p50_us, r.raw_gbps, r.memcpy_p50_us, r.memcpy_gbps, VsMemcpy(r));
     }
     std::fflush(stdout);
   }

@@ -14,13 +14,18 @@
 //     ran out is fetched again, outside the timing);
 //   - raw: the same bytes through the bare engine (ucx: RawUcxGet, one
 //     ucp_get_nbx; rdma: VerbsEngine::RawRead, one RDMA READ on the cached
-//     connection, busy-polled) with none of those layers.
+//     connection, busy-polled) with none of those layers. For ucx this is
+//     always the UCX endpoint, even where Shelfmark's path reads a
+//     same-host node's shared segment (docs/transport.md);
+//   - memcpy: the same number of bytes copied in this process, the ceiling
+//     of a same-host read (vs_memcpy = gbps / memcpy_gbps).
 // --device names the RDMA device of the client's QPs ("" = the first). At
 // the end the engine's transfer counters go to stderr ("read: rdma reads
-// posted: N, ..."), so a run shows which engine moved the bytes.
+// posted: N, ..., same-host reads: N"), so a run shows what moved the bytes.
 // Output: one JSON line per size
 //   {"bench":"read","protocol":..,"size":..,"iters":..,"p50_us":..,"p99_us":..,
-//    "p999_us":..,"gbps":..,"raw_p50_us":..,"raw_p99_us":..,"raw_gbps":..}
+//    "p999_us":..,"gbps":..,"raw_p50_us":..,"raw_p99_us":..,"raw_gbps":..,
+//    "memcpy_p50_us":..,"memcpy_gbps":..,"vs_memcpy":..}
 // or a table. gbps = bits moved / time spent in the timed reads (one read in
 // flight at a time). The objects are removed at the end.
 #pragma once
