@@ -13,7 +13,8 @@ shelfmark_test(loopback_engine_test SOURCES loopback_engine_test.cc DEPS shelfma
 shelfmark_test(ucx_wire_test SOURCES ucx_wire_test.cc DEPS shelfmark::transport LABELS unit)
 shelfmark_test(ucx_address_server_test SOURCES ucx_address_server_test.cc
   DEPS shelfmark::transport LABELS unit)
-shelfmark_test(local_share_test SOURCES local_share_test.cc DEPS shelfmark::transport LABELS unit)
+shelfmark_test(local_share_test SOURCES local_share_test.cc
+  DEPS shelfmark::transport shelfmark::testing LABELS unit)
 shelfmark_test(transport_set_test SOURCES transport_set_test.cc DEPS shelfmark::transport
   LABELS unit TIMEOUT 60)
 shelfmark_test(ucx_engine_test SOURCES ucx_engine_test.cc DEPS shelfmark::transport
