@@ -117,8 +117,14 @@ Result<bool> UcxContext::Init() {
   hello.id = kUcxAmHelloReply;
   hello.cb = &UcxContext::OnHelloReply;
   if (ucp_worker_set_am_recv_handler(worker_, &hello) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
-  if (!options_.listen_ip.empty()) return StartAddressServer();
-  return true;
+  if (options_.listen_ip.empty()) return true;
+  // Node side: the endpoints back to clients live on a worker of their own
+  // (below, AnswerHelloLocked).
+  if (ucp_worker_create(context_, &worker_params, &reply_worker_) != UCS_OK ||
+      ucp_worker_get_efd(reply_worker_, &reply_efd_) != UCS_OK) {
+    return ErrorCode::TRANSFER_FAIL;
+  }
+  return StartAddressServer();
 }
 
 Result<bool> UcxContext::StartAddressServer() {
@@ -173,6 +179,7 @@ UcxContext::~UcxContext() {
     while (!closing_.empty() && UcxNowMs() < deadline) {
       ProgressLocked();
     }
+    if (reply_worker_ != nullptr) ucp_worker_destroy(reply_worker_);
     ucp_worker_destroy(worker_);
   }
   if (context_ != nullptr) ucp_cleanup(context_);
@@ -180,6 +187,20 @@ UcxContext::~UcxContext() {
 
 void UcxContext::Signal() {
   if (worker_ != nullptr) ucp_worker_signal(worker_);
+}
+
+unsigned UcxContext::ProgressWorkersLocked() {
+  unsigned count = 0;
+  while (unsigned n = ucp_worker_progress(worker_)) count += n;
+  if (reply_worker_ != nullptr) {
+    while (unsigned n = ucp_worker_progress(reply_worker_)) count += n;
+  }
+  return count;
+}
+
+bool UcxContext::ArmWorkersLocked() {
+  if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return false;
+  return reply_worker_ == nullptr || ucp_worker_arm(reply_worker_) != UCS_ERR_BUSY;
 }
 
 void UcxContext::ProgressThread() {
@@ -194,24 +215,22 @@ void UcxContext::ProgressThread() {
       lock.lock();
       continue;
     }
-    const ucs_status_t armed = ucp_worker_arm(worker_);
-    if (armed == UCS_ERR_BUSY) continue;
+    if (!ArmWorkersLocked()) continue;
     lock.unlock();
-    pollfd pfd{efd_, POLLIN, 0};
-    poll(&pfd, 1, kPollSafetyNetMs);
+    pollfd pfd[2] = {{efd_, POLLIN, 0}, {reply_efd_, POLLIN, 0}};
+    poll(pfd, reply_efd_ >= 0 ? 2 : 1, kPollSafetyNetMs);
     lock.lock();
   }
 }
 
 unsigned UcxContext::ProgressLocked() {
-  unsigned count = 0;
-  while (unsigned n = ucp_worker_progress(worker_)) count += n;
+  unsigned count = ProgressWorkersLocked();
   while (!after_progress_.empty()) {
     std::vector<std::function<void()>> work;
     work.swap(after_progress_);
     for (auto& fn : work) fn();
     count += static_cast<unsigned>(work.size());
-    while (unsigned n = ucp_worker_progress(worker_)) count += n;
+    count += ProgressWorkersLocked();
   }
   ReapClosedLocked();
   if (count != 0) progressed_.notify_all();
@@ -362,8 +381,8 @@ void UcxContext::StartHelloLocked(ClientConn& conn,
     return;
   }
   ucs_status_t status = UCS_OK;
-  conn.ep = CreateEpLocked(address->worker_address, &UcxContext::OnClientEpError, conn.arg.get(),
-                           &status);
+  conn.ep = CreateEpLocked(worker_, address->worker_address, &UcxContext::OnClientEpError,
+                           conn.arg.get(), &status);
   if (conn.ep == nullptr) {
     conn.state = ClientConn::State::FAILED;
     conn.error = "ucx: connect to " + conn.endpoint + ": " + ucs_status_string(status);
@@ -377,8 +396,9 @@ void UcxContext::StartHelloLocked(ClientConn& conn,
   }
 }
 
-ucp_ep_h UcxContext::CreateEpLocked(std::string_view address, ucp_err_handler_cb_t on_error,
-                                    UcxEpArg* arg, ucs_status_t* status) {
+ucp_ep_h UcxContext::CreateEpLocked(ucp_worker_h worker, std::string_view address,
+                                    ucp_err_handler_cb_t on_error, UcxEpArg* arg,
+                                    ucs_status_t* status) {
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
                       UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
@@ -387,7 +407,7 @@ ucp_ep_h UcxContext::CreateEpLocked(std::string_view address, ucp_err_handler_cb
   params.err_handler.cb = on_error;
   params.err_handler.arg = arg;
   ucp_ep_h ep = nullptr;
-  *status = ucp_ep_create(worker_, &params, &ep);
+  *status = ucp_ep_create(worker, &params, &ep);
   return *status == UCS_OK ? ep : nullptr;
 }
 
@@ -515,8 +535,14 @@ void UcxContext::AnswerHelloLocked(const ucx_wire::Hello& hello) {
   const uint64_t id = next_id_++;
   node.arg = std::make_unique<UcxEpArg>(UcxEpArg{this, id});
   ucs_status_t status = UCS_OK;
-  node.ep = CreateEpLocked(hello.worker_address, &UcxContext::OnNodeEpError, node.arg.get(),
-                           &status);
+  // On the reply worker: an endpoint from this worker to the client's
+  // worker would be matched by UCX with the endpoint the client made to this
+  // worker (ucp's connection matching by sequence number), and a hello that
+  // never arrived leaves the two sides' numbers apart, so a later endpoint
+  // could be paired with the wrong connection. The reply worker's address is
+  // published nowhere: nothing ever connects to it, nothing is matched.
+  node.ep = CreateEpLocked(reply_worker_, hello.worker_address, &UcxContext::OnNodeEpError,
+                           node.arg.get(), &status);
   if (node.ep == nullptr) {  // not a worker address UCX can reach
     CountDropped();
     return;

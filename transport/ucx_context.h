@@ -11,12 +11,14 @@
 //    session {id, secret} that every request carries; cached until UCX
 //    reports the peer failed (the next user reconnects) or a user closes it;
 //  - node connections, one per accepted hello: the node creates its own
-//    endpoint to the client's worker address (its replies travel on it, and
-//    its error callback tells when the client is gone). A request is served
+//    endpoint to the client's worker address, on a second worker whose
+//    address is never published (so UCX never pairs it with the client's
+//    endpoint to the first); its replies travel on it, and its error
+//    callback tells when the client is gone. A request is served
 //    only when it carries a live session's id and secret. A wrong token is
 //    answered with a rejection on a temporary endpoint, closed after it.
 //
-// Progress: the progress thread sleeps on the worker's event fd (with a
+// Progress: the progress thread sleeps on the workers' event fds (with a
 // short poll timeout as a safety net), progresses the worker, then runs
 // the work queued for it: deferred AM handler invocations (outside the
 // lock). Threads waiting for their own operations progress the worker
@@ -172,8 +174,13 @@ class UcxContext {
   Result<bool> StartAddressServer();
   // Creates an endpoint to a packed worker address with `on_error`
   // (argument `arg`); nullptr when UCX refuses the address.
-  ucp_ep_h CreateEpLocked(std::string_view address, ucp_err_handler_cb_t on_error, UcxEpArg* arg,
-                          ucs_status_t* status) REQUIRES(mu_);
+  ucp_ep_h CreateEpLocked(ucp_worker_h worker, std::string_view address,
+                          ucp_err_handler_cb_t on_error, UcxEpArg* arg, ucs_status_t* status)
+      REQUIRES(mu_);
+  // Progresses the worker (and the reply worker) until idle; events seen.
+  unsigned ProgressWorkersLocked() REQUIRES(mu_);
+  // Arms both workers' event fds; false when one has events pending.
+  bool ArmWorkersLocked() REQUIRES(mu_);
   // Finishes a connection whose node address was fetched (or not: empty
   // `address`, `fetch_error` says why): endpoint, then hello.
   void StartHelloLocked(ClientConn& conn, const std::optional<ucx_wire::NodeAddress>& address,
@@ -210,6 +217,9 @@ class UcxContext {
   std::string endpoint_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  // Node side: the worker of the endpoints back to clients (never published).
+  ucp_worker_h reply_worker_ = nullptr;
+  int reply_efd_ = -1;
   std::string worker_address_;
   std::string boot_id_;  // this host's (local_share.h: HostBootId)
   std::unique_ptr<UcxAddressServer> address_server_;
