@@ -76,7 +76,11 @@ class SnapshotProcessTest : public ::testing::Test {
   // child can block forever on an allocator lock another thread held at the
   // fork (GCC 12's libasan has no fork handler; glibc's malloc resets its
   // locks in the child), seen once in CI; the master kills such a child and
-  // the next snapshot runs.
+  // the next snapshot runs. That one comes after the 15 s, longer than the
+  // default client TTL, and the test's segment owner does not ping while
+  // it waits: the TTL is long here, so a hung child costs time, not the
+  // objects the test expects in the snapshot (seen in CI: a 0-object
+  // snapshot after the client expired).
   std::unique_ptr<ChildProcess> StartMaster(const std::string& log) {
     auto master = std::make_unique<ChildProcess>(
         SHELFMARK_MASTER_BIN,
@@ -86,7 +90,8 @@ class SnapshotProcessTest : public ::testing::Test {
             "--enable_snapshot_restore=true",
             std::string("--snapshot_object_store_type=") + kStoreType,
             "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=1",
-            "--snapshot_child_timeout_seconds=15", "--snapshot_retention_count=2"},
+            "--snapshot_child_timeout_seconds=15", "--snapshot_retention_count=2",
+            "--client_ttl=300"},
         dir_.Join(log));
     EXPECT_TRUE(testing::WaitHealthy(http_, 30'000)) << log << " follows the test";
     return master;
