@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/host_port.h"
 #include "common/socket_io.h"
 #include "transport/ucx_wire.h"
@@ -18,11 +18,7 @@ namespace {
 constexpr int kBacklog = 512;
 constexpr int kAcceptBackoffMs = 100;  // after EMFILE/ENFILE/ENOBUFS
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs() { return SteadyClock().NowMs(); }
 
 }  // namespace
 
