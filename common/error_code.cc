@@ -36,6 +36,9 @@ constexpr std::pair<ErrorCode, std::string_view> kNames[] = {
     {ErrorCode::DATA_CORRUPTED, "DATA_CORRUPTED"},
     {ErrorCode::VERSION_MISMATCH, "VERSION_MISMATCH"},
     {ErrorCode::STORE_UNAVAILABLE, "STORE_UNAVAILABLE"},
+    {ErrorCode::UNAUTHENTICATED, "UNAUTHENTICATED"},
+    {ErrorCode::PERMISSION_DENIED, "PERMISSION_DENIED"},
+    {ErrorCode::RATE_LIMITED, "RATE_LIMITED"},
 };
 
 }  // namespace

@@ -51,6 +51,11 @@ enum class ErrorCode : int32_t {
   DATA_CORRUPTED = -1200,       // a payload failed to decode or verify
   VERSION_MISMATCH = -1201,     // a format name or version this build does not read
   STORE_UNAVAILABLE = -1202,    // an object store answered an error or timed out
+
+  // Authentication (docs/security.md).
+  UNAUTHENTICATED = -1300,      // no (or a failed) token handshake on this connection
+  PERMISSION_DENIED = -1301,    // authenticated, but the token's role or tenant forbids it
+  RATE_LIMITED = -1302,         // too many failed handshakes from this peer; retry later
 };
 
 // Stable upper-case name of the code ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR_CODE"

@@ -19,6 +19,9 @@ TEST(ErrorCode, WireValuesRoundTripAndUnknownValuesAreInternal) {
   EXPECT_EQ(ErrorCodeFromInt(-704), ErrorCode::OBJECT_NOT_FOUND);
   EXPECT_EQ(ErrorCodeFromInt(-705), ErrorCode::OBJECT_ALREADY_EXISTS);
   EXPECT_EQ(ErrorCodeFromInt(77), ErrorCode::INTERNAL_ERROR);
+  EXPECT_EQ(ErrorCodeFromInt(-1300), ErrorCode::UNAUTHENTICATED);
+  EXPECT_EQ(ErrorCodeName(ErrorCode::PERMISSION_DENIED), "PERMISSION_DENIED");
+  EXPECT_EQ(ErrorCodeName(ErrorCode::RATE_LIMITED), "RATE_LIMITED");
 }
 
 TEST(Result, HoldsValueOrError) {
