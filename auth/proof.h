@@ -34,6 +34,10 @@ using Proof = std::array<uint8_t, kProofBytes>;
 // kernel cannot give randomness: no handshake may go on with a guessable nonce.
 void RandomBytes(void* out, size_t size);
 
+// The labels of the master handshake's two proofs (schemas/master.capnp).
+inline constexpr std::string_view kMasterClientLabel = "master/client";
+inline constexpr std::string_view kMasterServerLabel = "master/server";
+
 // A fresh nonce.
 Nonce NewNonce();
 

@@ -117,9 +117,12 @@ Result<TokenTable> TokenTable::Parse(std::string_view text, std::string* error) 
   return table;
 }
 
-Result<TokenTable> TokenTable::Load(const std::string& path, std::string* error) {
-  // ReadTokenFile's checks (exists, regular, readable) name the file errors.
-  if (auto first = ReadTokenFile(path); !first.ok() && first.error() != ErrorCode::INVALID_PARAMS) {
+Result<TokenTable> TokenTable::Load(const std::string& path, std::string* error,
+                                    std::string* warning) {
+  // ReadTokenFile's checks (exists, regular, readable) name the file errors;
+  // its one-word rule is not this format's.
+  if (auto first = ReadTokenFile(path, warning);
+      !first.ok() && first.error() != ErrorCode::INVALID_PARAMS) {
     return first.error();
   }
   std::ifstream in(path);

@@ -45,10 +45,6 @@ struct TokenEntry {
   std::string tenant;  // "" = every tenant
 };
 
-// The labels of the master handshake's two proofs (auth/proof.h).
-inline constexpr std::string_view kMasterClientLabel = "master/client";
-inline constexpr std::string_view kMasterServerLabel = "master/server";
-
 class TokenTable {
  public:
   TokenTable() = default;  // empty: the master authenticates nobody and serves all
@@ -57,7 +53,9 @@ class TokenTable {
   // line) on a bad line, a repeated token or a bound non-client token.
   static Result<TokenTable> Parse(std::string_view text, std::string* error);
   // Reads and parses a file: FILE_NOT_FOUND / FILE_READ_FAIL, or Parse's.
-  static Result<TokenTable> Load(const std::string& path, std::string* error);
+  // `*warning` (if given) is set when others may read the file.
+  static Result<TokenTable> Load(const std::string& path, std::string* error,
+                                 std::string* warning = nullptr);
   // A table of one all-roles token.
   static TokenTable Single(std::string token);
 

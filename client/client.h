@@ -98,6 +98,9 @@ namespace shelfmark {
 
 struct ClientOptions {
   std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master
+  // Proven to the master on each connection (docs/security.md); empty: the
+  // cluster token (transport.cluster_token), which may be empty too.
+  std::string master_token;
   // Engines to open: "auto" (ucx, plus rdma when rdma_factory is set and a
   // device is present), "rdma", "ucx", "loopback", or "none" (only engines
   // passed to Create).

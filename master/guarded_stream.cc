@@ -1,5 +1,7 @@
 #include "master/guarded_stream.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <kj/debug.h>
@@ -71,12 +73,36 @@ kj::Promise<size_t> GuardedStream::tryRead(void* buffer, size_t min_bytes, size_
   });
 }
 
+// The flag is read as the write starts, so a write already under way when
+// AbortAfterNextWrite() is called does not end the connection before the
+// reply that follows it.
 kj::Promise<void> GuardedStream::write(const void* buffer, size_t size) {
-  return inner_->write(buffer, size).then([this] { last_active_ms_ = NowMs(); });
+  return inner_->write(buffer, size).then([this, last = abort_after_write_] { Wrote(last); });
 }
 
 kj::Promise<void> GuardedStream::write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) {
-  return inner_->write(pieces).then([this] { last_active_ms_ = NowMs(); });
+  return inner_->write(pieces).then([this, last = abort_after_write_] { Wrote(last); });
+}
+
+void GuardedStream::Wrote(bool last) {
+  last_active_ms_ = NowMs();
+  if (last) Abort();
+}
+
+std::string GuardedStream::PeerAddress() {
+  sockaddr_storage addr{};
+  kj::uint length = sizeof(addr);
+  char text[INET6_ADDRSTRLEN] = {};
+  try {
+    inner_->getpeername(reinterpret_cast<sockaddr*>(&addr), &length);
+  } catch (const kj::Exception&) {
+    return "";
+  }
+  const void* ip = nullptr;
+  if (addr.ss_family == AF_INET) ip = &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr;
+  if (addr.ss_family == AF_INET6) ip = &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr;
+  if (ip == nullptr || ::inet_ntop(addr.ss_family, ip, text, sizeof(text)) == nullptr) return "";
+  return text;
 }
 
 kj::Promise<void> GuardedStream::whenWriteDisconnected() { return inner_->whenWriteDisconnected(); }

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include <kj/async-io.h>
 
@@ -57,6 +58,11 @@ class GuardedStream final : public kj::AsyncIoStream {
   // the pending read sees end of stream and Cap'n Proto disconnects.
   void Abort();
   bool aborted() const { return aborted_; }
+  // Abort()s once the next write that starts from now on has completed:
+  // the reply being prepared reaches the peer, then the connection ends.
+  void AbortAfterNextWrite() { abort_after_write_ = true; }
+  // The peer's IP address as text ("" when unknown).
+  std::string PeerAddress();
 
   int64_t last_active_ms() const { return last_active_ms_; }
   // When the request being received began; -1 between requests.
@@ -78,6 +84,7 @@ class GuardedStream final : public kj::AsyncIoStream {
 
  private:
   bool StartRequest(uint64_t bytes);
+  void Wrote(bool abort_after);
   bool EndRequest();
 
   kj::Own<kj::AsyncIoStream> inner_;
@@ -88,6 +95,7 @@ class GuardedStream final : public kj::AsyncIoStream {
   int64_t request_started_ms_ = -1;
   bool request_ended_ = false;  // during a Feed: a request ended
   bool aborted_ = false;
+  bool abort_after_write_ = false;
 };
 
 }  // namespace shelfmark

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "auth/credentials.h"
 #include "common/flags.h"
 
 namespace shelfmark {
@@ -28,6 +29,11 @@ void AddServingFlags(FlagSet& f, MasterConfig* c) {
   f.AddInt64("rpc_idle_timeout_sec", &c->rpc_idle_timeout_sec,
              "seconds an RPC connection may stay silent (0: forever)", 0, kMaxSeconds);
   f.AddString("cluster_id", &c->cluster_id, "cluster name (snapshot location)");
+  f.AddString("cluster_token_file", &c->cluster_token_file,
+              "file of tokens and their roles (docs/security.md); callers must prove one");
+  f.AddString("cluster_token", &c->cluster_token,
+              "one token of every role (visible in ps: prefer --cluster_token_file or "
+              "SHELFMARK_CLUSTER_TOKEN)");
 }
 
 void AddDirectoryFlags(FlagSet& f, MasterConfig* c) {
@@ -78,6 +84,30 @@ bool ReadSnapshotEnvironment(MasterConfig* c, std::string* message) {
   return true;
 }
 
+// Fills c->tokens from the first source present: the table file, the
+// literal flag, the environment.
+bool LoadTokens(MasterConfig* c, std::string* message) {
+  std::string error;
+  if (!c->cluster_token_file.empty()) {
+    auto table = auth::TokenTable::Load(c->cluster_token_file, &error, &c->token_warning);
+    if (!table.ok()) {
+      *message = "shelfmark-master: --cluster_token_file=" + c->cluster_token_file + ": " +
+                 (error.empty() ? std::string(ErrorCodeName(table.error())) : error);
+      return false;
+    }
+    c->tokens = std::move(*table);
+  } else {
+    auto token = auth::ResolveToken(
+        {"", c->cluster_token, auth::kClusterTokenEnv, "cluster_token"}, &c->token_warning);
+    if (!token.ok()) {
+      *message = "shelfmark-master: --cluster_token / SHELFMARK_CLUSTER_TOKEN must be one word";
+      return false;
+    }
+    if (!token->empty()) c->tokens = auth::TokenTable::Single(*token);
+  }
+  return true;
+}
+
 }  // namespace
 
 DirectoryOptions MasterConfig::ToDirectoryOptions() const {
@@ -117,6 +147,7 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
                "--rpc_max_request_bytes";
     return ParseOutcome::kError;
   }
+  if (!LoadTokens(config, message)) return ParseOutcome::kError;
   return ReadSnapshotEnvironment(config, message) ? ParseOutcome::kRun : ParseOutcome::kError;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "auth/token_table.h"
 #include "directory/directory.h"
 
 namespace shelfmark {
@@ -40,6 +41,13 @@ struct MasterConfig {
   // $MOONCAKE_SNAPSHOT_LOCAL_PATH: required (and read) when snapshots or
   // restore use the local object store.
   std::string snapshot_local_path;
+  // Authentication (docs/security.md): --cluster_token_file (a token table,
+  // auth/token_table.h), else --cluster_token or $SHELFMARK_CLUSTER_TOKEN
+  // (one token, every role). All empty: no authentication.
+  std::string cluster_token_file;
+  std::string cluster_token;
+  auth::TokenTable tokens;       // loaded from the above by ParseMasterFlags
+  std::string token_warning;     // for the operator (a literal token, an open file)
 
   DirectoryOptions ToDirectoryOptions() const;
 };

@@ -135,6 +135,10 @@ int Run(const MasterConfig& config) {
       static_cast<uint64_t>(config.rpc_max_buffered_request_bytes);
   rpc_options.request_timeout_ms = config.rpc_request_timeout_sec * 1000;
   rpc_options.idle_timeout_ms = config.rpc_idle_timeout_sec * 1000;
+  rpc_options.tokens = config.tokens;
+  if (!config.token_warning.empty()) {
+    std::fprintf(stderr, "shelfmark-master: warning: %s\n", config.token_warning.c_str());
+  }
   RpcServer rpc(directory, &metrics, rpc_options);
   auto rpc_port = rpc.Start();
   if (!rpc_port.ok()) {

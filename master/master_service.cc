@@ -1,12 +1,14 @@
 #include "master/master_service.h"
 
 #include <array>
+#include <functional>
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include <kj/debug.h>
 
+#include "master/connection_auth.h"
 #include "service/metrics.h"
 #include "rpc/rpc_convert.h"
 #include "directory/directory.h"
@@ -22,31 +24,51 @@ using rpcconv::View;
 // sidesteps a GCC -Wmaybe-uninitialized false positive on kj::Maybe.)
 constexpr capnp::MessageSize kSmallReply{8, 0};
 
-// One entry per MasterService method: enum constant and metric label.
-#define SHELFMARK_RPC_METHODS(X)                                            \
-  X(kMountSegment, "MountSegment") X(kUnmountSegment, "UnmountSegment")     \
-  X(kPing, "Ping") X(kMountLocalDisk, "MountLocalDisk")                     \
-  X(kPutStart, "PutStart") X(kPutEnd, "PutEnd") X(kPutRevoke, "PutRevoke")  \
-  X(kGetReplicaList, "GetReplicaList") X(kExistKey, "ExistKey")             \
-  X(kStat, "Stat") X(kListKeys, "ListKeys") X(kCountKeys, "CountKeys")      \
-  X(kGroupMembers, "GroupMembers") X(kRemove, "Remove")                     \
-  X(kRemoveAll, "RemoveAll") X(kBatchPutStart, "BatchPutStart")             \
-  X(kBatchPutEnd, "BatchPutEnd") X(kBatchPutRevoke, "BatchPutRevoke")       \
-  X(kBatchGetReplicaList, "BatchGetReplicaList")                            \
-  X(kBatchExistKey, "BatchExistKey") X(kBatchRemove, "BatchRemove")         \
-  X(kOffloadHeartbeat, "OffloadHeartbeat")                                  \
-  X(kNotifyOffloadSuccess, "NotifyOffloadSuccess")                          \
-  X(kEvictDiskReplica, "EvictDiskReplica")
+// Who may make a call (auth::Role bits; any one suffices). kOpen: no
+// handshake needed (the handshake itself).
+constexpr uint32_t kOpen = 0;
+constexpr uint32_t kNode = auth::kRoleNode;
+constexpr uint32_t kNodeOrAdmin = auth::kRoleNode | auth::kRoleAdmin;
+constexpr uint32_t kClient = auth::kRoleClient | auth::kRoleAdmin;  // admin may too
+constexpr uint32_t kReader = auth::kAllRoles;  // nodes read what they offload
+constexpr uint32_t kAdmin = auth::kRoleAdmin;
+
+// One entry per MasterService method: enum constant, metric label, roles.
+// Calls that name a tenant, force or all tenants also pass
+// ConnectionAuth::Check (InScope below).
+#define SHELFMARK_RPC_METHODS(X)                                                       \
+  X(kMountSegment, "MountSegment", kNode) X(kUnmountSegment, "UnmountSegment", kNodeOrAdmin) \
+  X(kPing, "Ping", kNode) X(kMountLocalDisk, "MountLocalDisk", kNode)                  \
+  X(kPutStart, "PutStart", kClient) X(kPutEnd, "PutEnd", kClient)                      \
+  X(kPutRevoke, "PutRevoke", kClient)                                                  \
+  X(kGetReplicaList, "GetReplicaList", kReader) X(kExistKey, "ExistKey", kReader)      \
+  X(kStat, "Stat", kReader) X(kListKeys, "ListKeys", kClient)                          \
+  X(kCountKeys, "CountKeys", kClient) X(kGroupMembers, "GroupMembers", kReader)        \
+  X(kRemove, "Remove", kClient) X(kRemoveAll, "RemoveAll", kAdmin)                     \
+  X(kBatchPutStart, "BatchPutStart", kClient) X(kBatchPutEnd, "BatchPutEnd", kClient)  \
+  X(kBatchPutRevoke, "BatchPutRevoke", kClient)                                        \
+  X(kBatchGetReplicaList, "BatchGetReplicaList", kReader)                              \
+  X(kBatchExistKey, "BatchExistKey", kReader) X(kBatchRemove, "BatchRemove", kClient)  \
+  X(kOffloadHeartbeat, "OffloadHeartbeat", kNode)                                      \
+  X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode)                              \
+  X(kEvictDiskReplica, "EvictDiskReplica", kNode)                                      \
+  X(kAuthChallenge, "AuthChallenge", kOpen) X(kAuthenticate, "Authenticate", kOpen)
 
 enum Method : int {
-#define SHELFMARK_X(id, name) id,
+#define SHELFMARK_X(id, name, roles) id,
   SHELFMARK_RPC_METHODS(SHELFMARK_X)
 #undef SHELFMARK_X
   kMethodCount
 };
 
 constexpr std::array<const char*, kMethodCount> kMethodNames = {
-#define SHELFMARK_X(id, name) name,
+#define SHELFMARK_X(id, name, roles) name,
+    SHELFMARK_RPC_METHODS(SHELFMARK_X)
+#undef SHELFMARK_X
+};
+
+constexpr std::array<uint32_t, kMethodCount> kMethodRoles = {
+#define SHELFMARK_X(id, name, roles) roles,
     SHELFMARK_RPC_METHODS(SHELFMARK_X)
 #undef SHELFMARK_X
 };
@@ -57,10 +79,13 @@ struct MethodMetrics {
   Histogram* latency_seconds = nullptr;
 };
 
-// Read-only after construction; shared by every loop thread.
+// Read-only after construction but for `auth`; shared by every loop thread.
 struct SharedState {
+  SharedState(Directory& d, size_t batch, auth::TokenTable tokens, auth::HandshakeLimits limits)
+      : directory(d), max_batch(batch), auth(std::move(tokens), limits) {}
   Directory& directory;
   size_t max_batch;
+  AuthPolicy auth;  // its limiter and counters change; the rest is read-only
   bool has_metrics = false;
   std::array<MethodMetrics, kMethodCount> metrics{};
 };
@@ -82,7 +107,11 @@ size_t ReplicasWords(const std::vector<ReplicaDescriptor>& rs) {
 
 class MasterServiceImpl final : public wire::MasterService::Server {
  public:
-  explicit MasterServiceImpl(const SharedState& shared) : s_(shared), dir_(shared.directory) {}
+  MasterServiceImpl(SharedState& shared, ConnectionHooks hooks)
+      : s_(shared),
+        dir_(shared.directory),
+        auth_(shared.auth, std::move(hooks.peer)),
+        close_after_reply_(std::move(hooks.close_after_reply)) {}
 
   // --- segments and clients ---------------------------------------------------
 
@@ -123,6 +152,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> putStart(PutStartContext ctx) override {
     return Serve(kPutStart, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       PutConfig config;
       ErrorCode code = rpcconv::Decode(p.getConfig(), &config);
       if (code != ErrorCode::OK) return code;
@@ -137,6 +167,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> putEnd(PutEndContext ctx) override {
     return Serve(kPutEnd, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       ReplicaType type;
       ErrorCode code = rpcconv::DecodeEnum(p.getType(), &type);
       if (code != ErrorCode::OK) return code;
@@ -147,6 +178,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> putRevoke(PutRevokeContext ctx) override {
     return Serve(kPutRevoke, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       ReplicaType type;
       ErrorCode code = rpcconv::DecodeEnum(p.getType(), &type);
       if (code != ErrorCode::OK) return code;
@@ -159,6 +191,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> getReplicaList(GetReplicaListContext ctx) override {
     return Serve(kGetReplicaList, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto r = dir_.GetReplicaList(View(p.getTenant()), View(p.getKey()));
       if (!r.ok()) return r.error();
       auto out = ctx.getResults(capnp::MessageSize{16 + ReplicasWords(r->replicas), 0});
@@ -169,6 +202,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> existKey(ExistKeyContext ctx) override {
     return Serve(kExistKey, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto r = dir_.ExistKey(View(p.getTenant()), View(p.getKey()));
       if (!r.ok()) return r.error();
       ctx.getResults(kSmallReply).setExists(*r);
@@ -178,6 +212,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> stat(StatContext ctx) override {
     return Serve(kStat, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto r = dir_.Stat(View(p.getTenant()), View(p.getKey()));
       if (!r.ok()) return r.error();
       auto out = ctx.getResults(
@@ -189,6 +224,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> listKeys(ListKeysContext ctx) override {
     return Serve(kListKeys, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       const uint64_t limit = std::min<uint64_t>(p.getLimit(), rpcconv::kMaxListKeysLimit);
       auto keys = dir_.ListKeys(View(p.getTenant()), View(p.getPrefix()), limit);
       rpcconv::EncodeTexts(keys, ctx.getResults(TextsHint(keys)).initKeys(keys.size()));
@@ -198,6 +234,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> countKeys(CountKeysContext ctx) override {
     return Serve(kCountKeys, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant()), p.getAllTenants()}); c != ErrorCode::OK) return c;
       ctx.getResults(kSmallReply).setCount(dir_.CountKeys(View(p.getTenant()), p.getAllTenants()));
       return ErrorCode::OK;
     });
@@ -205,6 +242,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> groupMembers(GroupMembersContext ctx) override {
     return Serve(kGroupMembers, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto r = dir_.GroupMembers(View(p.getTenant()), View(p.getGroupId()));
       if (!r.ok()) return r.error();
       rpcconv::EncodeTexts(*r, ctx.getResults(TextsHint(*r)).initKeys(r->size()));
@@ -216,12 +254,14 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> remove(RemoveContext ctx) override {
     return Serve(kRemove, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant()), false, p.getForce()}); c != ErrorCode::OK) return c;
       return dir_.Remove(View(p.getTenant()), View(p.getKey()), p.getForce());
     });
   }
 
   kj::Promise<void> removeAll(RemoveAllContext ctx) override {
     return Serve(kRemoveAll, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant()), p.getAllTenants(), p.getForce()}); c != ErrorCode::OK) return c;
       ctx.getResults(kSmallReply).setRemoved(
           dir_.RemoveAll(View(p.getTenant()), p.getAllTenants(), p.getForce()));
       return ErrorCode::OK;
@@ -232,6 +272,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> batchPutStart(BatchPutStartContext ctx) override {
     return Serve(kBatchPutStart, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
@@ -263,6 +304,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> batchPutEnd(BatchPutEndContext ctx) override {
     return Serve(kBatchPutEnd, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
@@ -273,6 +315,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> batchPutRevoke(BatchPutRevokeContext ctx) override {
     return Serve(kBatchPutRevoke, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
@@ -284,6 +327,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> batchGetReplicaList(BatchGetReplicaListContext ctx) override {
     return Serve(kBatchGetReplicaList, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
@@ -306,6 +350,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> batchExistKey(BatchExistKeyContext ctx) override {
     return Serve(kBatchExistKey, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
@@ -323,6 +368,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
   kj::Promise<void> batchRemove(BatchRemoveContext ctx) override {
     return Serve(kBatchRemove, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant()), false, p.getForce()}); c != ErrorCode::OK) return c;
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
@@ -366,15 +412,68 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     });
   }
 
+  // --- authentication ---------------------------------------------------------
+
+  kj::Promise<void> authChallenge(AuthChallengeContext ctx) override {
+    return Serve(kAuthChallenge, ctx, [&](auto) {
+      auto out = ctx.getResults(kSmallReply);
+      out.setRequired(auth_.required());
+      if (auth_.required()) {
+        const auth::Nonce nonce = auth_.Challenge();
+        out.setServerNonce(capnp::Data::Reader(nonce.data(), nonce.size()));
+      }
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> authenticate(AuthenticateContext ctx) override {
+    return Serve(kAuthenticate, ctx, [&](auto p) {
+      auto granted = auth_.Authenticate(rpcconv::View(p.getClientNonce()),
+                                        rpcconv::View(p.getProof()));
+      if (!granted.ok()) {
+        if (granted.error() != ErrorCode::INVALID_PARAMS) close_after_reply_();
+        return granted.error();
+      }
+      auto out = ctx.getResults(kSmallReply);
+      out.setServerProof(
+          capnp::Data::Reader(granted->server_proof.data(), granted->server_proof.size()));
+      out.setRoles(granted->roles);
+      out.setTenant(granted->tenant);
+      return ErrorCode::OK;
+    });
+  }
+
  private:
-  // Runs one call: `fn(params)` decodes, calls the directory, fills the
-  // payload and returns the whole-call code, which Serve() stores in the
-  // reply. A kj::Exception escaping fn (a malformed request the capnp reader
-  // rejects) becomes INVALID_PARAMS with an empty payload; any other
-  // exception INTERNAL_ERROR. Records the per-method metrics.
+  // Runs one call after the connection's role check (auth_.Admit); records
+  // the per-method metrics.
   template <typename Context, typename Fn>
   kj::Promise<void> Serve(Method method, Context& ctx, Fn&& fn) {
     const auto start = std::chrono::steady_clock::now();
+    ErrorCode code = kMethodRoles[method] == kOpen ? ErrorCode::OK : auth_.Admit(kMethodRoles[method]);
+    if (code == ErrorCode::OK) {
+      code = Run(ctx, fn);
+    } else {
+      ctx.initResults(kSmallReply).setCode(CodeToWire(code));
+      // An unauthenticated caller gets this one answer, then the connection ends.
+      if (code == ErrorCode::UNAUTHENTICATED) close_after_reply_();
+    }
+    if (s_.has_metrics) {
+      const MethodMetrics& m = s_.metrics[method];
+      m.requests->Inc();
+      if (code != ErrorCode::OK) m.failures->Inc();
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      m.latency_seconds->Observe(std::chrono::duration<double>(elapsed).count());
+    }
+    return kj::READY_NOW;
+  }
+
+  // Runs `fn(params)`, which decodes, calls the directory, fills the payload
+  // and returns the whole-call code; stores the code in the reply. A
+  // kj::Exception escaping fn (a malformed request the capnp reader rejects)
+  // becomes INVALID_PARAMS with an empty payload; any other exception
+  // INTERNAL_ERROR.
+  template <typename Context, typename Fn>
+  static ErrorCode Run(Context& ctx, Fn& fn) {
     ErrorCode code;
     try {
       code = fn(ctx.getParams());
@@ -388,15 +487,11 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       // Clear any partly built payload (cheap: these are rare answers).
       ctx.initResults(kSmallReply).setCode(CodeToWire(code));
     }
-    if (s_.has_metrics) {
-      const MethodMetrics& m = s_.metrics[method];
-      m.requests->Inc();
-      if (code != ErrorCode::OK) m.failures->Inc();
-      const auto elapsed = std::chrono::steady_clock::now() - start;
-      m.latency_seconds->Observe(std::chrono::duration<double>(elapsed).count());
-    }
-    return kj::READY_NOW;
+    return code;
   }
+
+  // The tenant and escalation checks of a call that names them.
+  ErrorCode InScope(const CallScope& scope) { return auth_.Check(scope); }
 
   template <typename Context>
   static void SetCodes(Context& ctx, const std::vector<ErrorCode>& codes) {
@@ -421,18 +516,49 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     return sizes;
   }
 
-  const SharedState& s_;
+  SharedState& s_;
   Directory& dir_;
+  ConnectionAuth auth_;
+  std::function<void()> close_after_reply_;
 };
 
 }  // namespace
 
-struct MasterServiceFactory::Shared : SharedState {};
+struct MasterServiceFactory::Shared : SharedState {
+  using SharedState::SharedState;
+};
+
+namespace {
+
+// shelfmark_master_auth_handshakes_total{result} and
+// shelfmark_master_auth_refused_calls_total{reason} (docs/metrics.md).
+void AddAuthMetrics(MetricsRegistry& registry, const AuthCounters& c) {
+  auto read = [](const std::atomic<uint64_t>& v) {
+    return [&v] { return static_cast<double>(v.load(std::memory_order_relaxed)); };
+  };
+  const char* handshakes = "shelfmark_master_auth_handshakes_total";
+  const char* handshakes_help = "RPC token handshakes, by result.";
+  registry.AddCounterFunc(handshakes, handshakes_help, read(c.handshakes_ok), "result=\"ok\"");
+  registry.AddCounterFunc(handshakes, handshakes_help, read(c.handshakes_failed),
+                          "result=\"failed\"");
+  registry.AddCounterFunc(handshakes, handshakes_help, read(c.handshakes_rate_limited),
+                          "result=\"rate_limited\"");
+  const char* refused = "shelfmark_master_auth_refused_calls_total";
+  const char* refused_help = "RPC calls refused by authentication, by reason.";
+  registry.AddCounterFunc(refused, refused_help, read(c.calls_unauthenticated),
+                          "reason=\"unauthenticated\"");
+  registry.AddCounterFunc(refused, refused_help, read(c.calls_denied),
+                          "reason=\"permission_denied\"");
+}
+
+}  // namespace
 
 MasterServiceFactory::MasterServiceFactory(Directory& directory, MetricsRegistry* metrics,
-                                           size_t max_batch)
-    : shared_(new Shared{SharedState{directory, max_batch}}) {
+                                           size_t max_batch, auth::TokenTable tokens,
+                                           auth::HandshakeLimits limits)
+    : shared_(std::make_unique<Shared>(directory, max_batch, std::move(tokens), limits)) {
   if (metrics == nullptr) return;
+  AddAuthMetrics(*metrics, shared_->auth.counters);
   shared_->has_metrics = true;
   for (int i = 0; i < kMethodCount; ++i) {
     const std::string labels = std::string("method=\"") + kMethodNames[i] + "\"";
@@ -450,8 +576,12 @@ MasterServiceFactory::MasterServiceFactory(Directory& directory, MetricsRegistry
 
 MasterServiceFactory::~MasterServiceFactory() = default;
 
-capnp::Capability::Client MasterServiceFactory::NewService() const {
-  return kj::heap<MasterServiceImpl>(*shared_);
+capnp::Capability::Client MasterServiceFactory::NewService(ConnectionHooks hooks) const {
+  return kj::heap<MasterServiceImpl>(*shared_, std::move(hooks));
 }
+
+const AuthCounters& MasterServiceFactory::auth_counters() const { return shared_->auth.counters; }
+
+bool MasterServiceFactory::auth_required() const { return shared_->auth.required(); }
 
 }  // namespace shelfmark

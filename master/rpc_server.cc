@@ -33,14 +33,17 @@ namespace shelfmark {
 namespace {
 
 // One accepted connection: the stream (under the server's request limits),
-// its two-party network and the RPC system serving the bootstrap
-// capability over it.
+// its two-party network and the RPC system serving the connection's own
+// service object (it knows who is calling: master/connection_auth.h).
 struct Connection {
-  Connection(kj::Own<GuardedStream>&& s, capnp::Capability::Client bootstrap,
+  Connection(kj::Own<GuardedStream>&& s, const MasterServiceFactory& services,
              capnp::ReaderOptions options)
       : stream(kj::mv(s)),
         network(*stream, capnp::rpc::twoparty::Side::SERVER, options),
-        rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
+        rpc(capnp::makeRpcServer(
+            network, services.NewService({stream->PeerAddress(), [this] {
+                                            stream->AbortAfterNextWrite();
+                                          }}))) {}
   kj::Own<GuardedStream> stream;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
@@ -130,7 +133,7 @@ uint64_t DefaultMaxConnections() {
 struct RpcServer::Impl {
   Impl(Directory& directory, MetricsRegistry* metrics, RpcServerOptions opts)
       : options(std::move(opts)),
-        services(directory, metrics, options.max_batch),
+        services(directory, metrics, options.max_batch, options.tokens, options.handshake_limits),
         limits(options.max_request_bytes, options.max_buffered_request_bytes) {}
 
   int TotalOpen() const {
@@ -194,7 +197,6 @@ struct RpcServer::Impl {
                   kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC |
                   kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK);
       fd = -1;  // owned by the listener now
-      capnp::Capability::Client bootstrap = services.NewService();
       capnp::ReaderOptions reader_options;
       reader_options.traversalLimitInWords = rpcconv::kTraversalLimitWords;
       reader_options.nestingLimit = rpcconv::kNestingLimit;
@@ -228,7 +230,7 @@ struct RpcServer::Impl {
                   } catch (const kj::Exception&) {
                   }
                   auto conn = kj::heap<Connection>(
-                      kj::heap<GuardedStream>(kj::mv(stream), &limits), bootstrap, reader_options);
+                      kj::heap<GuardedStream>(kj::mv(stream), &limits), services, reader_options);
                   auto done = conn->network.onDisconnect();
                   std::atomic<int>& open = open_connections[index];
                   open.fetch_add(1, std::memory_order_relaxed);

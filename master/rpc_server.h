@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "auth/handshake_limiter.h"
+#include "auth/token_table.h"
 #include "common/result.h"
 
 namespace shelfmark {
@@ -46,6 +48,9 @@ struct RpcServerOptions {
   int64_t request_timeout_ms = 30'000;
   // a connection with no byte in or out this long is closed (0: never).
   int64_t idle_timeout_ms = 0;
+  // Who may call (docs/security.md); empty: everyone, no handshake.
+  auth::TokenTable tokens;
+  auth::HandshakeLimits handshake_limits;
 };
 
 // What the limits did, since Start (counters), and their state now.

@@ -110,6 +110,7 @@ ErrorCode Node::Run() {
   mo.address = options_.master;
   mo.client_id = options_.client_id;
   mo.call_timeout_ms = options_.rpc_timeout_ms;
+  mo.token = options_.master_token;
   MasterClient master(mo);
   ErrorCode last_mount_error = ErrorCode::OK;
   bool disk_reported = false;

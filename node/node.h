@@ -53,6 +53,9 @@ namespace shelfmark {
 
 struct NodeOptions {
   std::string master = "127.0.0.1:50051";
+  // Proven to the master on each connection (docs/security.md; a token with
+  // the node role); empty: no handshake.
+  std::string master_token;
   UUID client_id = UUID::Generate();
   uint64_t segment_size = 0;  // bytes, > 0
   std::string segment_name;   // "" : "node-<client id>"

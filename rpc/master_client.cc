@@ -13,6 +13,7 @@
 #include <kj/async.h>
 #include <kj/timer.h>
 
+#include "auth/proof.h"
 #include "rpc/rpc_convert.h"
 #include "schemas/master.capnp.h"
 
@@ -140,11 +141,40 @@ struct MasterClient::Impl {
       } catch (const kj::Exception&) {
       }
       conn = kj::heap<Connection>(kj::mv(stream));
-      return ErrorCode::OK;
+      ErrorCode code = options.token.empty() ? ErrorCode::OK : Handshake();
+      if (code != ErrorCode::OK) Drop();
+      return code;
     } catch (const kj::Exception&) {
       Drop();
       return ErrorCode::RPC_FAIL;
     }
+  }
+
+  // Proves options.token to the master on the new connection and checks the
+  // master's proof in turn (schemas/master.capnp, authChallenge and
+  // authenticate). OK also when the master does not ask for tokens.
+  // UNAUTHENTICATED when either side's proof fails, RATE_LIMITED, or
+  // RPC_FAIL (thrown: transport).
+  ErrorCode Handshake() {
+    auto challenge = WaitReply(conn->master.authChallengeRequest(capnp::MessageSize{4, 0}).send());
+    if (ErrorCode code = CodeFromWire(challenge.getCode()); code != ErrorCode::OK) return code;
+    if (!challenge.getRequired()) return ErrorCode::OK;
+    const std::string server_nonce(rpcconv::View(challenge.getServerNonce()));
+    if (server_nonce.size() != auth::kNonceBytes) return ErrorCode::RPC_FAIL;
+    const auth::Nonce client_nonce = auth::NewNonce();
+    const auth::Proof proof = auth::Prove(options.token, auth::kMasterClientLabel,
+                                          {server_nonce, auth::Bytes(client_nonce)});
+    auto request = conn->master.authenticateRequest(capnp::MessageSize{16, 0});
+    request.setClientNonce(capnp::Data::Reader(client_nonce.data(), client_nonce.size()));
+    request.setProof(capnp::Data::Reader(proof.data(), proof.size()));
+    auto reply = WaitReply(request.send());
+    if (ErrorCode code = CodeFromWire(reply.getCode()); code != ErrorCode::OK) return code;
+    const auth::Proof expected = auth::Prove(options.token, auth::kMasterServerLabel,
+                                             {server_nonce, auth::Bytes(client_nonce)});
+    if (!auth::ProofMatches(expected, rpcconv::View(reply.getServerProof()))) {
+      return ErrorCode::UNAUTHENTICATED;  // the master does not know our token
+    }
+    return ErrorCode::OK;
   }
 
   // Sends the request built by make(master) and decodes the reply with
@@ -154,7 +184,7 @@ struct MasterClient::Impl {
   template <typename Ret, typename Make, typename OnReply>
   Ret Call(bool read_only, Make&& make, OnReply&& on_reply) {
     for (int attempt = 0;; ++attempt) {
-      if (EnsureConnected() != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+      if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
       bool retry = false;
       try {
         auto request = make(conn->master);

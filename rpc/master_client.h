@@ -29,6 +29,10 @@ struct MasterClientOptions {
   std::string address = "127.0.0.1:50051";  // host:port of shelfmark-master
   UUID client_id = UUID::Generate();
   int64_t call_timeout_ms = 10'000;
+  // Proven to the master on every new connection (docs/security.md); the
+  // master proves it back. Empty: no handshake (a master with tokens then
+  // answers every call UNAUTHENTICATED).
+  std::string token;
 };
 
 class MasterClient {
@@ -39,7 +43,10 @@ class MasterClient {
   MasterClient& operator=(const MasterClient&) = delete;
 
   const UUID& client_id() const;
-  // Connects now (calls connect lazily otherwise). RPC_FAIL when unreachable.
+  // Connects now (calls connect lazily otherwise). RPC_FAIL when
+  // unreachable; UNAUTHENTICATED or RATE_LIMITED when the token handshake
+  // fails (every call returns these too when its connection's handshake
+  // fails).
   ErrorCode Connect();
 
   ErrorCode MountSegment(const Segment& segment);

@@ -20,6 +20,11 @@
 #    (never reinterpreted).
 #  - Cap'n Proto exceptions (e.g. DISCONNECTED) are transport failures; the
 #    client library reports them as RPC_FAIL.
+#  - Authentication (docs/security.md): a master started with tokens answers
+#    every call but the two handshake methods with UNAUTHENTICATED, and
+#    closes the connection, until the connection has completed
+#    authChallenge + authenticate; afterwards a call outside the token's
+#    roles or tenant answers PERMISSION_DENIED (the connection stays).
 
 @0x81ee7e5cc6a09bae;
 
@@ -234,4 +239,19 @@ interface MasterService {
   notifyOffloadSuccess @22 (clientId :Uuid, items :List(OffloadedObject))
       -> (code :Int32, codes :List(Int32));
   evictDiskReplica @23 (clientId :Uuid, tenant :Text, key :Text) -> (code :Int32);
+
+  # --- authentication (auth/proof.h, docs/security.md) -------------------------
+  # A fresh 32-byte nonce for this connection's handshake (each call replaces
+  # the previous one). `required` is false on a master without tokens, which
+  # serves every call without a handshake.
+  authChallenge @24 () -> (code :Int32, serverNonce :Data, required :Bool);
+  # proof = HMAC-SHA256(token, "master/client" || serverNonce || clientNonce)
+  # (32-byte clientNonce, framing of auth::Prove). One try per challenge.
+  # OK: the connection acts with the token's roles (auth::Role bits) and
+  # tenant ("" = any), and serverProof = HMAC-SHA256(token, "master/server"
+  # || serverNonce || clientNonce) proves the master knows the token too.
+  # UNAUTHENTICATED: no live challenge or a wrong proof (the connection
+  # closes); RATE_LIMITED: this peer failed too many handshakes lately.
+  authenticate @25 (clientNonce :Data, proof :Data)
+      -> (code :Int32, serverProof :Data, roles :UInt32, tenant :Text);
 }
