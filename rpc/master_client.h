@@ -32,7 +32,7 @@ struct MasterClientOptions {
   // Proven to the master on every new connection (docs/security.md); the
   // master proves it back. Empty: no handshake (a master with tokens then
   // answers every call UNAUTHENTICATED).
-  std::string token;
+  std::string token{};
 };
 
 class MasterClient {
