@@ -1,7 +1,16 @@
 // shelfmark-node: contributes a DRAM segment to the cluster.
 //   shelfmark-node --master=HOST:PORT --segment_size=BYTES --protocol=rdma|ucx|auto
 //       [--device=NAME] [--listen_ip=IP] [--listen_port=P] [--metrics_port=M]
-//       [--cluster_token=T] [--segment_name=NAME] [--ping_interval_ms=MS]
+//       [--cluster_token_file=PATH] [--master_token_file=PATH]
+//       [--segment_name=NAME] [--ping_interval_ms=MS]
+// Credentials (auth/credential_flags.h, docs/security.md): the cluster token
+// from --cluster_token_file, a literal --cluster_token (warned about: ps shows
+// it) or $SHELFMARK_CLUSTER_TOKEN; clients must present it on the data plane,
+// and the node proves it to the master unless --master_token_file (or
+// $SHELFMARK_MASTER_TOKEN) gives a token of its own (role node). A master that
+// refuses it leaves the node retrying the mount with a line
+//   shelfmark-node: mount at HOST:PORT: UNAUTHENTICATED (retrying)
+// (PERMISSION_DENIED for a token without the node role).
 // Maps and registers the segment, mounts it at the master, keeps it alive
 // with pings (remounting after a master restart), and unmounts on SIGINT or
 // SIGTERM (exit 0). When mounted it prints on stderr:
@@ -15,7 +24,8 @@
 // metrics (LOCAL_DISK reads served, objects stored, bytes used against the
 // store's limit, objects re-reported). Exit
 // codes: 0 stopped by a signal, 1 start-up failure, 2 bad flags (the message
-// names the flag) or a bad SSD store setting.
+// names the flag), an unreadable or malformed token file, or a bad SSD store
+// setting.
 //
 // SSD store: when MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is set, the node opens
 // the store configured by the MOONCAKE_OFFLOAD_* variables
@@ -30,7 +40,9 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
+#include "auth/credential_flags.h"
 #include "common/flags.h"
 #include "common/host_port.h"
 #include "service/metrics.h"
@@ -54,7 +66,8 @@ struct NodeFlags {
   std::string listen_ip = "127.0.0.1";
   int64_t listen_port = 0;
   int64_t metrics_port = 0;
-  std::string cluster_token;
+  auth::CredentialFlags credential_flags;
+  auth::Credentials credentials;  // resolved from credential_flags
   std::string segment_name;
   int64_t ping_interval_ms = 3'000;
 };
@@ -71,7 +84,7 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   flags.AddString("listen_ip", &f->listen_ip, "address peers connect to");
   flags.AddInt64("listen_port", &f->listen_port, "transport port (0 = any free)", 0, 65535);
   flags.AddInt64("metrics_port", &f->metrics_port, "HTTP /metrics port (0 = any free)", 0, 65535);
-  flags.AddString("cluster_token", &f->cluster_token, "token clients must present");
+  f->credential_flags.Add(flags);
   flags.AddString("segment_name", &f->segment_name, "segment name (\"\" = node-<client id>)");
   flags.AddInt64("ping_interval_ms", &f->ping_interval_ms,
                  "ping period; keep it under the master's client TTL / 2", 10, 3'600'000);
@@ -89,6 +102,9 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
     std::fprintf(stderr, "shelfmark-node: flag --listen_ip must not be empty\n");
     return false;
   }
+  auto credentials = f->credential_flags.Resolve("shelfmark-node");
+  if (!credentials.ok()) return false;  // Resolve printed why
+  f->credentials = std::move(credentials).value();
   return true;
 }
 
@@ -233,7 +249,7 @@ int Run(const NodeFlags& f) {
   if (rdma.factory) transports.RegisterFactory("rdma", rdma.factory);
   TransportOptions to;
   to.client_id = UUID::Generate();
-  to.cluster_token = f.cluster_token;
+  to.cluster_token = f.credentials.cluster_token;
   to.listen_ip = f.listen_ip;
   to.listen_port = static_cast<uint16_t>(f.listen_port);
   to.device = f.device;
@@ -253,6 +269,7 @@ int Run(const NodeFlags& f) {
     no.disk_endpoint = ssd.ucx->endpoint();
   }
   no.master = f.master;
+  no.master_token = f.credentials.master_token;
   no.client_id = to.client_id;
   no.segment_size = static_cast<uint64_t>(f.segment_size);
   no.segment_name = f.segment_name;
