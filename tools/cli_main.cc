@@ -1,5 +1,6 @@
 // shelfmark-cli: inspect and edit the master's directory.
-//   shelfmark-cli [--master=HOST:PORT] [--tenant=T] [--json] SUBCOMMAND ARGS...
+//   shelfmark-cli [--master=HOST:PORT] [--tenant=T] [--json]
+//       [--cluster_token_file=PATH] [--master_token_file=PATH] SUBCOMMAND ARGS...
 //     stat KEY                       every field of one object and its replicas
 //     ls [--prefix=P] [--limit=N]    keys of the tenant, one per line
 //     count [--all_tenants]          number of objects
@@ -13,15 +14,23 @@
 //                                    get them all back, compare, and count where
 //                                    they were served from (MEMORY, LOCAL_DISK,
 //                                    evicted); exit 1 on wrong bytes or errors
+// Credentials, for every subcommand (auth/credential_flags.h, docs/security.md):
+// the cluster token from --cluster_token_file, a literal --cluster_token
+// (warned about: ps shows it) or $SHELFMARK_CLUSTER_TOKEN, proven to the
+// nodes by put, get, fill and verify and to the master by every subcommand,
+// unless --master_token_file (or $SHELFMARK_MASTER_TOKEN) gives a token of its
+// own for the master. A master with tokens refuses a call without the right
+// one: "shelfmark-cli: count: UNAUTHENTICATED", exit 1 (PERMISSION_DENIED for
+// a token whose role or tenant does not allow the call).
 //   put, get, fill and verify move the bytes themselves (--protocol=auto|rdma|ucx,
-//   --cluster_token=T, --device=NAME: the RDMA device the client's QPs use,
-//   "" = the first); the other subcommands only talk to the master. With
+//   --device=NAME: the RDMA device the client's QPs use, "" = the first); the
+//   other subcommands only talk to the master. With
 //   --verbose they print the engines' transfer counters on stderr after the
 //   transfer, e.g. "shelfmark-cli: rdma reads posted: 1, writes posted: 0,
 //   bytes read: 65536, bytes written: 0, connects: 1" (engines that keep no
 //   counters, e.g. ucx: "shelfmark-cli: ucx: no transfer counters").
 // Exit codes: 0 success, 1 the master answered an error (its ErrorCode name
-// on stderr), 2 bad usage.
+// on stderr), 2 bad usage or an unreadable or malformed token file.
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/credential_flags.h"
 #include "common/flags.h"
 #include "common/host_port.h"
 #include "common/json_line.h"
@@ -48,6 +58,8 @@ struct CliOptions {
   std::string tenant;
   bool json = false;
   int64_t timeout_ms = 10'000;
+  auth::CredentialFlags credential_flags;
+  auth::Credentials credentials;  // resolved from credential_flags
   // Subcommand flags.
   std::string prefix;
   int64_t limit = 0;
@@ -55,7 +67,6 @@ struct CliOptions {
   bool force = false;
   int64_t replicas = 1;
   std::string protocol = "auto";
-  std::string cluster_token;
   std::string device;
   bool verbose = false;
   int64_t count = 0;
@@ -244,7 +255,6 @@ int RunRm(const Context& c) {
 
 void AddDataFlags(FlagSet* f, CliOptions* o) {
   f->AddString("protocol", &o->protocol, "data-plane protocol", {"auto", "rdma", "ucx"});
-  f->AddString("cluster_token", &o->cluster_token, "token the nodes expect");
   f->AddString("device", &o->device, "RDMA device for the client's QPs (\"\" = the first)");
   f->AddBool("verbose", &o->verbose, "print the engines' transfer counters on stderr");
 }
@@ -259,7 +269,8 @@ std::unique_ptr<Client> MakeDataClient(const CliOptions& o) {
   ClientOptions options;
   options.master = o.master;
   options.protocol = o.protocol;
-  options.transport.cluster_token = o.cluster_token;
+  options.transport.cluster_token = o.credentials.cluster_token;
+  options.master_token = o.credentials.master_token;
   options.transport.device = o.device;
   options.rpc_timeout_ms = o.timeout_ms;
   return CreateDataClient(std::move(options), "shelfmark-cli");
@@ -379,10 +390,10 @@ constexpr Subcommand kSubcommands[] = {
     {"count", "count [--all_tenants]", 0, 0, false, AddCountFlags, RunCount},
     {"rm", "rm KEY [--force]", 1, 1, true, AddRmFlags, RunRm},
     {"put",
-     "put KEY FILE [--replicas=N] [--protocol=P] [--cluster_token=T] [--device=D] [--verbose]", 2,
-     2, true, AddPutFlags, RunPut},
-    {"get", "get KEY [FILE] [--protocol=P] [--cluster_token=T] [--device=D] [--verbose]", 1, 2,
-     true, AddDataFlags, RunGet},
+     "put KEY FILE [--replicas=N] [--protocol=P] [--device=D] [--verbose]", 2, 2, true,
+     AddPutFlags, RunPut},
+    {"get", "get KEY [FILE] [--protocol=P] [--device=D] [--verbose]", 1, 2, true, AddDataFlags,
+     RunGet},
     {"fill", "fill PREFIX --count=N --size=BYTES [--replicas=N] [--retry_ms=MS] [--protocol=P]",
      1, 1, false, AddFillFlags, RunFill},
     {"verify", "verify PREFIX --count=N --size=BYTES [--protocol=P]", 1, 1, false, AddLoadFlags,
@@ -394,13 +405,17 @@ void AddGlobalFlags(FlagSet* f, CliOptions* o) {
   f->AddString("tenant", &o->tenant, "tenant (\"\" = default)");
   f->AddBool("json", &o->json, "machine-readable output");
   f->AddInt64("timeout_ms", &o->timeout_ms, "per-RPC timeout", 1, 3'600'000);
+  o->credential_flags.Add(*f);
 }
 
 void PrintUsage(FILE* out) {
   CliOptions defaults;
   FlagSet global("shelfmark-cli");
   AddGlobalFlags(&global, &defaults);
-  std::fprintf(out, "usage: shelfmark-cli [--master=HOST:PORT] [--tenant=T] [--json] SUBCOMMAND\n");
+  std::fprintf(out,
+               "usage: shelfmark-cli [--master=HOST:PORT] [--tenant=T] [--json]\n"
+               "                     [--cluster_token_file=PATH] [--master_token_file=PATH] "
+               "SUBCOMMAND\n");
   for (const Subcommand& s : kSubcommands) std::fprintf(out, "  shelfmark-cli %s\n", s.synopsis);
   std::fprintf(out, "global flags:\n%s", global.Usage().c_str() + global.Usage().find('\n') + 1);
 }
@@ -465,9 +480,13 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "shelfmark-cli: KEY must be 1..%zu bytes\n", kMaxKeyLength);
     return 2;
   }
+  auto credentials = o.credential_flags.Resolve("shelfmark-cli");
+  if (!credentials.ok()) return 2;  // Resolve printed why
+  o.credentials = std::move(credentials).value();
   MasterClientOptions options;
   options.address = o.master;
   options.call_timeout_ms = o.timeout_ms;
+  options.token = o.credentials.master_token;
   MasterClient client(options);
   return sub->run(Context{o, args, client});
 }
