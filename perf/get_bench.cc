@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "client/client.h"
@@ -145,7 +146,8 @@ class GetBench {
     // LOCAL_DISK reads need the ucx engine; "auto" opens it (and rdma when
     // a device exists). --protocol only checks what MEMORY rows used.
     co.protocol = o_.protocol == "rdma" && o_.replica == kReplicaMemory ? "rdma" : "auto";
-    co.transport.cluster_token = o_.cluster_token;
+    co.transport.cluster_token = o_.credentials.cluster_token;
+    co.master_token = o_.credentials.master_token;
     co.transport.device = o_.device;
     // The benchmark's objects are its own: no other client force-removes them.
     co.location_cache.max_entries = o_.location_cache ? kLocationCacheEntries : 0;
@@ -513,6 +515,9 @@ int RunGetBench(int argc, const char* const* argv) {
   std::string message;
   const int exit_code = ExitCodeFor(ParseGetBenchOptions(argc, argv, &o, &message), message);
   if (exit_code >= 0) return exit_code;
+  auto credentials = o.credential_flags.Resolve(argv[0]);
+  if (!credentials.ok()) return 2;  // Resolve printed why
+  o.credentials = std::move(credentials).value();
   InterruptFlag();  // Ctrl-C stops the loops; what was measured is printed
   return GetBench(std::move(o)).Run();
 }

@@ -7,6 +7,12 @@
 //       [--zipf_theta=0.99] [--batch=N] [--location_cache=true|false]
 //       [--disk_dirs=DIR[,DIR]]
 //       [--offload_wait_s=S] [--json] [--json_out=FILE] [--plot=FILE.png]
+//       [--cluster_token_file=PATH] [--master_token_file=PATH]
+//
+// Credentials as every program takes them (auth/credential_flags.h): the
+// cluster token (--cluster_token_file, --cluster_token, $SHELFMARK_CLUSTER_TOKEN)
+// for the nodes and, unless --master_token_file or $SHELFMARK_MASTER_TOKEN
+// gives another, for the master. An unreadable token file is exit 2.
 //
 // Needs a running master and nodes (it starts nothing; scripts/demo.sh and
 // scripts/bench_get.sh do). Per size it puts --keys objects (MEMORY

@@ -31,7 +31,7 @@ void AddFlags(FlagSet* f, GetBenchOptions* o) {
   f->AddBool("json", &o->json, "one JSON object per result line");
   f->AddString("json_out", &o->json_out, "also write the JSON lines to this file");
   f->AddString("plot", &o->plot, "write the latency distributions to this PNG (gnuplot)");
-  f->AddString("cluster_token", &o->cluster_token, "token the nodes expect");
+  o->credential_flags.Add(*f);
   f->AddString("device", &o->device, "RDMA device for the client's QPs (\"\" = the first)");
   f->AddString("tenant", &o->tenant, "tenant of the benchmark objects");
 }

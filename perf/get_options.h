@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/credential_flags.h"
 #include "perf/key_chooser.h"
 #include "perf/master_options.h"
 
@@ -36,7 +37,7 @@ struct GetBenchOptions {
   bool json = false;
   std::string json_out;  // also write the JSON lines to this file ("" = no)
   std::string plot;  // PNG path; "" = none
-  std::string cluster_token;
+  auth::CredentialFlags credential_flags;  // --cluster_token_file, ...
   std::string device;
   std::string tenant = "perf-get";
 
@@ -45,6 +46,8 @@ struct GetBenchOptions {
   std::vector<uint64_t> sizes;
   std::vector<std::string> disk_dirs;
   KeyDistribution distribution = KeyDistribution::kUniform;
+  // Resolved from credential_flags by RunGetBench, after the parser.
+  auth::Credentials credentials;
 };
 
 // Parses argv[1..argc) (argv[0] names the program in messages), as

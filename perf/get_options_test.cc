@@ -1,9 +1,13 @@
 #include "perf/get_options.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -44,6 +48,49 @@ TEST(GetBenchOptions, ParsesEveryFlag) {
   EXPECT_TRUE(o.json);
   EXPECT_EQ(o.plot, "/tmp/x.png");
   EXPECT_FALSE(o.location_cache);
+}
+
+TEST(GetBenchOptions, ParsesTheCredentialFlags) {
+  GetBenchOptions o;
+  std::string message;
+  ASSERT_EQ(Parse({"--cluster_token_file=/etc/shelfmark/cluster_token",
+                   "--master_token_file=/etc/shelfmark/master_token", "--cluster_token=t0"},
+                  &o, &message),
+            FlagOutcome::kOk)
+      << message;
+  EXPECT_EQ(o.credential_flags.cluster_token_file, "/etc/shelfmark/cluster_token");
+  EXPECT_EQ(o.credential_flags.master_token_file, "/etc/shelfmark/master_token");
+  EXPECT_EQ(o.credential_flags.cluster_token, "t0");
+  ASSERT_EQ(Parse({"--help"}, &o, &message), FlagOutcome::kHelp);
+  EXPECT_NE(message.find("--cluster_token_file"), std::string::npos) << message;
+  EXPECT_NE(message.find("--master_token_file"), std::string::npos) << message;
+}
+
+// The parsed flags give the tokens of the files they name (RunGetBench
+// resolves them so).
+TEST(GetBenchOptions, CredentialFlagsResolveToTheFilesTokens) {
+  testing::TempDir dir("get_options");
+  const std::string cluster = dir.Join("cluster_token");
+  const std::string master = dir.Join("master_token");
+  std::ofstream(cluster) << "# the cluster's\ncluster-tok\n";
+  std::ofstream(master) << "master-tok\n";
+  ::chmod(cluster.c_str(), 0600);  // else Resolve warns that others can read them
+  ::chmod(master.c_str(), 0600);
+  const std::string cluster_flag = "--cluster_token_file=" + cluster;
+  const std::string master_flag = "--master_token_file=" + master;
+  GetBenchOptions o;
+  std::string message;
+  ASSERT_EQ(Parse({cluster_flag.c_str()}, &o, &message), FlagOutcome::kOk) << message;
+  auto only_cluster = o.credential_flags.Resolve("get_options_test");
+  ASSERT_TRUE(only_cluster.ok());
+  EXPECT_EQ(only_cluster->cluster_token, "cluster-tok");
+  ASSERT_EQ(Parse({master_flag.c_str()}, &o, &message), FlagOutcome::kOk) << message;
+  auto both = o.credential_flags.Resolve("get_options_test");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->cluster_token, "cluster-tok");
+  EXPECT_EQ(both->master_token, "master-tok");
+  o.credential_flags.cluster_token_file = dir.Join("missing");
+  EXPECT_FALSE(o.credential_flags.Resolve("get_options_test").ok());
 }
 
 TEST(GetBenchOptions, BadValuesNameTheFlag) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/object_key.h"
@@ -43,6 +44,7 @@ class MasterBench {
   explicit MasterBench(MasterBenchOptions o) : o_(std::move(o)) {
     client_options_.address = o_.master;
     client_options_.call_timeout_ms = o_.timeout_ms;
+    client_options_.token = o_.credentials.master_token;  // the Pinger's too
     // client_options_.client_id: a fresh UUID shared by every connection.
   }
 
@@ -392,6 +394,9 @@ int RunMasterBench(int argc, const char* const* argv) {
   std::string message;
   const int exit_code = ExitCodeFor(ParseMasterBenchOptions(argc, argv, &o, &message), message);
   if (exit_code >= 0) return exit_code;
+  auto credentials = o.credential_flags.Resolve(argv[0]);
+  if (!credentials.ok()) return 2;  // Resolve printed why
+  o.credentials = std::move(credentials).value();
   InterruptFlag();  // Ctrl-C ends the current phase
   return MasterBench(std::move(o)).Run();
 }

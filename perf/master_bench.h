@@ -3,7 +3,12 @@
 // batched, and the master's DRAM cost per object (--objects=N).
 //
 // No bytes move: the benchmark mounts a bookkeeping-only segment, keeps its
-// client alive with a pinger thread and unmounts it at the end.
+// client alive with a pinger thread and unmounts it at the end. Every
+// connection, the pinger's too, proves the master token: --master_token_file,
+// $SHELFMARK_MASTER_TOKEN, else the cluster token (--cluster_token_file,
+// --cluster_token, $SHELFMARK_CLUSTER_TOKEN; auth/credential_flags.h). It
+// mounts a segment, so a token table must give that token the node role as
+// well as client.
 #pragma once
 
 namespace shelfmark {

@@ -39,6 +39,7 @@ void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
                   "bytes of the bookkeeping segment (0 = automatic)", 0, 1LL << 50);
   flags->AddInt64("timeout_ms", &o->timeout_ms, "per-RPC timeout", 1, 3'600'000);
   flags->AddBool("json", &o->json, "one JSON object per result line");
+  o->credential_flags.Add(*flags);
 }
 
 // "" when the parsed values are consistent, else what is wrong.

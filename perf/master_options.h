@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "auth/credential_flags.h"
 #include "perf/bench_main.h"
 #include "perf/bench_util.h"
 
@@ -27,7 +28,10 @@ struct MasterBenchOptions {
   int64_t segment_size = 0;  // 0 = automatic
   int64_t timeout_ms = 10'000;
   bool json = false;
+  auth::CredentialFlags credential_flags;  // --cluster_token_file, ...
   HostPort metrics_at;  // resolved from `metrics` (or the default)
+  // Resolved from credential_flags by RunMasterBench, after the parser.
+  auth::Credentials credentials;
 };
 
 // Parses argv[1..argc) (argv[0] names the program in messages). kHelp: the

@@ -77,6 +77,19 @@ TEST(MasterBenchOptions, LongPrefixNeedsLongerKeys) {
   EXPECT_EQ(Parse({"--key_prefix=0123456789", "--key_size=32"}).outcome, FlagOutcome::kOk);
 }
 
+TEST(MasterBenchOptions, ParsesTheCredentialFlags) {
+  Parsed p = Parse({"--cluster_token_file=/etc/shelfmark/cluster_token",
+                    "--master_token_file=/etc/shelfmark/master_token"});
+  ASSERT_EQ(p.outcome, FlagOutcome::kOk) << p.message;
+  EXPECT_EQ(p.options.credential_flags.cluster_token_file, "/etc/shelfmark/cluster_token");
+  EXPECT_EQ(p.options.credential_flags.master_token_file, "/etc/shelfmark/master_token");
+  EXPECT_TRUE(p.options.credential_flags.cluster_token.empty());
+  p = Parse({"--cluster_token=t0"});
+  ASSERT_EQ(p.outcome, FlagOutcome::kOk) << p.message;
+  EXPECT_EQ(p.options.credential_flags.cluster_token, "t0");
+  EXPECT_EQ(Parse({"--master_token=t0"}).outcome, FlagOutcome::kBadUsage);  // files only
+}
+
 TEST(MasterBenchOptions, PositionalArgumentIsRejected) {
   Parsed p = Parse({"extra"});
   EXPECT_EQ(p.outcome, FlagOutcome::kBadUsage);
@@ -87,6 +100,7 @@ TEST(MasterBenchOptions, Help) {
   Parsed p = Parse({"--help"});
   EXPECT_EQ(p.outcome, FlagOutcome::kHelp);
   EXPECT_NE(p.message.find("--objects"), std::string::npos);
+  EXPECT_NE(p.message.find("--cluster_token_file"), std::string::npos);
 }
 
 }  // namespace

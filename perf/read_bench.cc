@@ -8,8 +8,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "auth/credential_flags.h"
 #include "common/flags.h"
 #include "common/json_line.h"
 #include "client/client.h"
@@ -32,7 +34,8 @@ struct ReadBenchOptions {
   int64_t warmup = 50;
   bool checksum = false;
   bool json = false;
-  std::string cluster_token;
+  auth::CredentialFlags credential_flags;
+  auth::Credentials credentials;  // resolved from credential_flags
   std::string device;
   std::string tenant = "perf-read";
 };
@@ -55,7 +58,7 @@ bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
   flags.AddInt64("warmup", &o->warmup, "untimed reads per size and path first", 0, 1'000'000);
   flags.AddBool("checksum", &o->checksum, "store a checksum: shelfmark reads verify it");
   flags.AddBool("json", &o->json, "one JSON line per size");
-  flags.AddString("cluster_token", &o->cluster_token, "token the nodes expect");
+  o->credential_flags.Add(flags);
   flags.AddString("device", &o->device, "RDMA device for the client's QPs (\"\" = the first)");
   flags.AddString("tenant", &o->tenant, "tenant of the benchmark objects");
   flags.ParseOrExit(argc, argv);
@@ -68,6 +71,9 @@ bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
                  argv[0]);
     return false;
   }
+  auto credentials = o->credential_flags.Resolve(argv[0]);
+  if (!credentials.ok()) return false;  // Resolve printed why
+  o->credentials = std::move(credentials).value();
   return true;
 }
 
@@ -154,7 +160,8 @@ class ReadBench {
     ClientOptions co;
     co.master = o_.master;
     co.protocol = o_.protocol;
-    co.transport.cluster_token = o_.cluster_token;
+    co.transport.cluster_token = o_.credentials.cluster_token;
+    co.master_token = o_.credentials.master_token;
     co.transport.device = o_.device;
     client_ = CreateDataClient(std::move(co), "shelfmark-perf read");
     if (client_ == nullptr) return false;

@@ -3,7 +3,13 @@
 //
 //   shelfmark-perf read --master=HOST:PORT --protocol=rdma|ucx
 //       [--size=4096,65536,1048576] [--iters=N] [--warmup=N] [--checksum]
-//       [--cluster_token=T] [--device=NAME] [--tenant=T] [--json]
+//       [--cluster_token_file=PATH] [--master_token_file=PATH] [--device=NAME]
+//       [--tenant=T] [--json]
+//
+// Credentials as every program takes them (auth/credential_flags.h): the
+// cluster token (--cluster_token_file, --cluster_token, $SHELFMARK_CLUSTER_TOKEN)
+// for the nodes and, unless --master_token_file or $SHELFMARK_MASTER_TOKEN
+// gives another, for the master. An unreadable token file is exit 2.
 //
 // Needs a running master and at least one node of that protocol (it starts
 // nothing; scripts/bench_read.sh does). Per size it puts one object, fetches
