@@ -14,6 +14,11 @@
 # again. Stops everything it started, by process id, whether it succeeds or
 # fails.
 #
+# The cluster runs with a token (docs/security.md): a random one in a mode-600
+# file of the temporary directory, given to every program with
+# --cluster_token_file; one call without it shows the master refusing it
+# (UNAUTHENTICATED).
+#
 # This machine has no RDMA device, so MEMORY reads use UCX RMA; with --vm the
 # same cluster runs inside the soft-RoCE VM (tests/softroce) and MEMORY reads
 # go over RDMA.
@@ -67,8 +72,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The cluster token: random, readable by this user only. The master's file is
+# a token table (auth/token_table.h): a line with a token alone gives it every
+# role (node, client, admin); nodes, shelfmark-cli and shelfmark-perf read the
+# same file. Tokens in this shell's environment are dropped: they would let the
+# call without a token below through.
+unset SHELFMARK_CLUSTER_TOKEN SHELFMARK_MASTER_TOKEN
+token_file="$work/cluster_token"
+(umask 077 && head -c 32 /dev/urandom | base64 | tr -d '/+=' >"$token_file")
+[ -s "$token_file" ] || die "could not write the cluster token to $token_file"
+token_flag=(--cluster_token_file="$token_file")
+
 export MOONCAKE_SNAPSHOT_LOCAL_PATH="$work/snapshots"
-master_flags=(--memory_allocator=offset --enable_offload
+master_flags=("${token_flag[@]}" --memory_allocator=offset --enable_offload
   --enable_snapshot=true --enable_snapshot_restore=true
   --snapshot_object_store_type=local --snapshot_catalog_store_type=embedded
   --snapshot_interval_seconds=2 --snapshot_child_timeout_seconds=300 --snapshot_retention_count=2
@@ -87,8 +103,9 @@ start_node() {
   MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR="$2" \
   MOONCAKE_OFFSET_PERSIST_MODE=relaxed MOONCAKE_OFFSET_PERSIST_INTERVAL_SECONDS=5 \
   MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES=1G \
-    "$node_bin" --master="127.0.0.1:$rpc_port" --segment_size=$((64 << 20)) --protocol=auto \
-    --segment_name="node-$1" --listen_ip=127.0.0.1 --ping_interval_ms=500 --metrics_port=0 \
+    "$node_bin" --master="127.0.0.1:$rpc_port" "${token_flag[@]}" --segment_size=$((64 << 20)) \
+    --protocol=auto --segment_name="node-$1" --listen_ip=127.0.0.1 --ping_interval_ms=500 \
+    --metrics_port=0 \
     >"$work/node-$1.log" 2>&1 &
   node_pids+=($!)
   wait_line "$work/node-$1.log" "^node " >/dev/null || die "shelfmark-node $1 did not start"
@@ -97,7 +114,15 @@ start_node() {
 start_node a bucket_storage_backend
 start_node b offset_allocator_storage_backend
 
-cli=("$cli_bin" --master="127.0.0.1:$rpc_port")
+cli=("$cli_bin" --master="127.0.0.1:$rpc_port" "${token_flag[@]}")
+
+echo "== the master refuses a call without the token (shelfmark-cli count, no token flag):"
+if refused="$("$cli_bin" --master="127.0.0.1:$rpc_port" count 2>&1)"; then
+  die "the master answered a call without a token: $refused"
+fi
+echo "   $refused"
+grep -q UNAUTHENTICATED <<<"$refused" || die "expected UNAUTHENTICATED, got: $refused"
+echo "== with the token: shelfmark-cli count = $("${cli[@]}" count)"
 sets=("small 2000 4096" "medium 500 65536" "large 120 1048576")
 fill() {
   read -r name count size <<<"$1"
@@ -149,9 +174,9 @@ verify_all
 echo "== shelfmark-perf get: latency per replica type (microseconds; lookup = the master's"
 echo "   GetReplicaList, xfer = the data transfer; LOCAL_DISK rows with the same run's"
 echo "   baselines: a UCX active-message round trip and a pread of the same bytes)"
-"$perf_bin" get --master="127.0.0.1:$rpc_port" --replica=all --size=4096,65536,1048576 \
-  --iters=1000 --keys=16 --disk_dirs="$work/ssd-a,$work/ssd-b" --plot="$out/get.png" \
-  --json_out="$out/get.jsonl" | tee "$out/get.txt"
+"$perf_bin" get --master="127.0.0.1:$rpc_port" "${token_flag[@]}" --replica=all \
+  --size=4096,65536,1048576 --iters=1000 --keys=16 --disk_dirs="$work/ssd-a,$work/ssd-b" \
+  --plot="$out/get.png" --json_out="$out/get.jsonl" | tee "$out/get.txt"
 echo "   (JSON lines: $out/get.jsonl; latency distribution plot: $out/get.png)"
 
 echo "== waiting for a snapshot"
