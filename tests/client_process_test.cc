@@ -2,6 +2,7 @@
 // the client library in this process: round trips, a node killed with
 // SIGKILL, a node stopped with SIGTERM, and shelfmark-cli put/get.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
@@ -40,11 +41,17 @@ class ClientProcessTest : public ::testing::Test {
  protected:
   // The master binds free ports itself (port 0) and prints them: no race
   // with other processes picking ports.
+  // The whole suite runs with authentication on: one cluster token (every
+  // role) that the master, the nodes, the cli and the clients all hold.
   void SetUp() override {
+    testing::WriteFile(token_file_, "client-process-token\n");
+    ::chmod(token_file_.c_str(), 0600);
     const std::string err = dir_.Join("master.err");
     master_ = std::make_unique<ChildProcess>(
         SHELFMARK_MASTER_BIN,
-        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2"}, err);
+        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2",
+                                 "--cluster_token_file=" + token_file_},
+        err);
     testing::ServicePorts ports;
     ASSERT_TRUE(testing::WaitForServicePorts(err, kStartMs, &ports)) << ReadFile(err);
     rpc_ = ports.rpc;
@@ -77,7 +84,8 @@ class ClientProcessTest : public ::testing::Test {
         std::vector<std::string>{"--master=" + Master(), "--segment_size=67108864",
                                  "--protocol=ucx", "--listen_ip=127.0.0.1",
                                  "--listen_port=" + std::to_string(port),
-                                 "--segment_name=" + name, "--ping_interval_ms=300"},
+                                 "--segment_name=" + name, "--ping_interval_ms=300",
+                                 "--cluster_token_file=" + token_file_},
         err);
     EXPECT_TRUE(WaitForText(err, "protocol ucx endpoint 127.0.0.1:", kStartMs)) << ReadFile(err);
     return node;
@@ -86,10 +94,12 @@ class ClientProcessTest : public ::testing::Test {
   std::unique_ptr<Client> MakeClient() {
     ClientOptions options;
     options.transfer_timeout_ms = 3000;
+    options.transport.cluster_token = "client-process-token";
     return testing::MakeUcxClient(Master(), options);
   }
 
   testing::TempDir dir_{"client_process"};  // the processes' logs; outlives them
+  const std::string token_file_ = dir_.Join("cluster_token");
   uint16_t rpc_ = 0, http_ = 0;
   std::unique_ptr<ChildProcess> master_;
 };
@@ -192,14 +202,16 @@ TEST_F(ClientProcessTest, CliPutGetRoundTripOfAFile) {
   const std::string out = dir_.Join("cli.out");
   const std::string value = Pattern(300'000, 77);
   testing::WriteFile(in, value);
-  ChildProcess put(SHELFMARK_CLI_BIN, {"--master=" + Master(), "--protocol=ucx", "put",
+  const std::string token = "--cluster_token_file=" + token_file_;
+  ChildProcess put(SHELFMARK_CLI_BIN, {"--master=" + Master(), token, "--protocol=ucx", "put",
                                        "cli-key", in, "--tenant=files"});
   ASSERT_EQ(put.Wait(30'000), 0);
-  ChildProcess get(SHELFMARK_CLI_BIN, {"--master=" + Master(), "--protocol=ucx", "get",
+  ChildProcess get(SHELFMARK_CLI_BIN, {"--master=" + Master(), token, "--protocol=ucx", "get",
                                        "cli-key", out, "--tenant=files"});
   ASSERT_EQ(get.Wait(30'000), 0);
   EXPECT_EQ(ReadFile(out), value);
-  ChildProcess missing(SHELFMARK_CLI_BIN, {"--master=" + Master(), "get", "no-such-key", out});
+  ChildProcess missing(SHELFMARK_CLI_BIN,
+                       {"--master=" + Master(), token, "get", "no-such-key", out});
   EXPECT_EQ(missing.Wait(30'000), 1);
 }
 
