@@ -4,6 +4,7 @@
 //   shelfmark-perf snapshot --objects=N[,N...] [...]   snapshot pause, size, copy-on-write, restore
 //   shelfmark-perf get --master=HOST:PORT --replica=memory|local_disk|all [...]   get latency per replica type
 //   shelfmark-perf disk --objects=N [...]   SSD backends: batch writes and restart (index rebuild) time
+//   shelfmark-perf connect --master=HOST:PORT [...]   master connection set-up (with its handshake) and call cost
 // The subcommand is the first positional argument; its flags follow anywhere.
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "perf/connect_bench.h"
 #include "perf/disk_bench.h"
 #include "perf/get_bench.h"
 #include "perf/master_bench.h"
@@ -37,6 +39,8 @@ constexpr Subcommand kSubcommands[] = {
      shelfmark::RunGetBench},
     {"disk", "SSD backends (bucket, offset allocator): batch writes, restart time",
      shelfmark::RunDiskBench},
+    {"connect", "master connection set-up (TCP, token handshake, first call) and call latency",
+     shelfmark::RunConnectBench},
 };
 
 void PrintUsage(FILE* out) {
