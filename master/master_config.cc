@@ -34,6 +34,9 @@ void AddServingFlags(FlagSet& f, MasterConfig* c) {
   f.AddString("cluster_token", &c->cluster_token,
               "one token of every role (visible in ps: prefer --cluster_token_file or "
               "SHELFMARK_CLUSTER_TOKEN)");
+  f.AddString("metrics_token_file", &c->metrics_token_file,
+              "file holding a scrape token: /metrics then needs 'Authorization: Bearer' with "
+              "it (/health stays open)");
 }
 
 void AddDirectoryFlags(FlagSet& f, MasterConfig* c) {
@@ -104,6 +107,15 @@ bool LoadTokens(MasterConfig* c, std::string* message) {
       return false;
     }
     if (!token->empty()) c->tokens = auth::TokenTable::Single(*token);
+  }
+  if (!c->metrics_token_file.empty()) {
+    auto token = auth::ReadTokenFile(c->metrics_token_file, &c->token_warning);
+    if (!token.ok()) {
+      *message = "shelfmark-master: --metrics_token_file=" + c->metrics_token_file + ": " +
+                 std::string(ErrorCodeName(token.error()));
+      return false;
+    }
+    c->metrics_token = *token;
   }
   return true;
 }

@@ -46,6 +46,10 @@ struct MasterConfig {
   // (one token, every role). All empty: no authentication.
   std::string cluster_token_file;
   std::string cluster_token;
+  // --metrics_token_file: /metrics answers only "Authorization: Bearer
+  // <token>" (a scrape token of its own: it crosses the wire in clear).
+  std::string metrics_token_file;
+  std::string metrics_token;     // read from it by ParseMasterFlags
   auth::TokenTable tokens;       // loaded from the above by ParseMasterFlags
   std::string token_warning;     // for the operator (a literal token, an open file)
 

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <vector>
+
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
 
 namespace shelfmark {
 namespace {
@@ -113,6 +118,57 @@ TEST(MasterConfig, HelpAndPositional) {
   EXPECT_EQ(Parse({"--help"}, &c, &msg), ParseOutcome::kHelp);
   EXPECT_NE(msg.find("--rpc_port"), std::string::npos);
   EXPECT_EQ(Parse({"extra"}, &c, &msg), ParseOutcome::kError);
+}
+
+}  // namespace
+}  // namespace shelfmark
+
+namespace shelfmark {
+namespace {
+
+TEST(MasterConfig, TokensFromTheTableFileTheFlagOrTheEnvironment) {
+  testing::TempDir dir("master_config");
+  const std::string table = dir.Join("tokens");
+  testing::WriteFile(table, "node n-tok\nclient c-tok tenant=acme\n");
+  ::chmod(table.c_str(), 0600);
+  MasterConfig c;
+  std::string msg;
+  const std::string flag = "--cluster_token_file=" + table;
+  ASSERT_EQ(Parse({flag.c_str()}, &c, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_EQ(c.tokens.size(), 2u);
+  EXPECT_TRUE(c.token_warning.empty()) << c.token_warning;
+
+  MasterConfig literal;
+  ASSERT_EQ(Parse({"--cluster_token=one-token"}, &literal, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_EQ(literal.tokens.size(), 1u);
+  EXPECT_NE(literal.token_warning.find("ps"), std::string::npos) << literal.token_warning;
+
+  ::setenv("SHELFMARK_CLUSTER_TOKEN", "env-token", 1);
+  MasterConfig env;
+  ASSERT_EQ(Parse({}, &env, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_EQ(env.tokens.size(), 1u);
+  ::unsetenv("SHELFMARK_CLUSTER_TOKEN");
+  MasterConfig none;
+  ASSERT_EQ(Parse({}, &none, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_TRUE(none.tokens.empty()) << "no token anywhere: no authentication";
+}
+
+TEST(MasterConfig, BadTokenFilesNameTheFileAndTheLine) {
+  testing::TempDir dir("master_config");
+  const std::string bad = dir.Join("bad");
+  testing::WriteFile(bad, "ok-token\nroot x\n");
+  MasterConfig c;
+  std::string msg;
+  std::string flag = "--cluster_token_file=" + bad;
+  EXPECT_EQ(Parse({flag.c_str()}, &c, &msg), ParseOutcome::kError);
+  EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
+  flag = "--cluster_token_file=" + dir.Join("missing");
+  EXPECT_EQ(Parse({flag.c_str()}, &c, &msg), ParseOutcome::kError);
+  EXPECT_NE(msg.find("FILE_NOT_FOUND"), std::string::npos) << msg;
+  flag = "--metrics_token_file=" + dir.Join("missing");
+  MasterConfig fresh;
+  EXPECT_EQ(Parse({flag.c_str()}, &fresh, &msg), ParseOutcome::kError);
+  EXPECT_NE(msg.find("metrics_token_file"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -150,7 +150,8 @@ int Run(const MasterConfig& config) {
   HttpServer http;
   AddHttpServerMetrics(metrics, http, "shelfmark_master_http_timed_out_connections_total",
                        "shelfmark_master_http_dropped_connections_total");
-  auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master");
+  auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master",
+                                         config.metrics_token);
   if (!http_port.ok()) return 1;
   std::fprintf(stderr, "shelfmark-master: cluster %s, rpc port %u, metrics port %u\n",
                config.cluster_id.c_str(), *rpc_port, *http_port);

@@ -43,6 +43,7 @@
 #include <utility>
 
 #include "auth/credential_flags.h"
+#include "auth/credentials.h"
 #include "common/flags.h"
 #include "common/host_port.h"
 #include "service/metrics.h"
@@ -66,6 +67,8 @@ struct NodeFlags {
   std::string listen_ip = "127.0.0.1";
   int64_t listen_port = 0;
   int64_t metrics_port = 0;
+  std::string metrics_token_file;  // /metrics needs "Authorization: Bearer" with it
+  std::string metrics_token;       // read from it
   auth::CredentialFlags credential_flags;
   auth::Credentials credentials;  // resolved from credential_flags
   std::string segment_name;
@@ -84,6 +87,9 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   flags.AddString("listen_ip", &f->listen_ip, "address peers connect to");
   flags.AddInt64("listen_port", &f->listen_port, "transport port (0 = any free)", 0, 65535);
   flags.AddInt64("metrics_port", &f->metrics_port, "HTTP /metrics port (0 = any free)", 0, 65535);
+  flags.AddString("metrics_token_file", &f->metrics_token_file,
+                  "file holding a scrape token: /metrics then needs 'Authorization: Bearer' "
+                  "with it (/health stays open)");
   f->credential_flags.Add(flags);
   flags.AddString("segment_name", &f->segment_name, "segment name (\"\" = node-<client id>)");
   flags.AddInt64("ping_interval_ms", &f->ping_interval_ms,
@@ -105,6 +111,15 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   auto credentials = f->credential_flags.Resolve("shelfmark-node");
   if (!credentials.ok()) return false;  // Resolve printed why
   f->credentials = std::move(credentials).value();
+  if (!f->metrics_token_file.empty()) {
+    auto token = auth::ReadTokenFile(f->metrics_token_file);
+    if (!token.ok()) {
+      std::fprintf(stderr, "shelfmark-node: --metrics_token_file=%s: %s\n",
+                   f->metrics_token_file.c_str(), std::string(ErrorCodeName(token.error())).c_str());
+      return false;
+    }
+    f->metrics_token = *token;
+  }
   return true;
 }
 
@@ -301,7 +316,8 @@ int Run(const NodeFlags& f) {
   HttpServer http;
   AddHttpServerMetrics(metrics, http, "shelfmark_node_http_timed_out_connections_total",
                        "shelfmark_node_http_dropped_connections_total");
-  auto http_port = ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node");
+  auto http_port =
+      ServeHealthAndMetrics(http, metrics, f.metrics_port, "shelfmark-node", f.metrics_token);
   if (!http_port.ok()) return 1;
   std::fprintf(stderr, "shelfmark-node: metrics port %u\n", *http_port);
   ErrorCode unmounted = ErrorCode::OK;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <optional>
@@ -78,6 +79,7 @@ const char* ReasonPhrase(int status) {
     case 200: return "OK";
     case 204: return "No Content";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 500: return "Internal Server Error";
@@ -99,17 +101,55 @@ std::string FormatResponse(const HttpResponse& r) {
   out += "Content-Type: " + r.content_type + "\r\n";
   out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   if (r.status == 405) out += "Allow: GET\r\n";
+  if (r.status == 401) out += "WWW-Authenticate: Bearer\r\n";
   out += "Connection: close\r\n\r\n";
   return out + r.body;
 }
 
+// The value of header `name` (lower case) in the request head; "" if absent.
+std::string HeaderValue(const std::string& head, const std::string& name) {
+  size_t at = head.find('\n');
+  while (at != std::string::npos && at + 1 < head.size()) {
+    const size_t start = at + 1;
+    const size_t end = head.find('\n', start);
+    std::string line = head.substr(start, end == std::string::npos ? end : end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t colon = line.find(':');
+    if (colon == name.size()) {
+      bool same = true;
+      for (size_t i = 0; i < colon && same; ++i) {
+        same = std::tolower(static_cast<unsigned char>(line[i])) == name[i];
+      }
+      if (same) {
+        size_t v = line.find_first_not_of(" \t", colon + 1);
+        return v == std::string::npos ? "" : line.substr(v);
+      }
+    }
+    at = end;
+  }
+  return "";
+}
+
+// Equal strings, in time that depends only on their lengths.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 HttpResponse Dispatch(const std::string& head,
-                      const std::map<std::string, HttpServer::Handler>& handlers) {
+                      const std::map<std::string, HttpServer::Handler>& handlers,
+                      const std::map<std::string, std::string>& bearer_tokens) {
   std::optional<RequestLine> request = ParseRequestLine(head);
   if (!request) return ErrorResponse(400);
   if (request->method != "GET") return ErrorResponse(405);
   auto it = handlers.find(request->path);
   if (it == handlers.end()) return ErrorResponse(404);
+  if (auto token = bearer_tokens.find(request->path); token != bearer_tokens.end() &&
+      !SameSecret(HeaderValue(head, "authorization"), "Bearer " + token->second)) {
+    return ErrorResponse(401);
+  }
   try {
     return it->second();
   } catch (...) {  // a throwing handler must not take the server thread down
@@ -133,6 +173,10 @@ void DrainInput(int fd) {
 }  // namespace
 
 HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Protect(const std::string& path, std::string bearer_token) {
+  bearer_tokens_[path] = std::move(bearer_token);
+}
 
 void HttpServer::Handle(const std::string& path, Handler handler) {
   handlers_[path] = std::move(handler);
@@ -256,7 +300,7 @@ bool HttpServer::Progress(Conn* c) {
     bool complete = n == 0 || c->in.size() >= kMaxRequestBytes || HeadComplete(c->in);
     if (!complete) return true;
     if (c->in.empty()) return false;  // connected and closed: nothing to answer
-    c->out = FormatResponse(Dispatch(c->in, handlers_));
+    c->out = FormatResponse(Dispatch(c->in, handlers_, bearer_tokens_));
     c->deadline = Clock::now() + kWriteTimeout;
   }
   while (c->sent < c->out.size()) {

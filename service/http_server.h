@@ -8,7 +8,7 @@
 // 5 s; at most 64 connections are open at once, and a new one drops the
 // oldest still reading its request. stats() counts both kinds of drop.
 //
-// Thread safety: Handle() before Start(); Start/Stop from one thread;
+// Thread safety: Handle() and Protect() before Start(); Start/Stop from one thread;
 // stats() from any thread.
 #pragma once
 
@@ -45,6 +45,10 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   void Handle(const std::string& path, Handler handler);
+  // Requests for `path` must carry "Authorization: Bearer <bearer_token>"
+  // (compared in constant time); others get 401 with WWW-Authenticate.
+  // Before Start().
+  void Protect(const std::string& path, std::string bearer_token);
   // Binds 0.0.0.0:port (0 = any free port) and starts serving. Returns the
   // bound port, or INVALID_PARAMS when the port cannot be bound.
   Result<uint16_t> Start(uint16_t port);
@@ -60,6 +64,7 @@ class HttpServer {
   bool Progress(Conn* c);
 
   std::map<std::string, Handler> handlers_;
+  std::map<std::string, std::string> bearer_tokens_;  // path -> token
   int listen_fd_ = -1;
   PollThread loop_;
   Clock::time_point accept_backoff_until_{};  // Serve()'s thread only

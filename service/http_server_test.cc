@@ -190,6 +190,34 @@ TEST_F(HttpServerTest, QueryStringIsIgnoredAndHttp10BareNewlinesAccepted) {
   EXPECT_EQ(BodyOf(response), "ok\n");
 }
 
+TEST(HttpServerProtectTest, AProtectedPathNeedsTheBearerTokenOthersStayOpen) {
+  HttpServer server;
+  server.Handle("/metrics", [] { return HttpResponse{200, "text/plain", "secret figures\n"}; });
+  server.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+  server.Protect("/metrics", "scrape-token");
+  auto port = server.Start(0);
+  ASSERT_TRUE(port.ok());
+  std::string response = Get(*port, "/metrics");
+  EXPECT_EQ(StatusOf(response), 401) << response;
+  EXPECT_TRUE(HasHeader(response, "WWW-Authenticate: Bearer")) << response;
+  EXPECT_EQ(BodyOf(response).find("secret"), std::string::npos);
+  for (const char* header : {"Authorization: Bearer wrong-token\r\n",
+                             "Authorization: Bearer scrape-token-and-more\r\n",
+                             "Authorization: Basic scrape-token\r\n",
+                             "X-Authorization: Bearer scrape-token\r\n"}) {
+    std::string r = Exchange(*port, std::string("GET /metrics HTTP/1.1\r\n") + header + "\r\n");
+    EXPECT_EQ(StatusOf(r), 401) << header;
+  }
+  for (const char* header : {"Authorization: Bearer scrape-token\r\n",
+                             "authorization:Bearer scrape-token\r\n"}) {
+    std::string r = Exchange(*port, std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n") +
+                                        header + "\r\n");
+    EXPECT_EQ(StatusOf(r), 200) << header << r;
+    EXPECT_EQ(BodyOf(r), "secret figures\n");
+  }
+  EXPECT_EQ(StatusOf(Get(*port, "/health")), 200) << "/health stays open";
+}
+
 TEST_F(HttpServerTest, UnknownPathIs404) {
   std::string response = Get(port_, "/nope");
   EXPECT_EQ(StatusOf(response), 404) << response;

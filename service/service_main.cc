@@ -27,12 +27,14 @@ int StopSignals::Wait(std::string_view program, std::string_view doing) const {
 }
 
 Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& metrics,
-                                       int64_t port, std::string_view program) {
+                                       int64_t port, std::string_view program,
+                                       const std::string& metrics_token) {
   http.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
   http.Handle("/metrics", [&metrics] {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
                         metrics.RenderPrometheus()};
   });
+  if (!metrics_token.empty()) http.Protect("/metrics", metrics_token);
   Result<uint16_t> bound = ErrorCode::INVALID_PARAMS;
   if (port >= 0 && port <= 65535) bound = http.Start(static_cast<uint16_t>(port));
   if (!bound.ok()) {

@@ -10,7 +10,9 @@
 // stderr; the destructor restores the previous mask.
 //
 // ServeHealthAndMetrics: GET /health answers "ok\n"; GET /metrics renders
-// `metrics` (which must outlive the server) as Prometheus text.
+// `metrics` (which must outlive the server) as Prometheus text, to requests
+// bearing "Authorization: Bearer <metrics_token>" when that is not empty
+// (--metrics_token_file; docs/security.md).
 //
 // Thread safety: StopSignals is used by the thread that made it.
 // ServeHealthAndMetrics as HttpServer::Handle/Start (before/at start-up).
@@ -47,7 +49,8 @@ class StopSignals {
 // free port). On failure prints "<program>: cannot serve --metrics_port=<port>"
 // and returns the error; else the bound port.
 Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& metrics,
-                                       int64_t port, std::string_view program);
+                                       int64_t port, std::string_view program,
+                                       const std::string& metrics_token = "");
 
 // Registers `http`'s connection counters (HttpServerStats) under the two
 // names given (a literal each at the call site, so docs/metrics.md's check
