@@ -31,22 +31,11 @@ script=bench_auth
 # shellcheck source=scripts/lib/cluster.sh
 . "$root/scripts/lib/cluster.sh"
 
-build="$(build_tree "${1:-}")"
-master_bin="$(find_binary "$build" shelfmark-master)"
-node_bin="$(find_binary "$build" shelfmark-node)"
-perf_bin="$(find_binary "$build" shelfmark-perf)"
+cluster_binaries "${1:-}"
 
 mkdir -p "$(dirname "$out")"
 : > "$out"
-work="$(mktemp -d)"
-master_pid=""
-node_pid=""
-cleanup() {
-  stop_pid "$node_pid" || true
-  stop_pid "$master_pid" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+cluster_workdir
 unset SHELFMARK_CLUSTER_TOKEN SHELFMARK_MASTER_TOKEN
 
 (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '/+=\n' > "$work/token")

@@ -26,21 +26,10 @@ script=bench_get
 # shellcheck source=scripts/lib/cluster.sh
 . "$root/scripts/lib/cluster.sh"
 
-build="$(build_tree "${1:-}")"
-master_bin="$(find_binary "$build" shelfmark-master)"
-node_bin="$(find_binary "$build" shelfmark-node)"
-perf_bin="$(find_binary "$build" shelfmark-perf)"
+cluster_binaries "${1:-}"
 
 mkdir -p "$(dirname "$out")"
-work="$(mktemp -d)"
-master_pid=""
-node_pid=""
-cleanup() {
-  stop_pid "$node_pid" || true
-  stop_pid "$master_pid" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+cluster_workdir
 
 start_master "$master_bin" "$work/master.err" --enable_offload
 log "master pid $master_pid rpc port $rpc_port"

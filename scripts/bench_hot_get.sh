@@ -30,10 +30,7 @@ script=bench_hot_get
 # shellcheck source=scripts/lib/cluster.sh
 . "$root/scripts/lib/cluster.sh"
 
-build="$(build_tree "${1:-}")"
-master_bin="$(find_binary "$build" shelfmark-master)"
-node_bin="$(find_binary "$build" shelfmark-node)"
-perf_bin="$(find_binary "$build" shelfmark-perf)"
+cluster_binaries "${1:-}"
 
 mkdir -p "$(dirname "$out")"
 : > "$out"

@@ -26,10 +26,7 @@ script=bench_read
 # shellcheck source=scripts/lib/cluster.sh
 . "$root/scripts/lib/cluster.sh"
 
-build="$(build_tree "${1:-}")"
-master_bin="$(find_binary "$build" shelfmark-master)"
-node_bin="$(find_binary "$build" shelfmark-node)"
-perf_bin="$(find_binary "$build" shelfmark-perf)"
+cluster_binaries "${1:-}"
 
 mkdir -p "$(dirname "$out")"
 logdir="$(mktemp -d)"

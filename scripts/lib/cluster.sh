@@ -31,6 +31,27 @@ find_binary() {
   echo "$path"
 }
 
+# cluster_binaries [BUILD_DIR]: sets `build` (build_tree) and the globals
+# master_bin, node_bin and perf_bin (find_binary) for the benchmarks that
+# start a cluster.
+# shellcheck disable=SC2034  # the globals are the sourcing script's
+cluster_binaries() {
+  build="$(build_tree "${1:-}")"
+  master_bin="$(find_binary "$build" shelfmark-master)"
+  node_bin="$(find_binary "$build" shelfmark-node)"
+  perf_bin="$(find_binary "$build" shelfmark-perf)"
+}
+
+# cluster_workdir: a temporary directory `work`, empty `master_pid` and
+# `node_pid`, and an EXIT trap that stops both processes and removes `work`.
+# shellcheck disable=SC2034  # the globals are the sourcing script's
+cluster_workdir() {
+  work="$(mktemp -d)"
+  master_pid=""
+  node_pid=""
+  trap 'stop_pid "$node_pid" || true; stop_pid "$master_pid" || true; rm -rf "$work"' EXIT
+}
+
 # free_port: a TCP port nobody listens on (for servers that cannot bind port 0).
 free_port() {
   local p
