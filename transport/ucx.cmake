@@ -6,7 +6,11 @@ pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 shelfmark_library(transport
   SOURCES am_transport.cc loopback_am.cc loopback_engine.cc transport_set.cc ucx_context.cc
           ucx_engine.cc ucx_am.cc ucx_wire.cc ucx_address_server.cc local_share.cc
-  DEPS shelfmark::common PkgConfig::UCX Threads::Threads)
+          challenge_book.cc
+  DEPS shelfmark::common shelfmark::auth PkgConfig::UCX Threads::Threads)
+
+shelfmark_test(challenge_book_test SOURCES challenge_book_test.cc DEPS shelfmark::transport
+  LABELS unit)
 
 shelfmark_test(loopback_engine_test SOURCES loopback_engine_test.cc DEPS shelfmark::transport
   LABELS unit TIMEOUT 60)
@@ -24,4 +28,5 @@ shelfmark_test(am_transport_test SOURCES am_transport_test.cc
   DEPS shelfmark::transport shelfmark::testing LABELS unit TIMEOUT 120)
 
 # libFuzzer over the hello decoders (clang builds; ctest label fuzz).
-shelfmark_fuzzer(ucx_wire_fuzz SOURCES ucx_wire_fuzz.cc ucx_wire.cc DEPS shelfmark::common)
+shelfmark_fuzzer(ucx_wire_fuzz SOURCES ucx_wire_fuzz.cc ucx_wire.cc
+  DEPS shelfmark::common shelfmark::auth)

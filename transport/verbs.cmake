@@ -1,7 +1,7 @@
 # RDMA verbs engine (libibverbs + librdmacm from Debian's libibverbs-dev and
-# librdmacm-dev): library shelfmark::transport_verbs. Built only where
-# rdma-core's headers and libraries exist; binaries test for the target
-# (transport/rdma_plugin.h).
+# librdmacm-dev): library shelfmark::transport_verbs, on shelfmark::transport
+# (the handshake's ChallengeBook). Built only where rdma-core's headers and
+# libraries exist; binaries test for the target (transport/rdma_plugin.h).
 find_path(SHELFMARK_VERBS_INCLUDE infiniband/verbs.h)
 find_path(SHELFMARK_RDMACM_INCLUDE rdma/rdma_cma.h)
 find_library(SHELFMARK_IBVERBS_LIB ibverbs)
@@ -14,7 +14,7 @@ endif()
 
 shelfmark_library(transport_verbs
   SOURCES verbs_device.cc verbs_connection.cc verbs_engine.cc
-  DEPS shelfmark::common ${SHELFMARK_IBVERBS_LIB} ${SHELFMARK_RDMACM_LIB} Threads::Threads)
+  DEPS shelfmark::transport ${SHELFMARK_IBVERBS_LIB} ${SHELFMARK_RDMACM_LIB} Threads::Threads)
 
 # On a host without an RDMA device the device tests skip ("no RDMA device");
 # the same binary runs them inside the soft-RoCE VM (label softroce below).
