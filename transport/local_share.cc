@@ -3,42 +3,114 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "common/socket_io.h"
 #include "common/wire_bytes.h"
+#include "transport/proof_parts.h"
 
 namespace shelfmark {
+namespace local_share_wire {
 namespace {
 
 constexpr uint32_t kMagic = 0x534c4d53;  // "SMLS"
-constexpr uint8_t kVersion = 1;
-constexpr int kDeadlineMs = 500;          // per connection, node side
-constexpr size_t kMaxHello = 4096 + 16;  // a hello with a token of up to 4 KiB
+constexpr uint8_t kVersion = 2;          // 2: challenge-response instead of the token
 
-std::string EncodeHello(std::string_view token) {
-  return wire::Writer().Put(kMagic).Put(kVersion).Bytes(token).Take();
+struct ClientAnswer {
+  auth::Nonce client_nonce{};
+  auth::Proof proof{};
+};
+
+auth::Proof ClientProof(std::string_view token, std::string_view name,
+                        const auth::Nonce& node_nonce, const auth::Nonce& client_nonce) {
+  return auth::Prove(token, "share/client",
+                     {auth::Bytes(node_nonce), auth::Bytes(client_nonce), name});
 }
 
-std::string EncodeReply(bool accepted, uint64_t base, uint64_t size) {
+auth::Proof NodeProof(std::string_view token, std::string_view name,
+                      const auth::Nonce& node_nonce, const auth::Nonce& client_nonce,
+                      uint64_t base, uint64_t size) {
+  return auth::Prove(token, "share/node",
+                     {auth::Bytes(node_nonce), auth::Bytes(client_nonce), name, Le64Part(base),
+                      Le64Part(size)});
+}
+
+std::optional<ClientAnswer> DecodeAnswer(std::string_view bytes) {
+  wire::Reader in(bytes.data(), bytes.size());
+  const auto magic = in.Get<uint32_t>();
+  const auto version = in.Get<uint8_t>();
+  ClientAnswer answer;
+  answer.client_nonce = in.Get<auth::Nonce>();
+  answer.proof = in.Get<auth::Proof>();
+  if (!in.done() || magic != kMagic || version != kVersion) return std::nullopt;
+  return answer;
+}
+
+std::string EncodeReply(const Reply& reply) {
   return wire::Writer()
       .Put(kMagic)
       .Put(kVersion)
-      .Put(static_cast<uint8_t>(accepted))
-      .Put(base)
-      .Put(size)
+      .Put(static_cast<uint8_t>(reply.accepted))
+      .Put(reply.base)
+      .Put(reply.size)
+      .Put(reply.proof)
       .Take();
 }
+
+}  // namespace
+
+std::string EncodeChallenge(const auth::Nonce& node_nonce) {
+  return wire::Writer().Put(kMagic).Put(kVersion).Put(node_nonce).Take();
+}
+
+std::optional<auth::Nonce> DecodeChallenge(std::string_view bytes) {
+  wire::Reader in(bytes.data(), bytes.size());
+  const auto magic = in.Get<uint32_t>();
+  const auto version = in.Get<uint8_t>();
+  const auto nonce = in.Get<auth::Nonce>();
+  if (!in.done() || magic != kMagic || version != kVersion) return std::nullopt;
+  return nonce;
+}
+
+std::string EncodeAnswer(std::string_view token, std::string_view name,
+                         const auth::Nonce& node_nonce, const auth::Nonce& client_nonce) {
+  return wire::Writer()
+      .Put(kMagic)
+      .Put(kVersion)
+      .Put(client_nonce)
+      .Put(ClientProof(token, name, node_nonce, client_nonce))
+      .Take();
+}
+
+std::optional<Reply> DecodeReply(std::string_view bytes) {
+  wire::Reader in(bytes.data(), bytes.size());
+  const auto magic = in.Get<uint32_t>();
+  const auto version = in.Get<uint8_t>();
+  const auto accepted = in.Get<uint8_t>();
+  Reply reply;
+  reply.base = in.Get<uint64_t>();
+  reply.size = in.Get<uint64_t>();
+  reply.proof = in.Get<auth::Proof>();
+  if (!in.done() || magic != kMagic || version != kVersion || accepted > 1) return std::nullopt;
+  reply.accepted = accepted == 1;
+  return reply;
+}
+
+}  // namespace local_share_wire
+
+namespace {
+
+using namespace local_share_wire;
+
+constexpr int kDeadlineMs = 500;  // per connection, node side
 
 sockaddr_un AbstractAddress(std::string_view name, socklen_t* len) {
   sockaddr_un addr{};
@@ -51,10 +123,7 @@ sockaddr_un AbstractAddress(std::string_view name, socklen_t* len) {
 
 std::string RandomName() {
   uint64_t bits[2] = {};
-  if (getrandom(bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
-    bits[0] = static_cast<uint64_t>(getpid());
-    bits[1] = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  }
+  auth::RandomBytes(bits, sizeof(bits));
   char name[64];
   std::snprintf(name, sizeof(name), "shelfmark-share-%016llx%016llx",
                 static_cast<unsigned long long>(bits[0]), static_cast<unsigned long long>(bits[1]));
@@ -63,19 +132,15 @@ std::string RandomName() {
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
-// Reads up to `max` bytes until the peer stops sending or the deadline.
-std::string ReadHello(int fd) {
+// Reads up to `size` bytes, each wait bounded by `timeout_ms`, until the
+// peer stops sending.
+std::string ReadUpTo(int fd, size_t size, int timeout_ms) {
   std::string in;
-  char buf[1024];
-  while (in.size() < kMaxHello && WaitFd(fd, POLLIN, kDeadlineMs)) {
-    const ssize_t n = recv(fd, buf, std::min(sizeof(buf), kMaxHello - in.size()), MSG_DONTWAIT);
+  char buf[256];
+  while (in.size() < size && WaitFd(fd, POLLIN, timeout_ms)) {
+    const ssize_t n = recv(fd, buf, std::min(sizeof(buf), size - in.size()), MSG_DONTWAIT);
     if (n <= 0) break;
     in.append(buf, static_cast<size_t>(n));
-    wire::Reader probe(in.data(), in.size());
-    probe.Get<uint32_t>();
-    probe.Get<uint8_t>();
-    probe.Bytes();
-    if (probe.done()) break;  // a whole hello
   }
   return in;
 }
@@ -127,13 +192,22 @@ void LocalShareServer::Serve() {
 }
 
 void LocalShareServer::Answer(int fd) {
-  const std::string in = ReadHello(fd);
-  wire::Reader hello(in.data(), in.size());
-  const auto magic = hello.Get<uint32_t>();
-  const auto version = hello.Get<uint8_t>();
-  const std::string token = hello.Bytes();
-  const bool accepted = hello.done() && magic == kMagic && version == kVersion && token == token_;
-  const std::string reply = EncodeReply(accepted, accepted ? base_ : 0, accepted ? size_ : 0);
+  const auth::Nonce node_nonce = auth::NewNonce();
+  if (!SendAll(fd, EncodeChallenge(node_nonce), kDeadlineMs)) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::optional<ClientAnswer> answer = DecodeAnswer(ReadUpTo(fd, kAnswerSize, kDeadlineMs));
+  const auth::Nonce client_nonce = answer ? answer->client_nonce : auth::Nonce{};
+  const bool accepted =
+      accept_any_answer_.load() ||
+      (answer && auth::ProofMatches(ClientProof(token_, name_, node_nonce, client_nonce),
+                                    auth::BytesOf(answer->proof)));
+  Reply verdict;
+  if (accepted) {
+    verdict = {true, base_, size_, NodeProof(token_, name_, node_nonce, client_nonce, base_, size_)};
+  }
+  const std::string reply = EncodeReply(verdict);
   iovec iov{const_cast<char*>(reply.data()), reply.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -177,12 +251,20 @@ std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_v
     *error = "local share: cannot reach " + std::string(name) + ": " + std::strerror(errno);
     return nullptr;
   }
-  if (!SendAll(fd.get(), EncodeHello(cluster_token), timeout_ms) ||
+  const std::optional<auth::Nonce> node_nonce =
+      DecodeChallenge(ReadUpTo(fd.get(), kChallengeSize, timeout_ms));
+  if (!node_nonce) {
+    *error = "local share: no challenge";
+    return nullptr;
+  }
+  const auth::Nonce client_nonce = auth::NewNonce();
+  if (!SendAll(fd.get(), EncodeAnswer(cluster_token, name, *node_nonce, client_nonce),
+               timeout_ms) ||
       !WaitFd(fd.get(), POLLIN, timeout_ms)) {
     *error = "local share: no answer";
     return nullptr;
   }
-  char buf[64];
+  char buf[kReplySize + 1];  // one more: a longer reply is not one
   iovec iov{buf, sizeof(buf)};
   alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
   msghdr msg{};
@@ -198,17 +280,25 @@ std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_v
     std::memcpy(fds, CMSG_DATA(cmsg), sizeof(fds));
   }
   UniqueFd memfd(fds[0]), pidfd(fds[1]);
-  wire::Reader in(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  const auto magic = in.Get<uint32_t>();
-  const auto version = in.Get<uint8_t>();
-  const auto accepted = in.Get<uint8_t>();
-  const auto base = in.Get<uint64_t>();
-  const auto size = in.Get<uint64_t>();
-  if (!in.done() || magic != kMagic || version != kVersion) {
+  const std::optional<Reply> reply =
+      DecodeReply(std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0));
+  if (!reply) {
     *error = "local share: bad answer";
     return nullptr;
   }
-  if (accepted != 1 || !memfd.valid() || !pidfd.valid() || size == 0) {
+  if (!reply->accepted) {
+    *error = "local share: refused";
+    return nullptr;
+  }
+  // Nothing of the node's is used before it proved the token.
+  const auth::Proof expected =
+      NodeProof(cluster_token, name, *node_nonce, client_nonce, reply->base, reply->size);
+  if (!auth::ProofMatches(expected, auth::BytesOf(reply->proof))) {
+    *error = "local share: " + std::string(name) + " did not prove the cluster token";
+    return nullptr;
+  }
+  const uint64_t base = reply->base, size = reply->size;
+  if (!memfd.valid() || !pidfd.valid() || size == 0) {
     *error = "local share: refused";
     return nullptr;
   }

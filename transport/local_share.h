@@ -3,13 +3,21 @@
 // MEMORY replicas with memcpy: no transport, no work by the node's CPU.
 //
 // LocalShareServer (node side): an abstract unix socket (its name is random
-// and published with the worker address, ucx_address_server.h). A client
-// sends {magic "SMLS", version, cluster token}; a right token is answered
-// {magic, version, accepted 1, segment base, size} with two descriptors
-// attached (SCM_RIGHTS): the segment's memfd and a pidfd of the node; a wrong
-// one gets accepted 0 and no descriptors. Each connection is served in turn
-// with a 500 ms deadline and closed; what a peer sends is read only up to the
-// size of a hello, so garbage costs it one connection.
+// and published with the worker address, ucx_address_server.h). Mutual
+// challenge-response (auth/proof.h), the token never sent:
+//   node -> client  challenge {magic "SMLS", version, node nonce}
+//   client -> node  answer    {magic, version, client nonce,
+//                              proof "share/client" over both nonces and the name}
+//   node -> client  reply     {magic, version, accepted, segment base, size,
+//                              proof "share/node" over both nonces, the name,
+//                              base and size}
+// A right proof is accepted with two descriptors attached (SCM_RIGHTS): the
+// segment's memfd and a pidfd of the node; a wrong one gets accepted 0, no
+// proof and no descriptors. The client maps nothing unless the node's proof
+// verifies. Each connection is served in turn with a 500 ms deadline and
+// closed; what a peer sends is read only up to the size of an answer, so
+// garbage costs it one connection. Every connection has a fresh node
+// nonce, so a recorded answer never verifies again.
 //
 // LocalMapping (client side): the mapping of one node's segment, made by
 // MapLocalShare, valid while the node process lives: Alive() polls the
@@ -29,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "auth/proof.h"
 #include "common/poll_thread.h"
 #include "common/result.h"
 
@@ -49,6 +58,10 @@ class LocalShareServer {
   uint64_t shared() const { return shared_.load(std::memory_order_relaxed); }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
+  // Fault hook for tests: accept every answer, proving with this server's
+  // own token (an impostor). Never set otherwise.
+  void TestingAcceptAnyAnswer() { accept_any_answer_.store(true); }
+
  private:
   LocalShareServer() = default;
   void Serve();
@@ -59,6 +72,7 @@ class LocalShareServer {
   uint64_t base_ = 0, size_ = 0;
   int memfd_ = -1, pidfd_ = -1, listen_fd_ = -1;
   std::atomic<uint64_t> shared_{0}, refused_{0};
+  std::atomic<bool> accept_any_answer_{false};
   PollThread loop_;
 };
 
@@ -88,11 +102,29 @@ class LocalMapping {
   int pidfd_ = -1;
 };
 
-// Maps the segment served at abstract socket `name`, proving `cluster_token`;
-// nullptr with *error saying why (no such socket: another network
-// namespace; refused token; bad answer; mmap failed).
+// Maps the segment served at abstract socket `name`, proving `cluster_token`
+// and checking the node's proof of it; nullptr with *error saying why (no
+// such socket: another network namespace; "refused"; "did not prove the
+// cluster token"; bad answer; mmap failed).
 std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_view cluster_token,
                                             int timeout_ms, std::string* error);
+
+// The handshake's messages (above), for tests that play a client by hand.
+namespace local_share_wire {
+inline constexpr size_t kChallengeSize = 4 + 1 + auth::kNonceBytes;
+inline constexpr size_t kAnswerSize = 4 + 1 + auth::kNonceBytes + auth::kProofBytes;
+inline constexpr size_t kReplySize = 4 + 1 + 1 + 8 + 8 + auth::kProofBytes;
+std::string EncodeChallenge(const auth::Nonce& node_nonce);
+std::optional<auth::Nonce> DecodeChallenge(std::string_view bytes);
+std::string EncodeAnswer(std::string_view token, std::string_view name,
+                         const auth::Nonce& node_nonce, const auth::Nonce& client_nonce);
+struct Reply {
+  bool accepted = false;
+  uint64_t base = 0, size = 0;
+  auth::Proof proof{};
+};
+std::optional<Reply> DecodeReply(std::string_view bytes);
+}  // namespace local_share_wire
 
 // An identity of this host's running kernel (its boot id): equal for every
 // process of one host, different across hosts and reboots; "" if unknown.

@@ -1,5 +1,6 @@
 #include "transport/local_share.h"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,6 +17,29 @@
 
 namespace shelfmark {
 namespace {
+
+// A connection to the share `name`, as a client would open it.
+UniqueFd ConnectShare(const std::string& name) {
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) return UniqueFd();
+  return fd;
+}
+
+// Reads exactly `size` bytes ("" when the peer stops first).
+std::string ReadExactly(int fd, size_t size) {
+  std::string in(size, '\0');
+  size_t got = 0;
+  while (got < size && WaitFd(fd, POLLIN, 5000)) {
+    const ssize_t n = recv(fd, in.data() + got, size - got, 0);  // drops any descriptors
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got == size ? in : "";
+}
 
 class LocalShareTest : public ::testing::Test {
  protected:
@@ -64,18 +88,60 @@ TEST_F(LocalShareTest, AWrongTokenOrGarbageGetsNothingAndTheServerGoesOn) {
   EXPECT_EQ(MapLocalShare(server_->name(), "guess", 2000, &error), nullptr);
   EXPECT_NE(error.find("refused"), std::string::npos) << error;
   for (size_t size : {size_t{1}, size_t{4096}, size_t{65536}}) {
-    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path + 1, server_->name().data(), server_->name().size());
-    const socklen_t len =
-        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + server_->name().size());
-    ASSERT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len), 0);
+    UniqueFd fd = ConnectShare(server_->name());
+    ASSERT_TRUE(fd.valid());
     SendAll(fd.get(), std::string(size, '\0'), 1000);
   }
   auto mapping = MapLocalShare(server_->name(), "secret", 2000, &error);
   EXPECT_NE(mapping, nullptr) << error;
   EXPECT_TRUE(testing::WaitFor([&] { return server_->refused() >= 2; }, 5000));
+}
+
+// The token never travels: a client proves it over the node's fresh nonce,
+// so an answer recorded on one connection is refused on the next.
+TEST_F(LocalShareTest, ARecordedAnswerIsRefusedAgainstAFreshChallenge) {
+  namespace w = local_share_wire;
+  UniqueFd first = ConnectShare(server_->name());
+  ASSERT_TRUE(first.valid());
+  std::optional<auth::Nonce> nonce = w::DecodeChallenge(ReadExactly(first.get(), w::kChallengeSize));
+  ASSERT_TRUE(nonce.has_value());
+  const std::string recorded = w::EncodeAnswer("secret", server_->name(), *nonce, auth::NewNonce());
+  EXPECT_EQ(recorded.find("secret"), std::string::npos);
+  ASSERT_TRUE(SendAll(first.get(), recorded, 1000));
+  std::optional<w::Reply> reply = w::DecodeReply(ReadExactly(first.get(), w::kReplySize));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_TRUE(reply->accepted);  // the answer was good where it was made
+
+  UniqueFd second = ConnectShare(server_->name());
+  ASSERT_TRUE(second.valid());
+  std::optional<auth::Nonce> fresh =
+      w::DecodeChallenge(ReadExactly(second.get(), w::kChallengeSize));
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_NE(*fresh, *nonce);
+  ASSERT_TRUE(SendAll(second.get(), recorded, 1000));
+  reply = w::DecodeReply(ReadExactly(second.get(), w::kReplySize));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(reply->accepted);
+  EXPECT_EQ(reply->size, 0u);
+  EXPECT_TRUE(testing::WaitFor([&] { return server_->refused() == 1; }, 5000));
+  EXPECT_EQ(server_->shared(), 1u);
+}
+
+// A server that accepts anyone but cannot prove the token (it holds
+// another): the client maps nothing, though descriptors were offered.
+TEST_F(LocalShareTest, AServerThatCannotProveTheTokenIsNotMapped) {
+  auto impostor = LocalShareServer::Start(memfd_.get(), 0x10000, kSize, "other");
+  ASSERT_TRUE(impostor.ok());
+  (*impostor)->TestingAcceptAnyAnswer();
+  std::string error;
+  EXPECT_EQ(MapLocalShare((*impostor)->name(), "secret", 2000, &error), nullptr);
+  EXPECT_NE(error.find("did not prove the cluster token"), std::string::npos) << error;
+  EXPECT_TRUE(testing::WaitFor([&] { return (*impostor)->shared() == 1; }, 5000));
+  // Without the hook the same server refuses the client outright.
+  auto honest = LocalShareServer::Start(memfd_.get(), 0x10000, kSize, "other");
+  ASSERT_TRUE(honest.ok());
+  EXPECT_EQ(MapLocalShare((*honest)->name(), "secret", 2000, &error), nullptr);
+  EXPECT_NE(error.find("refused"), std::string::npos) << error;
 }
 
 TEST_F(LocalShareTest, NoSuchShareSaysSo) {

@@ -72,7 +72,9 @@ struct TransferStatus {
 
 struct TransportOptions {
   UUID client_id;             // sent with every connection
-  std::string cluster_token;  // sent by clients, checked by nodes ("" accepts "")
+  // Proven by both sides of every connection, never sent (docs/transport.md);
+  // "" proves "".
+  std::string cluster_token;
   std::string listen_ip;      // node side: address to listen on ("" : no listener)
   uint16_t listen_port = 0;   // 0: any free port (endpoint() tells which)
   std::string device;         // rdma: device name ("" : first device)
@@ -90,6 +92,9 @@ struct EngineCounters {
   uint64_t failed_transfers = 0;
   uint64_t accepted = 0;  // listening side: connections accepted
   uint64_t rejected = 0;  // listening side: connect requests rejected (e.g. a wrong token)
+  // Listening side: of the rejected, handshakes naming a challenge that was
+  // not outstanding (a replay, an expired or never issued one).
+  uint64_t stale_challenges = 0;
   // Same-host reads served from a node's segment mapped into this process
   // (ucx: transport/local_share.h): no transport, no work by the node.
   uint64_t local_reads = 0;

@@ -21,8 +21,8 @@ shelfmark_test(local_share_test SOURCES local_share_test.cc
   DEPS shelfmark::transport shelfmark::testing LABELS unit)
 shelfmark_test(transport_set_test SOURCES transport_set_test.cc DEPS shelfmark::transport
   LABELS unit TIMEOUT 60)
-shelfmark_test(ucx_engine_test SOURCES ucx_engine_test.cc DEPS shelfmark::transport
-  LABELS unit TIMEOUT 120)
+shelfmark_test(ucx_engine_test SOURCES ucx_engine_test.cc
+  DEPS shelfmark::transport shelfmark::testing LABELS unit TIMEOUT 120)
 # The AmTransport contract on both implementations (UcxAm, LoopbackAm).
 shelfmark_test(am_transport_test SOURCES am_transport_test.cc
   DEPS shelfmark::transport shelfmark::testing LABELS unit TIMEOUT 120)

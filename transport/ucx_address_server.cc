@@ -24,8 +24,10 @@ int64_t NowMs() { return SteadyClock().NowMs(); }
 
 Result<std::unique_ptr<UcxAddressServer>> UcxAddressServer::Start(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const ucx_wire::NodeAddress& address) {
+                                                                   const ucx_wire::NodeAddress& address,
+                                                                   ChallengeBook* challenges) {
   std::unique_ptr<UcxAddressServer> server(new UcxAddressServer());
+  server->challenges_ = challenges;
   server->Update(address);
   server->listen_fd_ = ListenTcp(ip, port, kBacklog);
   if (server->listen_fd_ < 0) return ErrorCode::INVALID_PARAMS;
@@ -42,9 +44,8 @@ UcxAddressServer::~UcxAddressServer() {
 }
 
 void UcxAddressServer::Update(const ucx_wire::NodeAddress& address) {
-  std::string message = ucx_wire::EncodeNodeAddress(address);
   MutexLock lock(&mu_);
-  message_ = std::move(message);
+  address_ = address;
 }
 
 void UcxAddressServer::Serve() {
@@ -63,9 +64,9 @@ void UcxAddressServer::Serve() {
   }
 }
 
-// Each connection gets the whole message in one non-blocking send (it fits
-// any socket buffer) and is closed; a peer that cannot take it reads a
-// short message and fails to decode it.
+// Each connection gets the whole message, with a challenge of its own, in
+// one non-blocking send (it fits any socket buffer) and is closed; a peer
+// that cannot take it reads a short message and fails to decode it.
 void UcxAddressServer::AcceptAll() {
   for (;;) {
     UniqueFd fd(accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
@@ -74,9 +75,16 @@ void UcxAddressServer::AcceptAll() {
       if (errno != EAGAIN && errno != EWOULDBLOCK) backoff_until_ms_ = NowMs() + kAcceptBackoffMs;
       return;
     }
-    MutexLock lock(&mu_);
-    if (send(fd.get(), message_.data(), message_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
-        static_cast<ssize_t>(message_.size())) {
+    const ChallengeBook::Challenge challenge = challenges_->Issue();
+    std::string message;
+    {
+      MutexLock lock(&mu_);
+      address_.ticket = challenge.ticket;
+      address_.nonce = challenge.nonce;
+      message = ucx_wire::EncodeNodeAddress(address_);
+    }
+    if (send(fd.get(), message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+        static_cast<ssize_t>(message.size())) {
       served_.fetch_add(1, std::memory_order_relaxed);
     }
   }

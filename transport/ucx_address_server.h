@@ -1,13 +1,15 @@
 // UcxAddressServer: how clients learn a node's UCX worker address (and its
 // local share, local_share.h). The node listens on its endpoint's TCP port
 // ("ip:port", the endpoint the master publishes); every connection is sent
-// the encoded address (ucx_wire::EncodeNodeAddress) and closed at once. Nothing is ever read
+// the encoded address (ucx_wire::EncodeNodeAddress) with a challenge issued
+// for it alone (ChallengeBook: the hello must answer it) and closed at
+// once. Nothing is ever read
 // from a connection, so whatever bytes a peer sends cannot reach a parser
 // (this replaced UCX's sockaddr listener, which aborted the node on 4 KiB of
 // zeros). Accept errors (out of descriptors) back off and go on; the loop
 // never ends before Stop.
 //
-// FetchUcxWorkerAddress: the client half: connects to "host:port", reads
+// FetchUcxNodeAddress: the client half: connects to "host:port", reads
 // until the node closes (at most ucx_wire::kMaxWorkerAddress bytes), decodes.
 //
 // Thread safety: Start and the destructor from one thread; Update() and
@@ -24,6 +26,7 @@
 #include "common/mutex.h"
 #include "common/poll_thread.h"
 #include "common/result.h"
+#include "transport/challenge_book.h"
 #include "transport/ucx_wire.h"
 
 namespace shelfmark {
@@ -31,9 +34,12 @@ namespace shelfmark {
 class UcxAddressServer {
  public:
   // Listens on numeric `ip` and `port` (0: any free port) and serves
-  // `worker_address`. INVALID_PARAMS when the address cannot be bound.
+  // `address` with a challenge from `challenges` (which outlives the
+  // server; address.ticket and nonce are ignored). INVALID_PARAMS when the
+  // address cannot be bound.
   static Result<std::unique_ptr<UcxAddressServer>> Start(const std::string& ip, uint16_t port,
-                                                          const ucx_wire::NodeAddress& address);
+                                                          const ucx_wire::NodeAddress& address,
+                                                          ChallengeBook* challenges);
   ~UcxAddressServer();
   UcxAddressServer(const UcxAddressServer&) = delete;
   UcxAddressServer& operator=(const UcxAddressServer&) = delete;
@@ -49,7 +55,8 @@ class UcxAddressServer {
   void AcceptAll();
 
   Mutex mu_;
-  std::string message_ GUARDED_BY(mu_);  // the encoded address
+  ucx_wire::NodeAddress address_ GUARDED_BY(mu_);
+  ChallengeBook* challenges_ = nullptr;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   int64_t backoff_until_ms_ = 0;  // serve thread only

@@ -18,9 +18,17 @@ std::string Endpoint(const UcxAddressServer& server) {
   return "127.0.0.1:" + std::to_string(server.port());
 }
 
+// What was served, less the challenge.
+ucx_wire::NodeAddress WithoutChallenge(ucx_wire::NodeAddress address) {
+  address.ticket = 0;
+  address.nonce = {};
+  return address;
+}
+
 TEST(UcxAddressServer, EveryConnectionGetsTheAddressWhateverItSends) {
+  ChallengeBook challenges;
   const ucx_wire::NodeAddress address{std::string("\x02worker\0address", 15), "boot", ""};
-  auto server = UcxAddressServer::Start("127.0.0.1", 0, address);
+  auto server = UcxAddressServer::Start("127.0.0.1", 0, address, &challenges);
   ASSERT_TRUE(server.ok());
   ASSERT_NE((*server)->port(), 0);
   for (int i = 0; i < 3; ++i) {
@@ -30,23 +38,46 @@ TEST(UcxAddressServer, EveryConnectionGetsTheAddressWhateverItSends) {
     std::string error;
     auto fetched = FetchUcxNodeAddress(Endpoint(**server), 5000, &error);
     ASSERT_TRUE(fetched.has_value()) << error;
-    EXPECT_EQ(*fetched, address);
+    EXPECT_EQ(WithoutChallenge(*fetched), address);
   }
   EXPECT_GE((*server)->served(), 3u);
   const ucx_wire::NodeAddress shared{"w", "boot", "share-name"};
   (*server)->Update(shared);
   std::string error;
-  EXPECT_EQ(FetchUcxNodeAddress(Endpoint(**server), 5000, &error), shared) << error;
+  auto fetched = FetchUcxNodeAddress(Endpoint(**server), 5000, &error);
+  ASSERT_TRUE(fetched.has_value()) << error;
+  EXPECT_EQ(WithoutChallenge(*fetched), shared);
+}
+
+// Every connection is a challenge of its own, which the book hands back
+// once: the hello that answers it is the only one that can.
+TEST(UcxAddressServer, EachConnectionGetsAFreshChallengeFromTheBook) {
+  ChallengeBook challenges;
+  auto server = UcxAddressServer::Start("127.0.0.1", 0, {"w", "", ""}, &challenges);
+  ASSERT_TRUE(server.ok());
+  std::string error;
+  auto first = FetchUcxNodeAddress(Endpoint(**server), 5000, &error);
+  auto second = FetchUcxNodeAddress(Endpoint(**server), 5000, &error);
+  ASSERT_TRUE(first.has_value() && second.has_value()) << error;
+  EXPECT_NE(first->ticket, second->ticket);
+  EXPECT_NE(first->nonce, second->nonce);
+  auto issued = challenges.Take(first->ticket);
+  ASSERT_TRUE(issued.has_value());
+  EXPECT_EQ(issued->nonce, first->nonce);
+  EXPECT_FALSE(challenges.Take(first->ticket).has_value());
+  EXPECT_TRUE(challenges.Take(second->ticket).has_value());
 }
 
 TEST(UcxAddressServer, APortInUseIsInvalidParams) {
+  ChallengeBook challenges;
   const ucx_wire::NodeAddress a{"a", "", ""};
-  auto first = UcxAddressServer::Start("127.0.0.1", 0, a);
+  auto first = UcxAddressServer::Start("127.0.0.1", 0, a, &challenges);
   ASSERT_TRUE(first.ok());
   // SO_REUSEADDR does not let a second listener bind a listening port.
-  auto second = UcxAddressServer::Start("127.0.0.1", (*first)->port(), a);
+  auto second = UcxAddressServer::Start("127.0.0.1", (*first)->port(), a, &challenges);
   EXPECT_EQ(second.error(), ErrorCode::INVALID_PARAMS);
-  EXPECT_EQ(UcxAddressServer::Start("not-an-ip", 0, a).error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(UcxAddressServer::Start("not-an-ip", 0, a, &challenges).error(),
+            ErrorCode::INVALID_PARAMS);
 }
 
 TEST(UcxAddressServer, FetchSaysWhyItFailed) {

@@ -1,7 +1,6 @@
 #include "transport/ucx_context.h"
 
 #include <poll.h>
-#include <sys/random.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -38,16 +37,11 @@ bool PlausiblePackedRkey(std::string_view packed) {
   return true;
 }
 
-// 64 random bits for a session secret (getrandom never fails for 8 bytes
-// once the pool is initialised; a short read falls back to the clock mixed
-// with the address of a local, still never 0).
+// 64 random bits for a session secret, never 0.
 uint64_t RandomSecret() {
   uint64_t secret = 0;
-  if (getrandom(&secret, sizeof(secret), 0) != static_cast<ssize_t>(sizeof(secret))) {
-    secret = static_cast<uint64_t>(UcxNowMs()) * 0x9e3779b97f4a7c15ull ^
-             reinterpret_cast<uintptr_t>(&secret);
-  }
-  return secret == 0 ? 1 : secret;
+  while (secret == 0) auth::RandomBytes(&secret, sizeof(secret));
+  return secret;
 }
 
 }  // namespace
@@ -129,7 +123,7 @@ Result<bool> UcxContext::Init() {
 
 Result<bool> UcxContext::StartAddressServer() {
   auto server = UcxAddressServer::Start(options_.listen_ip, options_.listen_port,
-                                        {worker_address_, boot_id_, ""});
+                                        {worker_address_, boot_id_, ""}, &challenges_);
   if (!server.ok()) return server.error();
   address_server_ = std::move(server.value());
   endpoint_ = HostPort{options_.listen_ip, address_server_->port()}.ToString();
@@ -357,6 +351,10 @@ std::shared_ptr<ClientConn> UcxContext::ConnectLocked(MutexLock& lock, std::stri
       *code = ErrorCode::ILLEGAL_CLIENT;
       *error = "ucx: " + conn->endpoint + " rejected the cluster token";
       break;
+    case ClientConn::State::UNAUTHENTICATED:
+      *code = ErrorCode::UNAUTHENTICATED;
+      *error = "ucx: " + conn->endpoint + " did not prove the cluster token";
+      break;
     case ClientConn::State::CLOSED:
       *code = ErrorCode::TRANSFER_FAIL;
       *error = "ucx: connection to " + conn->endpoint + " closed while connecting";
@@ -388,8 +386,13 @@ void UcxContext::StartHelloLocked(ClientConn& conn,
     conn.error = "ucx: connect to " + conn.endpoint + ": " + ucs_status_string(status);
     return;
   }
-  auto hello = std::make_shared<std::string>(ucx_wire::EncodeHello(
-      {conn.id, options_.client_id, options_.cluster_token, worker_address_}));
+  conn.node_nonce = address->nonce;
+  conn.hello = {conn.id, options_.client_id, address->ticket, auth::NewNonce(), {},
+                worker_address_};
+  conn.hello.proof = ucx_wire::UcxClientProof(options_.cluster_token, conn.node_nonce, conn.hello);
+  auto hello = std::make_shared<std::string>(ucx_wire::EncodeHello(conn.hello));
+  testing_.sent_hello = *hello;
+  if (!testing_.replay_hello.empty()) *hello = testing_.replay_hello;
   if (hello->size() > max_am_header_ || !SendOwnedLocked(conn.ep, kUcxAmHello, hello, nullptr)) {
     conn.state = ClientConn::State::FAILED;
     conn.error = "ucx: hello to " + conn.endpoint + " failed";
@@ -475,8 +478,12 @@ void UcxContext::OnClientEpError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status
   auto it = self->clients_by_id_.find(ep_arg->conn_id);
   if (it == self->clients_by_id_.end()) return;
   ClientConn& conn = *it->second;
-  // A rejection stays a rejection: the node closes the endpoint after it.
-  if (conn.state == ClientConn::State::REJECTED) return;
+  // A verdict stays: the node closes the endpoint after a rejection, and an
+  // unproven node is dropped by the waiting user.
+  if (conn.state == ClientConn::State::REJECTED ||
+      conn.state == ClientConn::State::UNAUTHENTICATED) {
+    return;
+  }
   conn.state = ClientConn::State::FAILED;
   conn.error = "ucx: connection to " + conn.endpoint + " failed: " + ucs_status_string(status);
 }
@@ -491,8 +498,22 @@ ucs_status_t UcxContext::OnHelloReply(void* arg, const void* header, size_t head
     self->CountDropped();
     return UCS_OK;
   }
-  it->second->state = reply->accepted ? ClientConn::State::READY : ClientConn::State::REJECTED;
-  it->second->session = reply->session;
+  ClientConn& conn = *it->second;
+  if (!reply->accepted) {
+    conn.state = ClientConn::State::REJECTED;
+    return UCS_OK;
+  }
+  // Accepted by a node that must now prove the token itself, over this
+  // connection's nonces and the session it issued; else no byte of an object
+  // is ever posted to it.
+  const auth::Proof expected =
+      ucx_wire::UcxNodeProof(self->options_.cluster_token, conn.node_nonce, conn.hello, *reply);
+  if (!auth::ProofMatches(expected, auth::BytesOf(reply->proof))) {
+    conn.state = ClientConn::State::UNAUTHENTICATED;
+    return UCS_OK;
+  }
+  conn.state = ClientConn::State::READY;
+  conn.session = reply->session;
   return UCS_OK;
 }
 
@@ -530,7 +551,15 @@ ucs_status_t UcxContext::OnHello(void* arg, const void* header, size_t header_le
 }
 
 void UcxContext::AnswerHelloLocked(const ucx_wire::Hello& hello) {
-  const bool accepted = hello.cluster_token == options_.cluster_token;
+  // The ticket is forgotten here whatever follows: a hello is answered once.
+  std::optional<ChallengeBook::Issued> issued = challenges_.Take(hello.ticket);
+  if (!issued) stale_hellos_.fetch_add(1, std::memory_order_relaxed);
+  const auth::Nonce node_nonce = issued ? issued->nonce : auth::Nonce{};
+  const bool accepted =
+      testing_.accept_any_hello ||
+      (issued && auth::ProofMatches(
+                     ucx_wire::UcxClientProof(options_.cluster_token, node_nonce, hello),
+                     auth::BytesOf(hello.proof)));
   NodeConn node;
   const uint64_t id = next_id_++;
   node.arg = std::make_unique<UcxEpArg>(UcxEpArg{this, id});
@@ -547,11 +576,12 @@ void UcxContext::AnswerHelloLocked(const ucx_wire::Hello& hello) {
     CountDropped();
     return;
   }
-  ucx_wire::HelloReply reply{accepted, hello.conn_id, {}};
+  ucx_wire::HelloReply reply{accepted, hello.conn_id, {}, {}};
   if (accepted) {
     node.secret = RandomSecret();
     node.client_id = hello.client_id;
     reply.session = {id, node.secret};
+    reply.proof = ucx_wire::UcxNodeProof(options_.cluster_token, node_nonce, hello, reply);
   }
   SendOwnedLocked(node.ep, kUcxAmHelloReply,
                   std::make_shared<std::string>(ucx_wire::EncodeHelloReply(reply)), nullptr);

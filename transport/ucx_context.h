@@ -6,16 +6,21 @@
 //    "ip:port": the node's worker address is fetched from that TCP port
 //    (ucx_address_server.h), the endpoint is created from it (so UCX picks
 //    shared memory or CMA lanes on one host, network lanes across hosts),
-//    then a hello {client id, cluster token, connection id, this worker's
-//    address} is answered by the node's verdict and, on acceptance, a
-//    session {id, secret} that every request carries; cached until UCX
+//    then a hello {client id, connection id, this worker's address, the
+//    node's ticket, a client nonce and a proof of the cluster token over
+//    both nonces} is answered by the node's verdict and, on acceptance, a
+//    session {id, secret} that every request carries and the node's own
+//    proof; the connection is READY only once that proof verified (else
+//    UNAUTHENTICATED: nothing is ever posted to it); cached until UCX
 //    reports the peer failed (the next user reconnects) or a user closes it;
 //  - node connections, one per accepted hello: the node creates its own
 //    endpoint to the client's worker address, on a second worker whose
 //    address is never published (so UCX never pairs it with the client's
 //    endpoint to the first); its replies travel on it, and its error
 //    callback tells when the client is gone. A request is served
-//    only when it carries a live session's id and secret. A wrong token is
+//    only when it carries a live session's id and secret. A hello whose
+//    ticket is not outstanding (replayed, expired, never issued: the
+//    ChallengeBook forgets a ticket once named) or whose proof is wrong is
 //    answered with a rejection on a temporary endpoint, closed after it.
 //
 // Progress: the progress thread sleeps on the workers' event fds (with a
@@ -46,7 +51,9 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "auth/proof.h"
 #include "common/result.h"
+#include "transport/challenge_book.h"
 #include "transport/transport.h"
 #include "transport/ucx_wire.h"
 
@@ -75,13 +82,19 @@ struct UcxEpArg {
 
 // A connection from this engine to a node.
 struct ClientConn {
-  enum class State { CONNECTING, READY, REJECTED, FAILED, CLOSED };
+  // UNAUTHENTICATED: the node accepted the hello but could not prove the
+  // cluster token (an impostor, or a node of another cluster).
+  enum class State { CONNECTING, READY, REJECTED, UNAUTHENTICATED, FAILED, CLOSED };
   std::string endpoint;
   uint64_t id = 0;  // echoed by the node's hello reply
   ucp_ep_h ep = nullptr;
   State state = State::CONNECTING;
   std::string error;  // why FAILED
   ucx_wire::Session session;  // the node's, once READY
+  // The handshake: the hello sent and the node nonce it answered; the
+  // node's proof is checked against both.
+  ucx_wire::Hello hello;
+  auth::Nonce node_nonce{};
   // The node's segment mapped here when it runs on this host and shares it
   // (local_share.h); reads covered by it are a memcpy.
   std::shared_ptr<LocalMapping> local;
@@ -106,8 +119,9 @@ class UcxContext {
 
   // The READY connection to `endpoint`, connecting (and waiting for the
   // node's hello verdict) until `deadline_ms` if needed. On failure *code is
-  // TRANSFER_FAIL (unreachable, timeout, connection lost) or ILLEGAL_CLIENT
-  // (token rejected) and *error says why.
+  // TRANSFER_FAIL (unreachable, timeout, connection lost), ILLEGAL_CLIENT
+  // (the node rejected the hello) or UNAUTHENTICATED (the node did not
+  // prove the cluster token) and *error says why.
   std::shared_ptr<ClientConn> ConnectLocked(MutexLock& lock, std::string_view endpoint, int64_t deadline_ms,
                                             ErrorCode* code, std::string* error) REQUIRES(mu_);
   // Closes `conn` (force: its outstanding operations complete with an error)
@@ -145,9 +159,12 @@ class UcxContext {
 
   void CountDropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  // Node side: hellos accepted and rejected (a wrong token) so far.
+  // Node side: hellos accepted and rejected (a wrong proof or a stale
+  // ticket) so far; of the rejected, those whose ticket was not outstanding
+  // (a replay, an expired or a never issued challenge).
   uint64_t accepted() const { return accepted_.load(std::memory_order_relaxed); }
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
+  uint64_t stale_hellos() const { return stale_hellos_.load(std::memory_order_relaxed); }
   // This worker's address as UCX packs it (what the address server serves).
   const std::string& worker_address() const { return worker_address_; }
   // Node side: offers [base, base + size) of `memfd` to clients on this host
@@ -160,6 +177,17 @@ class UcxContext {
   uint64_t local_map_failures() const {
     return local_map_failures_.load(std::memory_order_relaxed);
   }
+
+  // Fault hooks for tests (ucx_engine_test); never set otherwise.
+  struct Testing {
+    // Node: accepts every hello, proving with its own token (an impostor).
+    bool accept_any_hello = false;
+    // Client: the last hello sent, as encoded (what a recorder on the path sees).
+    std::string sent_hello;
+    // Client: sent instead of its own hello when not empty (a replay).
+    std::string replay_hello;
+  };
+  Testing& testing() REQUIRES(mu_) { return testing_; }
 
  private:
   struct NodeConn {
@@ -222,6 +250,8 @@ class UcxContext {
   int reply_efd_ = -1;
   std::string worker_address_;
   std::string boot_id_;  // this host's (local_share.h: HostBootId)
+  // Node side: issued by the address server, taken by hellos (outlives both).
+  ChallengeBook challenges_;
   std::unique_ptr<UcxAddressServer> address_server_;
   std::unique_ptr<LocalShareServer> share_;
   int efd_ = -1;
@@ -241,11 +271,13 @@ class UcxContext {
   std::map<std::string, std::shared_ptr<ClientConn>, std::less<>> clients_ GUARDED_BY(mu_);
   std::unordered_map<uint64_t, std::shared_ptr<ClientConn>> clients_by_id_ GUARDED_BY(mu_);
   std::unordered_map<uint64_t, NodeConn> nodes_ GUARDED_BY(mu_);
+  Testing testing_ GUARDED_BY(mu_);
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> local_maps_{0};
   std::atomic<uint64_t> local_map_failures_{0};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> stale_hellos_{0};
   std::thread thread_;
 };
 

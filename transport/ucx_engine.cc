@@ -151,6 +151,9 @@ std::optional<EngineCounters> UcxEngine::transfer_counters() const {
   c.local_reads = local_reads_.load(std::memory_order_relaxed);
   c.local_bytes_read = local_bytes_read_.load(std::memory_order_relaxed);
   c.local_maps = context_->local_maps();
+  c.accepted = context_->accepted();
+  c.rejected = context_->rejected();
+  c.stale_challenges = context_->stale_hellos();
   return c;
 }
 

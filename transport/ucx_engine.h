@@ -15,10 +15,12 @@
 // its rkey (ucp_rkey_pack): MemoryRegion.rkey is the packed rkey's bytes.
 //
 // Client side: the first Transfer() to an endpoint connects (fetches the
-// node's worker address from the endpoint, ucp_ep_create from it), sends a
-// hello {client id, cluster token, own worker address} and waits up to
-// connect_timeout_ms for the node's verdict; the connection is cached per
-// endpoint. Unpacked rkeys are cached per (connection, rkey bytes).
+// node's worker address and a challenge from the endpoint, ucp_ep_create
+// from it), sends a hello {client id, own worker address, a proof of the
+// cluster token over the node's and its own nonce} and waits up to
+// connect_timeout_ms for the node's verdict and the node's own proof; the
+// connection is cached per endpoint. Unpacked rkeys are cached per
+// (connection, rkey bytes).
 //
 // Transfer(): descriptor bounds and the local buffer (inside a region this
 // engine registered) are checked before anything is posted (INVALID_PARAMS);
@@ -44,11 +46,14 @@
 //    memory domain) are refused before ucp_ep_rkey_unpack() (which takes
 //    no length) and yield TRANSFER_FAIL; well-formed garbage may be
 //    accepted by UCX.
-//  - The cluster token is checked in the hello: a node answers a wrong
-//    token with a rejection (Transfer: TRANSFER_FAIL "... rejected the
-//    cluster token"; UcxAm::Call: ILLEGAL_CLIENT) and serves active
-//    messages only with the session it issued on acceptance. RMA cannot be refused per
-//    connection once a client holds a valid rkey (see above).
+//  - The cluster token is proven both ways in the hello (ucx_wire.h): a
+//    node answers a wrong proof or a replayed hello with a rejection
+//    (Transfer: TRANSFER_FAIL "... rejected the cluster token"; UcxAm::Call:
+//    ILLEGAL_CLIENT) and serves active messages only with the session it
+//    issued on acceptance; a client never posts to a node that did not
+//    prove the token (Transfer: TRANSFER_FAIL "... did not prove the
+//    cluster token"; UcxAm::Call: UNAUTHENTICATED). RMA cannot be refused
+//    per connection once a client holds a valid rkey (see above).
 //
 // Progress: a dedicated thread per engine sleeps on the worker's event fd and
 // progresses the worker whenever it has work, so RMA emulated over tcp, which
@@ -100,7 +105,8 @@ class UcxEngine final : public TransportEngine {
   void UnregisterMemory(const MemoryRegion& region) override;
   ErrorCode ShareLocally(const MemoryRegion& region, int memfd) override;
   // reads_posted / writes_posted (UCX RMA ops), local_reads,
-  // local_bytes_read (same-host reads served by memcpy) and local_maps.
+  // local_bytes_read (same-host reads served by memcpy) and local_maps;
+  // node side: hellos accepted, rejected and stale_challenges.
   std::optional<EngineCounters> transfer_counters() const override;
   TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
                           int64_t timeout_ms) override;

@@ -7,12 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/socket_io.h"
+#include "testing/wait_for.h"
+#include "transport/ucx_am.h"
+#include "transport/ucx_context.h"
 
 namespace shelfmark {
 namespace {
@@ -163,7 +168,86 @@ TEST_F(UcxEngineTest, WrongTokenIsRejected) {
   TransferOp op{&desc_, 0, local_.data(), 64};
   TransferStatus status = (*intruder)->Transfer(TransferKind::READ, std::span(&op, 1), 2000);
   EXPECT_EQ(status.code, ErrorCode::TRANSFER_FAIL);
-  EXPECT_NE(status.message.find("cluster token"), std::string::npos) << status.message;
+  EXPECT_NE(status.message.find("rejected the cluster token"), std::string::npos)
+      << status.message;
+  EXPECT_TRUE(testing::WaitFor([&] { return node_->transfer_counters()->rejected == 1; }, 5000));
+  EXPECT_EQ(node_->transfer_counters()->stale_challenges, 0u);  // a fresh ticket, a wrong proof
+  EXPECT_EQ(node_->transfer_counters()->accepted, 0u);
+}
+
+// A hello recorded on the wire and sent again (here by another engine, over
+// a connection of its own) names a ticket the node already took: refused and
+// counted, while the node goes on serving the client that made it and new
+// ones.
+TEST_F(UcxEngineTest, AReplayedHelloIsRefusedAndCounted) {
+  std::memcpy(segment_.data(), "object", 6);
+  ASSERT_TRUE(One(TransferKind::READ, desc_, 0, local_.data(), 6).ok());
+  std::string recorded;
+  {
+    MutexLock lock(&client_->context().mu());
+    recorded = client_->context().testing().sent_hello;
+  }
+  ASSERT_FALSE(recorded.empty());
+  std::optional<ucx_wire::Hello> hello = ucx_wire::DecodeHello(recorded.data(), recorded.size());
+  ASSERT_TRUE(hello.has_value());
+
+  TransportOptions options = Options("", false);  // the replayer knows no token
+  options.connect_timeout_ms = 1000;  // it never gets an answer: the verdict goes to the client
+  auto replayer = UcxEngine::Create(options);
+  ASSERT_TRUE(replayer.ok());
+  ASSERT_TRUE((*replayer)->RegisterMemory(local_.data(), local_.size(), false).ok());
+  {
+    MutexLock lock(&(*replayer)->context().mu());
+    (*replayer)->context().testing().replay_hello = recorded;
+  }
+  TransferOp op{&desc_, 0, local_.data(), 6};
+  EXPECT_FALSE((*replayer)->Transfer(TransferKind::READ, std::span(&op, 1), 1000).ok());
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return node_->transfer_counters()->stale_challenges == 1; }, 5000));
+  EXPECT_EQ(node_->transfer_counters()->rejected, 1u);
+  EXPECT_EQ(node_->transfer_counters()->accepted, 1u);
+  EXPECT_EQ((*replayer)->transfer_counters()->reads_posted, 0u);
+
+  std::memcpy(segment_.data(), "still!", 6);
+  ASSERT_TRUE(One(TransferKind::READ, desc_, 0, local_.data(), 6).ok());
+  EXPECT_EQ(std::string(local_.data(), 6), "still!");
+  auto fresh = UcxEngine::Create(Options("token", false));
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->RegisterMemory(local_.data(), local_.size(), false).ok());
+  TransferStatus good = (*fresh)->Transfer(TransferKind::READ, std::span(&op, 1), 5000);
+  EXPECT_TRUE(good.ok()) << good.message;
+  EXPECT_EQ(node_->transfer_counters()->accepted, 2u);
+}
+
+// A node that accepts every hello but holds another token (what an impostor
+// at a node's endpoint can do at best): the client fails the connection
+// before posting anything, so none of the object's bytes reach it.
+TEST_F(UcxEngineTest, AnEndpointThatCannotProveTheTokenGetsNoObjectBytes) {
+  auto impostor = UcxEngine::Create(Options("other", true));
+  ASSERT_TRUE(impostor.ok());
+  {
+    MutexLock lock(&(*impostor)->context().mu());
+    (*impostor)->context().testing().accept_any_hello = true;
+  }
+  std::vector<char> trap(4096, 0);
+  auto region = (*impostor)->RegisterMemory(trap.data(), trap.size(), true);
+  ASSERT_TRUE(region.ok());
+  MemoryDescriptor bait{(*impostor)->endpoint(), "ucx", reinterpret_cast<uint64_t>(trap.data()),
+                        trap.size(), region->rkey, UUID::Generate()};
+  std::memcpy(local_.data(), "secret object bytes", 19);
+  TransferStatus put = One(TransferKind::WRITE, bait, 0, local_.data(), 19);
+  EXPECT_EQ(put.code, ErrorCode::TRANSFER_FAIL);
+  EXPECT_NE(put.message.find("did not prove the cluster token"), std::string::npos)
+      << put.message;
+  EXPECT_EQ((*impostor)->transfer_counters()->accepted, 1u);  // it did accept the hello
+  EXPECT_EQ(client_->transfer_counters()->writes_posted, 0u);
+  EXPECT_EQ(std::count(trap.begin(), trap.end(), 0), static_cast<long>(trap.size()));
+  // Active messages are refused the same way, with the typed error.
+  EXPECT_EQ(client_->am().Call(bait.endpoint, 1, "", "secret", 2000).error(),
+            ErrorCode::UNAUTHENTICATED);
+  // The real node is still proven and written to.
+  ASSERT_TRUE(One(TransferKind::WRITE, desc_, 0, local_.data(), 19).ok());
+  EXPECT_EQ(std::string(segment_.data(), 19), "secret object bytes");
 }
 
 TEST(UcxEngineCreateTest, PortInUseIsInvalidParams) {

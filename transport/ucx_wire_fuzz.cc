@@ -1,4 +1,4 @@
-// libFuzzer target: the UCX engine's worker address, hello and hello reply
+// libFuzzer target: the UCX engine's node address (with its challenge), hello and hello reply
 // decoders on arbitrary bytes (what any peer can send a node or a client). A message
 // that decodes must encode back to the same bytes (the format has one
 // encoding per value).
