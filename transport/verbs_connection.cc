@@ -11,16 +11,27 @@
 #include <cstring>
 
 #include "common/host_port.h"
+#include "transport/proof_parts.h"
 
 namespace shelfmark {
+
+// What the connecting side needs from one rdma_cm event (copied before ack).
+struct VerbsCmEvent {
+  rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+  int status = 0;
+  std::string data;  // the private data (a reject's or an accept's)
+  std::optional<VerbsRejectReason> reject_reason;
+};
+
 namespace {
 
 constexpr uint8_t kMagic[4] = {'S', 'H', 'M', 'K'};
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;  // 2: challenge-response instead of a token digest
+constexpr uint8_t kKindHello = 1, kKindProof = 2;
 constexpr uint32_t kClientInitiatorDepth = 64;  // outstanding READs per QP we ask for
 constexpr int kIbRejectNoListener = 8;          // IB_CM_REJ_INVALID_SERVICE_ID
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 void SetError(std::string* error, std::string message) {
   if (error != nullptr) *error = std::move(message);
@@ -70,30 +81,24 @@ bool ResolveSockaddr(const std::string& host, uint16_t port, sockaddr_storage* o
   return true;
 }
 
-int64_t RemainingMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+int64_t RemainingMs(Steady::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
   return std::max<int64_t>(0, left.count());
 }
 
-// What the connecting side needs from one rdma_cm event (copied before ack).
-struct CmEvent {
-  rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
-  int status = 0;
-  std::optional<VerbsRejectReason> reject_reason;
-};
-
 // Waits for the next event on a client's channel until `deadline`.
-bool NextEvent(rdma_event_channel* channel, Clock::time_point deadline, CmEvent* out) {
+bool NextEvent(rdma_event_channel* channel, Steady::time_point deadline, VerbsCmEvent* out) {
   for (;;) {
     rdma_cm_event* event = nullptr;
     if (rdma_get_cm_event(channel, &event) == 0) {
       out->type = event->event;
       out->status = event->status;
       const auto& conn = event->param.conn;
-      if (event->event == RDMA_CM_EVENT_REJECTED && conn.private_data != nullptr &&
-          conn.private_data_len >= 5 && std::memcmp(conn.private_data, kMagic, 4) == 0) {
-        out->reject_reason =
-            static_cast<VerbsRejectReason>(static_cast<const uint8_t*>(conn.private_data)[4]);
+      out->data.assign(static_cast<const char*>(conn.private_data),
+                       conn.private_data != nullptr ? conn.private_data_len : 0);
+      if (event->event == RDMA_CM_EVENT_REJECTED && out->data.size() >= 5 &&
+          std::memcmp(out->data.data(), kMagic, 4) == 0) {
+        out->reject_reason = static_cast<VerbsRejectReason>(out->data[4]);
       }
       rdma_ack_cm_event(event);
       return true;
@@ -106,70 +111,139 @@ bool NextEvent(rdma_event_channel* channel, Clock::time_point deadline, CmEvent*
   }
 }
 
+// Says in *error why `event` is not the `wanted` that was awaited.
+void DescribeUnexpected(const VerbsCmEvent& event, std::string_view wanted,
+                        const std::string& endpoint, std::string* error) {
+  if (event.type == RDMA_CM_EVENT_REJECTED && event.reject_reason.has_value()) {
+    switch (*event.reject_reason) {
+      case VerbsRejectReason::kWrongToken:
+        return SetError(error, "cluster token rejected by " + endpoint);
+      case VerbsRejectReason::kStaleChallenge:
+        return SetError(error, "connect request rejected by " + endpoint +
+                                   " (stale challenge: replayed, expired or never issued)");
+      default:
+        return SetError(error, "connect request rejected by " + endpoint + " (bad request)");
+    }
+  }
+  if (event.type == RDMA_CM_EVENT_REJECTED && event.status == kIbRejectNoListener) {
+    return SetError(error, "connection refused by " + endpoint + " (no RDMA listener)");
+  }
+  SetError(error, "rdma_cm: " + std::string(rdma_event_str(event.type)) + " (status " +
+                      std::to_string(event.status) + ") instead of " + std::string(wanted) +
+                      " from " + endpoint);
+}
+
 // Waits for `want`; anything else (or the deadline) is a failure described in *error.
-bool AwaitEvent(rdma_event_channel* channel, rdma_cm_event_type want, Clock::time_point deadline,
+bool AwaitEvent(rdma_event_channel* channel, rdma_cm_event_type want, Steady::time_point deadline,
                 const std::string& endpoint, std::string* error) {
-  CmEvent event;
+  VerbsCmEvent event;
   if (!NextEvent(channel, deadline, &event)) {
     SetError(error, "rdma_cm: timed out waiting for " + std::string(rdma_event_str(want)) +
                         " from " + endpoint);
     return false;
   }
   if (event.type == want) return true;
-  if (event.type == RDMA_CM_EVENT_REJECTED && event.reject_reason.has_value()) {
-    SetError(error, *event.reject_reason == VerbsRejectReason::kWrongToken
-                        ? "cluster token rejected by " + endpoint
-                        : "connect request rejected by " + endpoint + " (bad request)");
-  } else if (event.type == RDMA_CM_EVENT_REJECTED && event.status == kIbRejectNoListener) {
-    SetError(error, "connection refused by " + endpoint + " (no RDMA listener)");
-  } else {
-    SetError(error, "rdma_cm: " + std::string(rdma_event_str(event.type)) + " (status " +
-                        std::to_string(event.status) + ") instead of " + rdma_event_str(want) +
-                        " from " + endpoint);
-  }
+  DescribeUnexpected(event, rdma_event_str(want), endpoint, error);
   return false;
 }
+
+bool HasMagic(const uint8_t* in) { return std::memcmp(in, kMagic, 4) == 0; }
 
 }  // namespace
 
 // --- private data -----------------------------------------------------------
 
-VerbsTokenDigest DigestClusterToken(std::string_view token) {
-  // Four FNV-1a lanes with distinct bases, each finished with splitmix64's
-  // mixer: stable, and long tokens still fit the private data.
-  VerbsTokenDigest digest{};
-  for (int lane = 0; lane < 4; ++lane) {
-    uint64_t h = 0xcbf29ce484222325ULL ^ (0x9e3779b97f4a7c15ULL * (lane + 1));
-    for (unsigned char c : token) h = (h ^ c) * 0x100000001b3ULL;
-    h ^= token.size();
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-    PutLe64(digest.data() + 8 * lane, h);
-  }
-  return digest;
-}
-
-std::array<uint8_t, kVerbsConnectDataSize> EncodeConnectRequest(const VerbsConnectRequest& req) {
-  std::array<uint8_t, kVerbsConnectDataSize> out{};
+VerbsConnectData EncodeConnectRequest(const VerbsConnectRequest& request) {
+  VerbsConnectData out{};
   std::memcpy(out.data(), kMagic, 4);
   out[4] = kVersion;
-  PutLe64(out.data() + 8, req.client_id.hi);
-  PutLe64(out.data() + 16, req.client_id.lo);
-  std::memcpy(out.data() + 24, req.token_digest.data(), req.token_digest.size());
+  if (const auto* hello = std::get_if<VerbsConnectHello>(&request)) {
+    out[5] = kKindHello;
+    PutLe64(out.data() + 8, hello->client_id.hi);
+    PutLe64(out.data() + 16, hello->client_id.lo);
+    std::memcpy(out.data() + 24, hello->client_nonce.data(), auth::kNonceBytes);
+  } else {
+    const auto& proof = std::get<VerbsConnectProof>(request);
+    out[5] = kKindProof;
+    PutLe64(out.data() + 8, proof.ticket);
+    std::memcpy(out.data() + 16, proof.proof.data(), auth::kProofBytes);
+  }
   return out;
 }
 
 std::optional<VerbsConnectRequest> DecodeConnectRequest(const void* data, size_t size) {
-  // The CM may pad private data, so longer is fine; shorter is not.
+  static_assert(24 + auth::kNonceBytes <= kVerbsConnectDataSize);
+  static_assert(16 + auth::kProofBytes <= kVerbsConnectDataSize);
   if (data == nullptr || size < kVerbsConnectDataSize) return std::nullopt;
   const auto* in = static_cast<const uint8_t*>(data);
-  if (std::memcmp(in, kMagic, 4) != 0 || in[4] != kVersion) return std::nullopt;
-  VerbsConnectRequest req;
-  req.client_id.hi = GetLe64(in + 8);
-  req.client_id.lo = GetLe64(in + 16);
-  std::memcpy(req.token_digest.data(), in + 24, req.token_digest.size());
-  return req;
+  if (!HasMagic(in) || in[4] != kVersion) return std::nullopt;
+  if (in[5] == kKindHello) {
+    VerbsConnectHello hello;
+    hello.client_id.hi = GetLe64(in + 8);
+    hello.client_id.lo = GetLe64(in + 16);
+    std::memcpy(hello.client_nonce.data(), in + 24, auth::kNonceBytes);
+    return hello;
+  }
+  if (in[5] == kKindProof && GetLe64(in + 8) != 0) {
+    VerbsConnectProof proof;
+    proof.ticket = GetLe64(in + 8);
+    std::memcpy(proof.proof.data(), in + 16, auth::kProofBytes);
+    return proof;
+  }
+  return std::nullopt;
+}
+
+std::array<uint8_t, kVerbsChallengeSize> EncodeChallenge(const VerbsChallenge& challenge) {
+  std::array<uint8_t, kVerbsChallengeSize> out{};
+  std::memcpy(out.data(), kMagic, 4);
+  out[4] = static_cast<uint8_t>(VerbsRejectReason::kChallenge);
+  PutLe64(out.data() + 8, challenge.ticket);
+  std::memcpy(out.data() + 16, challenge.node_nonce.data(), auth::kNonceBytes);
+  return out;
+}
+
+std::optional<VerbsChallenge> DecodeChallenge(const void* data, size_t size) {
+  if (data == nullptr || size < kVerbsChallengeSize) return std::nullopt;
+  const auto* in = static_cast<const uint8_t*>(data);
+  if (!HasMagic(in) || in[4] != static_cast<uint8_t>(VerbsRejectReason::kChallenge) ||
+      GetLe64(in + 8) == 0) {
+    return std::nullopt;
+  }
+  VerbsChallenge challenge;
+  challenge.ticket = GetLe64(in + 8);
+  std::memcpy(challenge.node_nonce.data(), in + 16, auth::kNonceBytes);
+  return challenge;
+}
+
+std::array<uint8_t, kVerbsAcceptSize> EncodeAcceptProof(const auth::Proof& proof) {
+  std::array<uint8_t, kVerbsAcceptSize> out{};
+  std::memcpy(out.data(), kMagic, 4);
+  out[4] = kVersion;
+  std::memcpy(out.data() + 8, proof.data(), auth::kProofBytes);
+  return out;
+}
+
+std::optional<auth::Proof> DecodeAcceptProof(const void* data, size_t size) {
+  if (data == nullptr || size < kVerbsAcceptSize) return std::nullopt;
+  const auto* in = static_cast<const uint8_t*>(data);
+  if (!HasMagic(in) || in[4] != kVersion) return std::nullopt;
+  auth::Proof proof;
+  std::memcpy(proof.data(), in + 8, auth::kProofBytes);
+  return proof;
+}
+
+auth::Proof VerbsClientProof(std::string_view token, const VerbsChallenge& challenge,
+                             const VerbsConnectHello& hello) {
+  return auth::Prove(token, "verbs/client",
+                     {auth::Bytes(challenge.node_nonce), auth::Bytes(hello.client_nonce),
+                      Le64Part(challenge.ticket), UuidPart(hello.client_id)});
+}
+
+auth::Proof VerbsNodeProof(std::string_view token, const VerbsChallenge& challenge,
+                           const VerbsConnectHello& hello) {
+  return auth::Prove(token, "verbs/node",
+                     {auth::Bytes(challenge.node_nonce), auth::Bytes(hello.client_nonce),
+                      Le64Part(challenge.ticket), UuidPart(hello.client_id)});
 }
 
 // --- node side ------------------------------------------------------------------
@@ -180,7 +254,7 @@ Result<std::unique_ptr<VerbsListener>> VerbsListener::Start(VerbsDevice* device,
                                                             std::string* error) {
   std::unique_ptr<VerbsListener> self(new VerbsListener());
   self->device_ = device;
-  self->token_digest_ = DigestClusterToken(cluster_token);
+  self->token_ = std::string(cluster_token);
   sockaddr_storage addr{};
   if (!ResolveSockaddr(ip, port, &addr)) {
     SetError(error, "bad RDMA listen address '" + ip + "'");
@@ -286,11 +360,41 @@ void VerbsListener::OnEvent(rdma_cm_event* event) {
 }
 
 void VerbsListener::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& param) {
-  std::optional<VerbsConnectRequest> req =
+  std::optional<VerbsConnectRequest> request =
       DecodeConnectRequest(param.private_data, param.private_data_len);
-  if (!req.has_value()) return Reject(id, VerbsRejectReason::kBadRequest);
-  if (req->token_digest != token_digest_) return Reject(id, VerbsRejectReason::kWrongToken);
+  if (!request.has_value()) return Reject(id, VerbsRejectReason::kBadRequest);
+  if (const auto* hello = std::get_if<VerbsConnectHello>(&*request)) {
+    // Step 1: a challenge (not counted as a rejection), remembering the hello.
+    const VerbsConnectData bytes = EncodeConnectRequest(*hello);
+    const ChallengeBook::Challenge issued =
+        challenges_.Issue(std::string(bytes.begin(), bytes.end()));
+    const auto data = EncodeChallenge({issued.ticket, issued.nonce});
+    rdma_reject(id, data.data(), static_cast<uint8_t>(data.size()));
+    return;
+  }
+  // Step 2: the ticket is forgotten here whatever follows.
+  const auto& answer = std::get<VerbsConnectProof>(*request);
+  std::optional<ChallengeBook::Issued> issued = challenges_.Take(answer.ticket);
+  if (!issued.has_value()) {
+    stale_.fetch_add(1);
+    return Reject(id, VerbsRejectReason::kStaleChallenge);
+  }
+  std::optional<VerbsConnectRequest> remembered =
+      DecodeConnectRequest(issued->context.data(), issued->context.size());
+  if (!remembered.has_value() || !std::holds_alternative<VerbsConnectHello>(*remembered)) {
+    return Reject(id, VerbsRejectReason::kBadRequest);  // never: the book holds what we put
+  }
+  const auto& hello = std::get<VerbsConnectHello>(*remembered);
+  const VerbsChallenge challenge{answer.ticket, issued->nonce};
+  if (!accept_any_proof_.load() &&
+      !auth::ProofMatches(VerbsClientProof(token_, challenge, hello), auth::BytesOf(answer.proof))) {
+    return Reject(id, VerbsRejectReason::kWrongToken);
+  }
+  Accept(id, param, VerbsNodeProof(token_, challenge, hello));
+}
 
+void VerbsListener::Accept(rdma_cm_id* id, const rdma_conn_param& param,
+                           const auth::Proof& proof) {
   ibv_qp_init_attr attr{};
   attr.send_cq = cq_;
   attr.recv_cq = cq_;
@@ -304,7 +408,10 @@ void VerbsListener::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& para
     rdma_reject(id, nullptr, 0);
     return;
   }
+  const auto data = EncodeAcceptProof(proof);
   rdma_conn_param accept{};
+  accept.private_data = data.data();
+  accept.private_data_len = static_cast<uint8_t>(data.size());
   const VerbsPortInfo& port = device_->port();
   accept.responder_resources = static_cast<uint8_t>(
       std::min<uint32_t>({param.responder_resources, port.max_qp_rd_atom, 255}));
@@ -347,7 +454,53 @@ void VerbsListener::Release(rdma_cm_id* id) {
 
 Result<std::unique_ptr<VerbsConnection>> VerbsConnection::Connect(
     const VerbsDevice& device, const VerbsConnectParams& params, std::string* error) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(params.timeout_ms);
+  const auto deadline = Steady::now() + std::chrono::milliseconds(params.timeout_ms);
+  // Step 1: a hello, answered by the node's challenge (in a reject).
+  const VerbsConnectHello hello{params.client_id, auth::NewNonce()};
+  VerbsChallenge challenge;
+  {
+    std::unique_ptr<VerbsConnection> first(new VerbsConnection());
+    VerbsCmEvent answer;
+    Result<bool> sent =
+        first->Request(device, params, EncodeConnectRequest(hello), deadline, &answer, error);
+    if (!sent.ok()) return sent.error();
+    std::optional<VerbsChallenge> got =
+        answer.type == RDMA_CM_EVENT_REJECTED
+            ? DecodeChallenge(answer.data.data(), answer.data.size())
+            : std::nullopt;
+    if (!got.has_value()) {
+      DescribeUnexpected(answer, "a challenge", params.endpoint, error);
+      return ErrorCode::TRANSFER_FAIL;
+    }
+    challenge = *got;
+  }
+  // Step 2: the proof, on a new id; the accept carries the node's proof.
+  VerbsConnectData proof = EncodeConnectRequest(
+      VerbsConnectProof{challenge.ticket, VerbsClientProof(params.cluster_token, challenge, hello)});
+  if (params.testing_sent_proof != nullptr) *params.testing_sent_proof = proof;
+  if (params.testing_replay_proof.has_value()) proof = *params.testing_replay_proof;
+  std::unique_ptr<VerbsConnection> self(new VerbsConnection());
+  VerbsCmEvent answer;
+  Result<bool> sent = self->Request(device, params, proof, deadline, &answer, error);
+  if (!sent.ok()) return sent.error();
+  if (answer.type != RDMA_CM_EVENT_ESTABLISHED) {
+    DescribeUnexpected(answer, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), params.endpoint, error);
+    return ErrorCode::TRANSFER_FAIL;
+  }
+  self->established_ = true;  // from here the destructor disconnects
+  std::optional<auth::Proof> node_proof = DecodeAcceptProof(answer.data.data(), answer.data.size());
+  if (!node_proof.has_value() ||
+      !auth::ProofMatches(VerbsNodeProof(params.cluster_token, challenge, hello),
+                          auth::BytesOf(*node_proof))) {
+    SetError(error, params.endpoint + " did not prove the cluster token");
+    return ErrorCode::UNAUTHENTICATED;  // dropped unused: nothing was posted
+  }
+  return self;
+}
+
+Result<bool> VerbsConnection::Request(const VerbsDevice& device, const VerbsConnectParams& params,
+                                      std::span<const uint8_t> data, Steady::time_point deadline,
+                                      VerbsCmEvent* answer, std::string* error) {
   std::optional<HostPort> hp = ParseHostPort(params.endpoint);
   sockaddr_storage dst{};
   sockaddr_storage src{};
@@ -361,70 +514,67 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::Connect(
     return ErrorCode::INVALID_PARAMS;
   }
 
-  std::unique_ptr<VerbsConnection> self(new VerbsConnection());
-  self->endpoint_ = params.endpoint;
-  self->channel_ = rdma_create_event_channel();
-  if (self->channel_ == nullptr || !SetNonBlocking(self->channel_->fd)) {
+  endpoint_ = params.endpoint;
+  channel_ = rdma_create_event_channel();
+  if (channel_ == nullptr || !SetNonBlocking(channel_->fd)) {
     SetError(error, Errno("rdma_create_event_channel"));
     return ErrorCode::TRANSFER_FAIL;
   }
-  if (rdma_create_id(self->channel_, &self->id_, nullptr, RDMA_PS_TCP) != 0) {
-    self->id_ = nullptr;
+  if (rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP) != 0) {
+    id_ = nullptr;
     SetError(error, Errno("rdma_create_id"));
     return ErrorCode::TRANSFER_FAIL;
   }
   int step_ms = static_cast<int>(std::max<int64_t>(1, RemainingMs(deadline)));
-  if (rdma_resolve_addr(self->id_, bind_source ? reinterpret_cast<sockaddr*>(&src) : nullptr,
+  if (rdma_resolve_addr(id_, bind_source ? reinterpret_cast<sockaddr*>(&src) : nullptr,
                         reinterpret_cast<sockaddr*>(&dst), step_ms) != 0) {
     SetError(error, Errno("rdma_resolve_addr " + params.endpoint));
     return ErrorCode::TRANSFER_FAIL;
   }
-  if (!AwaitEvent(self->channel_, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, params.endpoint, error)) {
+  if (!AwaitEvent(channel_, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, params.endpoint, error)) {
     return ErrorCode::TRANSFER_FAIL;
   }
-  if (self->id_->verbs != device.context()) {
+  if (id_->verbs != device.context()) {
     SetError(error, "the route to " + params.endpoint + " leaves through RDMA device " +
-                        (self->id_->verbs ? ibv_get_device_name(self->id_->verbs->device) : "?") +
+                        (id_->verbs ? ibv_get_device_name(id_->verbs->device) : "?") +
                         ", not " + device.name());
     return ErrorCode::TRANSFER_FAIL;
   }
   step_ms = static_cast<int>(std::max<int64_t>(1, RemainingMs(deadline)));
-  if (rdma_resolve_route(self->id_, step_ms) != 0) {
+  if (rdma_resolve_route(id_, step_ms) != 0) {
     SetError(error, Errno("rdma_resolve_route " + params.endpoint));
     return ErrorCode::TRANSFER_FAIL;
   }
-  if (!AwaitEvent(self->channel_, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, params.endpoint,
-                  error)) {
+  if (!AwaitEvent(channel_, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, params.endpoint, error)) {
     return ErrorCode::TRANSFER_FAIL;
   }
 
   const VerbsPortInfo& port = device.port();
-  self->send_depth_ = std::max<uint32_t>(1, std::min(params.send_depth, port.max_qp_wr));
-  self->comp_channel_ = ibv_create_comp_channel(device.context());
-  if (self->comp_channel_ == nullptr || !SetNonBlocking(self->comp_channel_->fd)) {
+  send_depth_ = std::max<uint32_t>(1, std::min(params.send_depth, port.max_qp_wr));
+  comp_channel_ = ibv_create_comp_channel(device.context());
+  if (comp_channel_ == nullptr || !SetNonBlocking(comp_channel_->fd)) {
     SetError(error, Errno("ibv_create_comp_channel"));
     return ErrorCode::TRANSFER_FAIL;
   }
-  self->cq_ = ibv_create_cq(device.context(), static_cast<int>(self->send_depth_ + 1), nullptr,
-                            self->comp_channel_, 0);
-  if (self->cq_ == nullptr) {
+  cq_ = ibv_create_cq(device.context(), static_cast<int>(send_depth_ + 1), nullptr, comp_channel_,
+                      0);
+  if (cq_ == nullptr) {
     SetError(error, Errno("ibv_create_cq"));
     return ErrorCode::TRANSFER_FAIL;
   }
   ibv_qp_init_attr attr{};
-  attr.send_cq = self->cq_;
-  attr.recv_cq = self->cq_;
+  attr.send_cq = cq_;
+  attr.recv_cq = cq_;
   attr.qp_type = IBV_QPT_RC;
-  attr.cap.max_send_wr = self->send_depth_;
+  attr.cap.max_send_wr = send_depth_;
   attr.cap.max_recv_wr = 1;
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
-  if (rdma_create_qp(self->id_, device.pd(), &attr) != 0) {
+  if (rdma_create_qp(id_, device.pd(), &attr) != 0) {
     SetError(error, Errno("rdma_create_qp"));
     return ErrorCode::TRANSFER_FAIL;
   }
 
-  auto data = EncodeConnectRequest({params.client_id, DigestClusterToken(params.cluster_token)});
   rdma_conn_param conn{};
   conn.private_data = data.data();
   conn.private_data_len = static_cast<uint8_t>(data.size());
@@ -433,15 +583,15 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::Connect(
   conn.responder_resources = 1;
   conn.retry_count = 7;
   conn.rnr_retry_count = 7;
-  if (rdma_connect(self->id_, &conn) != 0) {
+  if (rdma_connect(id_, &conn) != 0) {
     SetError(error, Errno("rdma_connect " + params.endpoint));
     return ErrorCode::TRANSFER_FAIL;
   }
-  if (!AwaitEvent(self->channel_, RDMA_CM_EVENT_ESTABLISHED, deadline, params.endpoint, error)) {
+  if (!NextEvent(channel_, deadline, answer)) {
+    SetError(error, "rdma_cm: timed out waiting for an answer from " + params.endpoint);
     return ErrorCode::TRANSFER_FAIL;
   }
-  self->established_ = true;
-  return self;
+  return true;
 }
 
 VerbsConnection::~VerbsConnection() {

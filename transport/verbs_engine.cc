@@ -176,6 +176,7 @@ VerbsCounters VerbsEngine::counters() const {
   if (listener_ != nullptr) {
     c.accepted = listener_->accepted();
     c.rejected = listener_->rejected();
+    c.stale_challenges = listener_->stale_challenges();
   }
   return c;
 }

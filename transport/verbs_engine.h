@@ -3,8 +3,8 @@
 // (transport.h is the contract; this file adds what is verbs-specific).
 //
 // Setup lives in verbs_device.h (device, PD, port: active MTU, RoCE v2 IPv4
-// GID) and verbs_connection.h (listener with the {client id, cluster token}
-// check, client connections, per-peer cache). This file holds memory
+// GID) and verbs_connection.h (listener and client connections proving the
+// cluster token to each other, per-peer cache). This file holds memory
 // registration and the hot path: Transfer() posts signalled work requests,
 // up to the QP's send depth at a time, and reaps completions (busy polling
 // briefly, then sleeping on the CQ's completion channel) until all are done
@@ -106,6 +106,8 @@ class VerbsEngine final : public TransportEngine {
 
   VerbsCounters counters() const;
   const std::string& device_name() const { return device_->name(); }
+  // The node side's listener (nullptr on a client), for tests' fault hooks.
+  VerbsListener* testing_listener() { return listener_.get(); }
   const VerbsPortInfo& port() const { return device_->port(); }
 
  private:

@@ -4,12 +4,13 @@
 // through rdma_cm. The soft-RoCE VM (tests/softroce/) sets these to rxe0 /
 // rxe1 over a veth pair. Without an RDMA device (a host kernel without
 // InfiniBand) the device tests skip with "no RDMA device"; the private-data
-// codec tests run everywhere.
+// codec and proof tests run everywhere.
 #include "transport/verbs_engine.h"
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -21,6 +22,8 @@
 #include <vector>
 
 #include "common/host_port.h"
+#include "transport/verbs_connection.h"
+#include "transport/verbs_device.h"
 
 namespace shelfmark {
 namespace {
@@ -40,39 +43,85 @@ void Fill(uint8_t* p, uint64_t n, uint32_t seed) {
 
 // --- private data (no device needed) ------------------------------------------------
 
-TEST(VerbsConnectRequestTest, RoundTripsAndFitsTheConnectLimit) {
-  VerbsConnectRequest req{UUID::Generate(), DigestClusterToken("token-a")};
-  auto bytes = EncodeConnectRequest(req);
-  EXPECT_EQ(bytes.size(), 56u);  // RC connect private data limit for rdma_cm (RDMA_PS_TCP)
-  std::optional<VerbsConnectRequest> back = DecodeConnectRequest(bytes.data(), bytes.size());
-  ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->client_id, req.client_id);
-  EXPECT_EQ(back->token_digest, req.token_digest);
+auth::Nonce NonceOf(uint8_t seed) {
+  auth::Nonce nonce;
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(seed * 7 + i);
+  return nonce;
+}
+
+TEST(VerbsConnectRequestTest, BothRequestsRoundTripAndFitTheConnectLimit) {
+  const VerbsConnectHello hello{UUID::Generate(), NonceOf(1)};
+  const VerbsConnectProof proof{0x0102030405060708ull,
+                                VerbsClientProof("token-a", {9, NonceOf(2)}, hello)};
+  for (const VerbsConnectRequest& request : {VerbsConnectRequest(hello), VerbsConnectRequest(proof)}) {
+    VerbsConnectData bytes = EncodeConnectRequest(request);
+    EXPECT_EQ(bytes.size(), 56u);  // RC connect private data limit for rdma_cm (RDMA_PS_TCP)
+    std::optional<VerbsConnectRequest> back = DecodeConnectRequest(bytes.data(), bytes.size());
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, request);
+    // The CM may pad private data: longer decodes the same.
+    std::vector<uint8_t> padded(bytes.begin(), bytes.end());
+    padded.resize(92, 0);
+    EXPECT_EQ(DecodeConnectRequest(padded.data(), padded.size()), request);
+  }
 }
 
 TEST(VerbsConnectRequestTest, RejectsShortOrForeignData) {
-  auto bytes = EncodeConnectRequest({UUID::Generate(), DigestClusterToken("")});
+  auto bytes = EncodeConnectRequest(VerbsConnectHello{UUID::Generate(), NonceOf(3)});
   EXPECT_FALSE(DecodeConnectRequest(bytes.data(), bytes.size() - 1).has_value());
   EXPECT_FALSE(DecodeConnectRequest(nullptr, 0).has_value());
-  bytes[0] = 'X';
-  EXPECT_FALSE(DecodeConnectRequest(bytes.data(), bytes.size()).has_value());
-  bytes[0] = 'S';
-  bytes[4] = 99;  // unknown version
-  EXPECT_FALSE(DecodeConnectRequest(bytes.data(), bytes.size()).has_value());
+  auto flipped = [&](size_t at, uint8_t value) {
+    VerbsConnectData other = bytes;
+    other[at] = value;
+    return DecodeConnectRequest(other.data(), other.size()).has_value();
+  };
+  EXPECT_FALSE(flipped(0, 'X'));  // magic
+  EXPECT_FALSE(flipped(4, 1));    // the token-digest version: refused
+  EXPECT_FALSE(flipped(4, 99));   // unknown version
+  EXPECT_FALSE(flipped(5, 0));    // unknown kind
+  EXPECT_FALSE(flipped(5, 3));
+  auto proof = EncodeConnectRequest(VerbsConnectProof{0, {}});  // ticket 0 is never issued
+  EXPECT_FALSE(DecodeConnectRequest(proof.data(), proof.size()).has_value());
 }
 
-TEST(VerbsConnectRequestTest, TokenDigestIsStableAndDistinguishesTokens) {
-  EXPECT_EQ(DigestClusterToken("cluster-a"), DigestClusterToken("cluster-a"));
-  EXPECT_NE(DigestClusterToken("cluster-a"), DigestClusterToken("cluster-b"));
-  EXPECT_NE(DigestClusterToken(""), DigestClusterToken(std::string(1, '\0')));
-  std::string long_token(300, 'x');  // longer than the private data: still fits
-  EXPECT_NE(DigestClusterToken(long_token), DigestClusterToken(long_token + "y"));
-  // A fixed value: the digest must not change between builds (nodes and
-  // clients of different builds compare it).
-  VerbsTokenDigest d = DigestClusterToken("shelfmark");
-  uint64_t first = 0;
-  for (int i = 7; i >= 0; --i) first = (first << 8) | d[i];
-  EXPECT_EQ(first, 0xf06b6c1d6f30aa8dULL) << std::hex << first;
+TEST(VerbsConnectRequestTest, ChallengeAndAcceptRoundTripAndFitTheirLimits) {
+  const VerbsChallenge challenge{77, NonceOf(4)};
+  auto bytes = EncodeChallenge(challenge);
+  EXPECT_LE(bytes.size(), 148u);  // IB CM REJ private data
+  EXPECT_EQ(DecodeChallenge(bytes.data(), bytes.size()), challenge);
+  std::vector<uint8_t> padded(bytes.begin(), bytes.end());
+  padded.resize(148, 0);
+  EXPECT_EQ(DecodeChallenge(padded.data(), padded.size()), challenge);
+  EXPECT_FALSE(DecodeChallenge(bytes.data(), bytes.size() - 1).has_value());
+  bytes[4] = static_cast<uint8_t>(VerbsRejectReason::kWrongToken);  // a plain reject
+  EXPECT_FALSE(DecodeChallenge(bytes.data(), bytes.size()).has_value());
+  EXPECT_FALSE(DecodeChallenge(EncodeChallenge({0, NonceOf(4)}).data(), 48).has_value());
+
+  const auth::Proof proof = VerbsNodeProof("t", challenge, {UUID{1, 2}, NonceOf(5)});
+  auto accept = EncodeAcceptProof(proof);
+  EXPECT_LE(accept.size(), 196u);  // IB CM REP private data
+  EXPECT_EQ(DecodeAcceptProof(accept.data(), accept.size()), proof);
+  EXPECT_FALSE(DecodeAcceptProof(accept.data(), accept.size() - 1).has_value());
+  accept[0] = 'X';
+  EXPECT_FALSE(DecodeAcceptProof(accept.data(), accept.size()).has_value());
+}
+
+// Neither request carries the token or anything fixed that a recorder could
+// send again: the proof changes with either nonce and the ticket, and the
+// node's proof is not the client's (another label).
+TEST(VerbsConnectRequestTest, ProofsBindTheTokenBothNoncesTheTicketAndTheClient) {
+  const VerbsConnectHello hello{UUID{5, 6}, NonceOf(6)};
+  const VerbsChallenge challenge{1234, NonceOf(7)};
+  const auth::Proof proof = VerbsClientProof("cluster-a", challenge, hello);
+  auto bytes = EncodeConnectRequest(VerbsConnectProof{challenge.ticket, proof});
+  const std::string wire(bytes.begin(), bytes.end());
+  EXPECT_EQ(wire.find("cluster-a"), std::string::npos);
+  EXPECT_NE(VerbsClientProof("cluster-b", challenge, hello), proof);
+  EXPECT_NE(VerbsClientProof("cluster-a", {1235, NonceOf(7)}, hello), proof);
+  EXPECT_NE(VerbsClientProof("cluster-a", {1234, NonceOf(8)}, hello), proof);
+  EXPECT_NE(VerbsClientProof("cluster-a", challenge, {UUID{5, 6}, NonceOf(9)}), proof);
+  EXPECT_NE(VerbsClientProof("cluster-a", challenge, {UUID{5, 7}, NonceOf(6)}), proof);
+  EXPECT_NE(VerbsNodeProof("cluster-a", challenge, hello), proof);
 }
 
 TEST(VerbsEngineNoDeviceTest, CreateFailsWithATypedErrorWithoutADevice) {
@@ -302,6 +351,75 @@ TEST_F(VerbsEngineTest, WrongClusterTokenIsRejected) {
   // The right token still gets in.
   TransferStatus good = One(TransferKind::READ, desc_, 0, buffer_.get(), 4096);
   EXPECT_TRUE(good.ok()) << good.message;
+}
+
+// A connect request recorded on the wire and sent again (by another client,
+// after the node's challenge to it) names a ticket the node already took:
+// rejected and counted, and the node goes on accepting good clients.
+TEST_F(VerbsEngineTest, AReplayedConnectRequestIsRejectedAndCounted) {
+  std::string error;
+  Result<std::unique_ptr<VerbsDevice>> device = VerbsDevice::Open(client_device_, &error);
+  ASSERT_TRUE(device.ok()) << error;
+  VerbsConnectParams params;
+  params.endpoint = node_->endpoint();
+  params.source_ip = (*device)->port().ipv4;
+  params.client_id = UUID::Generate();
+  params.cluster_token = "cluster-a";
+  params.timeout_ms = 5000;
+  params.testing_sent_proof = std::make_shared<VerbsConnectData>();
+  auto first = VerbsConnection::Connect(**device, params, &error);
+  ASSERT_TRUE(first.ok()) << error;
+  EXPECT_EQ(node_->counters().accepted, 1u);
+
+  VerbsConnectParams replay = params;
+  replay.cluster_token = "";  // the replayer knows no token
+  replay.testing_sent_proof = nullptr;
+  replay.testing_replay_proof = *params.testing_sent_proof;
+  auto second = VerbsConnection::Connect(**device, replay, &error);
+  EXPECT_EQ(second.error(), ErrorCode::TRANSFER_FAIL);
+  EXPECT_NE(error.find("stale challenge"), std::string::npos) << error;
+  EXPECT_EQ(node_->counters().rejected, 1u);
+  EXPECT_EQ(node_->counters().stale_challenges, 1u);
+  EXPECT_EQ(node_->counters().accepted, 1u);
+
+  Fill(segment_.get(), 4096, 12);
+  TransferStatus good = One(TransferKind::READ, desc_, 0, buffer_.get(), 4096);
+  ASSERT_TRUE(good.ok()) << good.message;
+  EXPECT_EQ(std::memcmp(buffer_.get(), segment_.get(), 4096), 0);
+  EXPECT_EQ(node_->counters().accepted, 2u);
+}
+
+// A node that accepts every proof but holds another token (an impostor at
+// a node's endpoint): the client drops the connection before posting, so
+// none of the object's bytes reach it.
+TEST_F(VerbsEngineTest, AnEndpointThatCannotProveTheTokenGetsNoObjectBytes) {
+  TransportOptions options;
+  options.client_id = UUID::Generate();
+  options.cluster_token = "cluster-b";
+  options.listen_ip = server_ip_;
+  options.device = server_device_;
+  std::string error;
+  Result<std::unique_ptr<VerbsEngine>> impostor = VerbsEngine::Create(options, &error);
+  ASSERT_TRUE(impostor.ok()) << error;
+  ASSERT_NE((*impostor)->testing_listener(), nullptr);
+  (*impostor)->testing_listener()->TestingAcceptAnyProof();
+  std::vector<uint8_t> trap(4096, 0);
+  Result<MemoryRegion> region = (*impostor)->RegisterMemory(trap.data(), trap.size(), true);
+  ASSERT_TRUE(region.ok());
+  MemoryDescriptor bait{(*impostor)->endpoint(), "rdma", reinterpret_cast<uintptr_t>(trap.data()),
+                        trap.size(), region->rkey, UUID::Generate()};
+  Fill(buffer_.get(), 4096, 13);
+  TransferStatus put = One(TransferKind::WRITE, bait, 0, buffer_.get(), 4096);
+  EXPECT_EQ(put.code, ErrorCode::TRANSFER_FAIL);
+  EXPECT_NE(put.message.find("did not prove the cluster token"), std::string::npos)
+      << put.message;
+  EXPECT_EQ((*impostor)->counters().accepted, 1u);  // it did accept
+  EXPECT_EQ(client_->counters().writes_posted, 0u);
+  EXPECT_EQ(std::count(trap.begin(), trap.end(), 0), static_cast<long>(trap.size()));
+  // The real node is proven and written to.
+  TransferStatus good = One(TransferKind::WRITE, desc_, 0, buffer_.get(), 4096);
+  ASSERT_TRUE(good.ok()) << good.message;
+  EXPECT_EQ(std::memcmp(segment_.get(), buffer_.get(), 4096), 0);
 }
 
 TEST_F(VerbsEngineTest, NoListenerIsATransferFailure) {
