@@ -137,7 +137,7 @@ void AddRdmaMetrics(MetricsRegistry& metrics, const TransportEngine& engine,
   counter("shelfmark_node_rdma_accepted_connections_total", "RDMA connections accepted.",
           &EngineCounters::accepted);
   counter("shelfmark_node_rdma_rejected_connections_total",
-          "RDMA connect requests rejected (wrong cluster token, bad request).",
+          "RDMA connect requests rejected (wrong token proof, stale challenge, bad request).",
           &EngineCounters::rejected);
 }
 

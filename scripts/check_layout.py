@@ -48,7 +48,7 @@ LAYOUT = [
     Row("directory", "common", "", ""),
     Row("snapshot", "directory common", "", ""),
     Row("auth", "common", "", ""),
-    Row("transport", "common", "", ""),
+    Row("transport", "auth common", "", ""),
     Row("ssdstore", "common", "", ""),
     Row("service", "common", "", ""),
     Row("rpc", "auth schemas common", "", ""),
