@@ -111,6 +111,10 @@ struct OffloadTask {
   std::string tenant;
   std::string key;
   uint64_t size = 0;
+  // Set when handed out (OffloadHeartbeat): the absolute address of the
+  // MEMORY replica the master pinned for the copy, inside the node's own
+  // segment, so the node copies without looking the object up.
+  uint64_t buffer_address = 0;
 };
 
 // Where a node's SSD store put an object (the node's second-level index).

@@ -90,6 +90,13 @@ TEST_F(NodesTest, OffloadAddsDiskReplicaThatSurvivesMemoryLoss) {
   EXPECT_EQ((*tasks)[0].key, "k");
   EXPECT_EQ((*tasks)[0].tenant, "default");
   EXPECT_EQ((*tasks)[0].size, 4096u);
+  {
+    // The task names the bytes the master pinned: the object's MEMORY replica.
+    auto where = dir_->Stat("", "k");
+    ASSERT_TRUE(where.ok());
+    EXPECT_EQ((*tasks)[0].buffer_address, where->replicas[0].memory.buffer_address);
+    EXPECT_GE((*tasks)[0].buffer_address, a.base);
+  }
   EXPECT_EQ(dir_->Remove("", "k", false), ErrorCode::OBJECT_HAS_REFERENCE);
 
   OffloadedObject done{"", "k", {7, 0, 1, 4096, "node:7000"}};

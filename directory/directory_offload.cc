@@ -27,10 +27,11 @@ void DirectoryImpl::QueueOffloadFor(std::string_view tenant, std::string_view ke
   }
 }
 
-// Pins the client's COMPLETE MEMORY replica of the task's object; false when
-// the object is gone or already on this client's disk.
+// Pins the client's COMPLETE MEMORY replica of the task's object and says
+// where its bytes are; false when the object is gone or already on this
+// client's disk.
 static bool PinForOffload(ObjectMetadata* meta, const UUID& client, const DiskNode* disk,
-                          uint64_t* replica_id) {
+                          uint64_t* replica_id, uint64_t* buffer_address) {
   if (meta == nullptr) return false;
   Replica* pinned = nullptr;
   for (Replica& r : meta->replicas) {
@@ -43,6 +44,7 @@ static bool PinForOffload(ObjectMetadata* meta, const UUID& client, const DiskNo
   if (pinned == nullptr) return false;
   pinned->refcnt = pinned->refcnt + 1;
   *replica_id = pinned->id;
+  *buffer_address = pinned->segment()->segment.base + pinned->offset;
   return true;
 }
 
@@ -56,7 +58,10 @@ Result<std::vector<OffloadTask>> DirectoryImpl::OffloadHeartbeat(const UUID& cli
     MetadataShard& shard = ShardOf(task.tenant, task.key);
     WriterLock lock(&shard.mu);
     uint64_t replica_id = 0;
-    if (!PinForOffload(Find(shard, task.tenant, task.key), client, disk, &replica_id)) continue;
+    if (!PinForOffload(Find(shard, task.tenant, task.key), client, disk, &replica_id,
+                       &task.buffer_address)) {
+      continue;
+    }
     clients_.AddInflight(client, {task.tenant, task.key, replica_id, Now() + kOffloadTimeoutMs});
     out.push_back(std::move(task));
   }

@@ -260,12 +260,14 @@ void Encode(const OffloadTask& v, wire::OffloadTask::Builder b) {
   b.setTenant(AsText(v.tenant));
   b.setKey(AsText(v.key));
   b.setSize(v.size);
+  b.setBufferAddress(v.buffer_address);
 }
 
 ErrorCode Decode(wire::OffloadTask::Reader r, OffloadTask* out) {
   out->tenant.assign(View(r.getTenant()));
   out->key.assign(View(r.getKey()));
   out->size = r.getSize();
+  out->buffer_address = r.getBufferAddress();
   return ErrorCode::OK;
 }
 

@@ -297,7 +297,7 @@ TEST(RpcConvertTest, ObjectInfoRoundTrip) {
 }
 
 TEST(RpcConvertTest, OffloadStructsRoundTrip) {
-  OffloadTask t{"tenant-a", "key-1", 4096};
+  OffloadTask t{"tenant-a", "key-1", 4096, 0x7f0000001000};
   capnp::MallocMessageBuilder b;
   Encode(t, b.initRoot<wire::OffloadTask>());
   Wire w(b);
@@ -306,6 +306,7 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   EXPECT_EQ(tout.tenant, t.tenant);
   EXPECT_EQ(tout.key, t.key);
   EXPECT_EQ(tout.size, t.size);
+  EXPECT_EQ(tout.buffer_address, t.buffer_address);
 
   OffloadedObject o;
   o.tenant = "";

@@ -154,6 +154,7 @@ struct OffloadTask {
   tenant @0 :Text;
   key @1 :Text;
   size @2 :UInt64;
+  bufferAddress @3 :UInt64;  # the pinned MEMORY replica, inside the node's segment
 }
 
 # Where a node's SSD store put an object (the node's second-level index).
