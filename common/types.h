@@ -149,6 +149,13 @@ struct DirectoryStats {
   uint64_t background_runs = 0;
   // Operations waiting for a RunPaused (snapshot) to end, right now.
   uint64_t snapshot_waiters = 0;
+  // Objects eviction erased with no LOCAL_DISK replica while offload was
+  // enabled: acknowledged objects lost to DRAM pressure (issue 17).
+  uint64_t evicted_without_copy = 0;
+  // Offload tasks queued at the master, all nodes, now (not yet handed out).
+  uint64_t offload_queued = 0;
+  // Eviction candidates kept because their copy to SSD is not done yet.
+  uint64_t offload_waits = 0;
 };
 
 }  // namespace shelfmark

@@ -56,11 +56,19 @@ std::vector<ExpiredClient> ClientRegistry::TakeExpired(int64_t now_ms, int64_t t
   return out;
 }
 
-void ClientRegistry::QueueOffload(const UUID& client, OffloadTask task) {
+bool ClientRegistry::QueueOffload(const UUID& client, OffloadTask task, size_t limit) {
   MutexLock lock(&mu_);
   auto it = clients_.find(client);
-  if (it == clients_.end() || it->second.offload_queue.size() >= kMaxQueuedOffloads) return;
+  if (it == clients_.end() || it->second.offload_queue.size() >= limit) return false;
   it->second.offload_queue.push_back(std::move(task));
+  return true;
+}
+
+uint64_t ClientRegistry::QueuedOffloads() const {
+  MutexLock lock(&mu_);
+  uint64_t n = 0;
+  for (const auto& [id, state] : clients_) n += state.offload_queue.size();
+  return n;
 }
 
 std::vector<OffloadTask> ClientRegistry::TakeOffload(const UUID& client, size_t max) {

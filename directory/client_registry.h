@@ -59,8 +59,11 @@ class ClientRegistry {
   // Removes and returns the clients silent since before `now_ms - ttl_ms`.
   std::vector<ExpiredClient> TakeExpired(int64_t now_ms, int64_t ttl_ms);
 
-  // Queues an offload task for `client` (dropped when the queue is full).
-  void QueueOffload(const UUID& client, OffloadTask task);
+  // Queues an offload task for `client`; false (dropped) when the client is
+  // unknown or already has `limit` tasks queued.
+  bool QueueOffload(const UUID& client, OffloadTask task, size_t limit = kMaxQueuedOffloads);
+  // Tasks queued, all clients, now.
+  uint64_t QueuedOffloads() const;
   // Takes up to `max` queued tasks.
   std::vector<OffloadTask> TakeOffload(const UUID& client, size_t max);
   void AddInflight(const UUID& client, InflightOffload item);
@@ -82,7 +85,7 @@ class ClientRegistry {
   void Clear();
 
   size_t size() const;
-  static constexpr size_t kMaxQueuedOffloads = 100'000;
+  static constexpr size_t kMaxQueuedOffloads = 100'000;  // the default limit
 
  private:
   struct ClientState {

@@ -51,6 +51,18 @@ struct DirectoryOptions {
   // An unfinished put older than this is reclaimed by the background thread.
   int64_t put_start_release_timeout_ms = 600'000;
   bool enable_offload = false;
+  // Tiering (docs/directory.md, "Eviction with an SSD tier"), Mooncake's
+  // flags of the same names. With offload enabled and an SSD tier that can
+  // take an object (the owner of its MEMORY replica mounted a local disk
+  // with offloading), eviction drops its MEMORY replica only once a
+  // LOCAL_DISK replica exists; it queues the copy when none is queued.
+  //  - offload_on_evict: copy at eviction time only (PutEnd queues nothing);
+  //  - offload_force_evict: an object whose owner's offload queue is full
+  //    (offloading_queue_limit) is evicted without a copy instead of waiting;
+  //  - offloading_queue_limit: offload tasks queued per node at most.
+  bool offload_on_evict = false;
+  bool offload_force_evict = false;
+  uint64_t offloading_queue_limit = 50'000;
   // Period of the background thread (eviction, client expiry, stale puts).
   int64_t background_period_ms = 100;
   // Start the background thread in the constructor. Tests drive

@@ -133,7 +133,22 @@ class DirectoryImpl {
   void PurgeOwners(const std::vector<const void*>& owners);
   void AddGroupMember(std::string_view tenant, const std::string& group, std::string_view key);
   void DropGroupMembers(std::string_view tenant, const GroupDrops& drops);
-  void QueueOffloadFor(std::string_view tenant, std::string_view key, const ObjectMetadata& meta);
+  // Queues the copy of `meta` to the SSD store of a node holding one of its
+  // COMPLETE MEMORY replicas (one that mounted a disk with offloading) and
+  // stamps the object; false when no such node exists, its queue is full
+  // (offloading_queue_limit) or offload is disabled. Under the shard's
+  // writer lock.
+  bool QueueOffloadFor(std::string_view tenant, std::string_view key, const ObjectMetadata& meta);
+  // The node whose SSD store should hold a copy of `meta` before its MEMORY
+  // replicas go (null: none can: offload disabled, a disk copy exists, or no
+  // owner has a disk that offloads).
+  const DiskNode* OffloadTier(const ObjectMetadata& meta) const;
+  // Eviction's question for a candidate under its shard's writer lock: may
+  // its MEMORY replicas go now? No while an SSD tier can take it and the
+  // copy is not done: the copy is (re)queued unless one was queued lately;
+  // yes without a copy only with offload_force_evict and a full queue.
+  bool MayEvictNow(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
+                   int64_t now);
   void BackgroundLoop();
   // Raises next_replica_id_ to at least `id`.
   void RaiseNextReplicaId(uint64_t id);
@@ -152,6 +167,8 @@ class DirectoryImpl {
   std::atomic<bool> allocation_failed_{false};
   std::atomic<uint64_t> evicted_objects_{0};
   std::atomic<uint64_t> evicted_bytes_{0};
+  std::atomic<uint64_t> evicted_without_copy_{0};
+  std::atomic<uint64_t> offload_waits_{0};
   std::atomic<uint64_t> eviction_runs_{0};
   std::atomic<uint64_t> unplaceable_puts_{0};
   std::atomic<uint64_t> background_runs_{0};

@@ -194,7 +194,9 @@ ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
   }
   if (finished == 0) return meta->HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
   if (!meta->HasProcessing()) shard.tenants.Find(tenant)->processing.erase(std::string(key));
-  if (type == ReplicaType::MEMORY) QueueOffloadFor(tenant, key, *meta);
+  if (type == ReplicaType::MEMORY && !options_.offload_on_evict) {
+    QueueOffloadFor(tenant, key, *meta);
+  }
   return ErrorCode::OK;
 }
 
@@ -451,6 +453,9 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.unplaceable_puts = unplaceable_puts_.load();
   s.background_runs = background_runs_.load();
   s.snapshot_waiters = snapshot_lock_.waiting();
+  s.evicted_without_copy = evicted_without_copy_.load();
+  s.offload_queued = clients_.QueuedOffloads();
+  s.offload_waits = offload_waits_.load();
   return s;
 }
 

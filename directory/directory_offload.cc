@@ -10,21 +10,65 @@ namespace {
 
 // How long a node may take to report an offload before its pin is dropped.
 constexpr int64_t kOffloadTimeoutMs = 60'000;
+// A queued copy not handed out within this long is queued again by eviction
+// (its task may have been lost with a node's queue).
+constexpr int64_t kRequeueAfterMs = kOffloadTimeoutMs;
+// ObjectMetadata::offload_queued_stamp: seconds modulo kStampPeriod, plus 1.
+constexpr int64_t kStampPeriod = 65'535;
 
-}  // namespace
+uint16_t OffloadStamp(int64_t now_ms) {
+  return static_cast<uint16_t>((now_ms / 1000) % kStampPeriod + 1);
+}
 
-void DirectoryImpl::QueueOffloadFor(std::string_view tenant, std::string_view key,
-                                    const ObjectMetadata& meta) {
-  if (!options_.enable_offload) return;
+// Whether a copy of the object was queued less than kRequeueAfterMs ago.
+bool QueuedLately(const ObjectMetadata& meta, int64_t now_ms) {
+  if (meta.offload_queued_stamp == 0) return false;
+  const int64_t age_s =
+      (OffloadStamp(now_ms) - meta.offload_queued_stamp + kStampPeriod) % kStampPeriod;
+  return age_s * 1000 < kRequeueAfterMs;
+}
+
+// The SSD store of the owner of a COMPLETE MEMORY replica, if it offloads.
+template <typename Registry>
+std::pair<const UUID*, const DiskNode*> TierOf(const ObjectMetadata& meta, Registry& clients) {
   for (const Replica& r : meta.replicas) {
     if (!r.is_memory() || !r.is_complete()) continue;
     const UUID& owner = r.segment()->owner;
-    DiskNode* disk = clients_.Disk(owner);
-    if (disk != nullptr && disk->enable_offloading) {
-      clients_.QueueOffload(owner, {std::string(tenant), std::string(key), meta.size});
-      return;
-    }
+    const DiskNode* disk = clients.Disk(owner);
+    if (disk != nullptr && disk->enable_offloading) return {&owner, disk};
   }
+  return {nullptr, nullptr};
+}
+
+}  // namespace
+
+bool DirectoryImpl::QueueOffloadFor(std::string_view tenant, std::string_view key,
+                                    const ObjectMetadata& meta) {
+  if (!options_.enable_offload) return false;
+  const auto [owner, disk] = TierOf(meta, clients_);
+  if (owner == nullptr ||
+      !clients_.QueueOffload(*owner, {std::string(tenant), std::string(key), meta.size},
+                             options_.offloading_queue_limit)) {
+    return false;
+  }
+  meta.offload_queued_stamp = OffloadStamp(Now());
+  return true;
+}
+
+const DiskNode* DirectoryImpl::OffloadTier(const ObjectMetadata& meta) const {
+  if (!options_.enable_offload || meta.HasCompleteDisk()) return nullptr;
+  return TierOf(meta, clients_).second;
+}
+
+bool DirectoryImpl::MayEvictNow(std::string_view tenant, std::string_view key,
+                                const ObjectMetadata& meta, int64_t now) {
+  if (OffloadTier(meta) == nullptr) return true;
+  if (!QueuedLately(meta, now) && !QueueOffloadFor(tenant, key, meta) &&
+      options_.offload_force_evict) {
+    return true;  // beyond the offload cap: dropped without a copy
+  }
+  offload_waits_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 // Pins the client's COMPLETE MEMORY replica of the task's object and says
@@ -58,7 +102,9 @@ Result<std::vector<OffloadTask>> DirectoryImpl::OffloadHeartbeat(const UUID& cli
     MetadataShard& shard = ShardOf(task.tenant, task.key);
     WriterLock lock(&shard.mu);
     uint64_t replica_id = 0;
-    if (!PinForOffload(Find(shard, task.tenant, task.key), client, disk, &replica_id,
+    ObjectMetadata* meta = Find(shard, task.tenant, task.key);
+    if (meta != nullptr) meta->offload_queued_stamp = 0;  // handed out: pinned or moot
+    if (!PinForOffload(meta, client, disk, &replica_id,
                        &task.buffer_address)) {
       continue;
     }

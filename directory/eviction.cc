@@ -3,7 +3,9 @@
 // lease deadline: a sample of candidates gives the lease cutoff, then every
 // shard evicts candidates at or below it. Candidates: COMPLETE MEMORY
 // replicas of objects whose lease expired, without hard pin or references,
-// not mid-put; soft-pinned objects only in a second pass.
+// not mid-put; soft-pinned objects only in a second pass. With an SSD tier
+// (docs/directory.md), a candidate without a LOCAL_DISK copy keeps its
+// MEMORY replicas until the copy exists (MayEvictNow queues it).
 #include <algorithm>
 #include <random>
 
@@ -71,16 +73,28 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
   int64_t cutoff = EvictionCutoff(now, target, soft);
   if (cutoff == INT64_MIN) return 0;
   uint64_t freed = 0;
+  uint64_t pending = 0;  // bytes of candidates waiting for their SSD copy
   for (MetadataShard& shard : shards_) {
-    if (freed >= target) break;
+    if (freed + pending >= target) break;
     size_t evicted = SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
       Victims victims;
       tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
-          if (meta.lease_deadline_ms.load() <= cutoff && Evictable(meta, now, soft)) {
-            victims.emplace_back(name, key);
-            freed += MemoryBytes(meta);
-            evicted_bytes_.fetch_add(MemoryBytes(meta), std::memory_order_relaxed);
+          // Stop at the target: candidates that wait count toward it, so a
+          // pass queues copies of about as much as it wants to free.
+          if (freed + pending >= target || meta.lease_deadline_ms.load() > cutoff ||
+              !Evictable(meta, now, soft)) {
+            return;
+          }
+          if (!MayEvictNow(name, key, meta, now)) {
+            pending += MemoryBytes(meta);
+            return;
+          }
+          victims.emplace_back(name, key);
+          freed += MemoryBytes(meta);
+          evicted_bytes_.fetch_add(MemoryBytes(meta), std::memory_order_relaxed);
+          if (options_.enable_offload && !meta.HasCompleteDisk()) {
+            evicted_without_copy_.fetch_add(1, std::memory_order_relaxed);
           }
         });
       });
@@ -111,9 +125,13 @@ void DirectoryImpl::EvictIfNeeded() {
   }
   eviction_runs_.fetch_add(1, std::memory_order_relaxed);
   int64_t now = Now();
+  const uint64_t waits_before = offload_waits_.load(std::memory_order_relaxed);
   uint64_t freed = EvictPass(now, target, /*soft=*/false);
   if (freed < target) freed += EvictPass(now, target - freed, /*soft=*/true);
-  if (freed == 0) eviction_backoff_until_ms_ = now + kFruitlessBackoffMs;
+  // Candidates waiting for their SSD copy become evictable as copies land:
+  // look again next period rather than backing off.
+  const bool waiting = offload_waits_.load(std::memory_order_relaxed) != waits_before;
+  if (freed == 0 && !waiting) eviction_backoff_until_ms_ = now + kFruitlessBackoffMs;
 }
 
 }  // namespace shelfmark

@@ -57,6 +57,13 @@ bool ObjectMetadata::HasCompleteMemory() const {
   return false;
 }
 
+bool ObjectMetadata::HasCompleteDisk() const {
+  for (const Replica& r : replicas) {
+    if (r.is_complete() && !r.is_memory()) return true;
+  }
+  return false;
+}
+
 size_t ObjectMetadata::ReferenceCount() const {
   size_t n = 0;
   for (const Replica& r : replicas) n += r.refcnt;

@@ -102,10 +102,15 @@ struct ObjectMetadata {
   DataType data_type = DataType::UNKNOWN;
   bool has_checksum = false;
   bool hard_pin = false;
+  // When an offload of this object was last queued, as OffloadStamp()
+  // (0: never). Written under the shard's writer lock (eviction's sweep
+  // sees the object const, hence mutable); in the tail padding.
+  mutable uint16_t offload_queued_stamp = 0;
 
   bool HasComplete() const;
   bool HasProcessing() const;
   bool HasCompleteMemory() const;
+  bool HasCompleteDisk() const;
   size_t ReferenceCount() const;
   int64_t put_start_ms() const { return int64_t{put_start_s} * 1000; }
   int64_t soft_pin_deadline_ms() const { return int64_t{soft_pin_deadline_s} * 1000; }

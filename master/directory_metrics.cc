@@ -29,6 +29,15 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           "Puts refused without evicting anything: more replicas than segments "
                           "able to hold them, or larger than any segment.",
                           read(&DirectoryStats::unplaceable_puts));
+  registry.AddCounterFunc("shelfmark_master_evicted_without_copy_total",
+                          "Objects eviction erased with no SSD copy while offload was enabled.",
+                          read(&DirectoryStats::evicted_without_copy));
+  registry.AddGauge("shelfmark_master_offload_queued_tasks",
+                    "Offload tasks queued at the master for nodes, not yet handed out.",
+                    read(&DirectoryStats::offload_queued));
+  registry.AddCounterFunc("shelfmark_master_offload_waits_total",
+                          "Eviction candidates kept until their SSD copy exists.",
+                          read(&DirectoryStats::offload_waits));
   registry.AddCounterFunc("shelfmark_master_background_runs_total",
                           "Completed passes of the background work (client expiry, offload "
                           "time-outs, stale puts, eviction).",

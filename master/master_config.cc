@@ -49,6 +49,12 @@ void AddDirectoryFlags(FlagSet& f, MasterConfig* c) {
   f.AddDouble("eviction_high_watermark_ratio", &c->eviction_high_watermark_ratio,
               "usage that triggers eviction", 0.0, 1.0);
   f.AddBool("enable_offload", &c->enable_offload, "offload MEMORY objects to node SSDs");
+  f.AddBool("offload_on_evict", &c->offload_on_evict,
+            "copy objects to SSD when eviction wants their memory, not after every put");
+  f.AddBool("offload_force_evict", &c->offload_force_evict,
+            "evict without an SSD copy what a full offload queue cannot take (else wait)");
+  f.AddInt64("offloading_queue_limit", &c->offloading_queue_limit,
+             "offload tasks queued per node at most", 1, 100'000'000);
   f.AddInt64("put_start_discard_timeout_sec", &c->put_start_discard_timeout_sec,
              "an unfinished put older than this may be replaced", 1, kMaxSeconds);
   f.AddInt64("put_start_release_timeout_sec", &c->put_start_release_timeout_sec,
@@ -131,6 +137,9 @@ DirectoryOptions MasterConfig::ToDirectoryOptions() const {
   o.put_start_discard_timeout_ms = put_start_discard_timeout_sec * 1000;
   o.put_start_release_timeout_ms = put_start_release_timeout_sec * 1000;
   o.enable_offload = enable_offload;
+  o.offload_on_evict = offload_on_evict;
+  o.offload_force_evict = offload_force_evict;
+  o.offloading_queue_limit = static_cast<uint64_t>(offloading_queue_limit);
   return o;
 }
 

@@ -27,6 +27,9 @@ struct MasterConfig {
   double eviction_high_watermark_ratio = 0.90;
   std::string cluster_id = "shelfmark_cluster";
   bool enable_offload = false;
+  bool offload_on_evict = false;        // Mooncake's flags (DirectoryOptions)
+  bool offload_force_evict = false;
+  int64_t offloading_queue_limit = 50'000;
   int64_t put_start_discard_timeout_sec = 30;
   int64_t put_start_release_timeout_sec = 600;
   std::string memory_allocator = "offset";

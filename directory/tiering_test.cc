@@ -1,0 +1,174 @@
+// Eviction with an SSD tier (docs/directory.md): MEMORY replicas of objects
+// without a LOCAL_DISK copy stay until the copy exists; Mooncake's
+// offload_on_evict, offload_force_evict and offloading_queue_limit.
+#include "directory/directory_test_util.h"
+
+namespace shelfmark {
+namespace {
+
+DirectoryOptions Tiered(bool on_evict = false, bool force = false, uint64_t queue_limit = 50'000) {
+  DirectoryOptions o;
+  o.enable_offload = true;
+  o.offload_on_evict = on_evict;
+  o.offload_force_evict = force;
+  o.offloading_queue_limit = queue_limit;
+  return o;
+}
+
+class TieringTest : public DirectoryFixture {
+ protected:
+  explicit TieringTest(DirectoryOptions o = Tiered()) : DirectoryFixture(o) {}
+
+  // A 100 KiB segment of node_, with an SSD store that offloads (when
+  // `disk`), filled with 100 objects of 1 KiB.
+  void Fill(bool disk = true) {
+    Mount(node_, "a", 100 * 1024);
+    if (disk) {
+      ASSERT_EQ(dir_->MountLocalDisk(node_, true, "a:7000"), ErrorCode::OK);
+    }
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(Put(Key(i), 1024), ErrorCode::OK);
+  }
+  static std::string Key(int i) { return "k" + std::to_string(i); }
+  void EvictNow() {
+    clock_.AdvanceMs(dir_->options().default_kv_lease_ttl_ms + 1000);
+    dir_->Ping(node_);
+    dir_->RunBackgroundOnce();
+  }
+  // What node_ does: takes its tasks and reports each copied.
+  size_t OffloadAll() {
+    auto tasks = dir_->OffloadHeartbeat(node_, 1000);
+    EXPECT_TRUE(tasks.ok());
+    std::vector<OffloadedObject> done;
+    for (const OffloadTask& t : *tasks) {
+      done.push_back({t.tenant, t.key, {1, static_cast<int64_t>(done.size()) * 4096,
+                                        static_cast<int64_t>(t.key.size()),
+                                        static_cast<int64_t>(t.size), "a:7000"}});
+    }
+    auto codes = dir_->NotifyOffloadSuccess(node_, done);
+    EXPECT_TRUE(codes.ok());
+    return done.size();
+  }
+  int Present() {
+    int n = 0;
+    for (int i = 0; i < 100; ++i) n += dir_->Stat("", Key(i)).ok() ? 1 : 0;
+    return n;
+  }
+  int OnDisk() {
+    int n = 0;
+    for (int i = 0; i < 100; ++i) {
+      auto info = dir_->Stat("", Key(i));
+      if (!info.ok()) continue;
+      for (const auto& r : info->replicas) n += r.type == ReplicaType::LOCAL_DISK ? 1 : 0;
+    }
+    return n;
+  }
+};
+
+TEST_F(TieringTest, EvictionWaitsForTheSsdCopyThenDropsOnlyMemory) {
+  Fill();
+  EvictNow();
+  DirectoryStats s = dir_->Stats();
+  EXPECT_EQ(s.evicted_objects, 0u) << "nothing is on the SSD yet";
+  EXPECT_GT(s.offload_waits, 0u);
+  EXPECT_EQ(Present(), 100);
+  // DRAM full and offload behind: a new put is refused (back-pressure), not
+  // paid for with an acknowledged object.
+  EXPECT_EQ(dir_->PutStart(writer_, "", "new", 20 * 1024, {}).error(),
+            ErrorCode::NO_AVAILABLE_HANDLE);
+  ASSERT_EQ(OffloadAll(), 100u);
+  EvictNow();
+  s = dir_->Stats();
+  EXPECT_GE(s.evicted_objects, 10u);
+  EXPECT_EQ(s.evicted_without_copy, 0u);
+  EXPECT_EQ(Present(), 100) << "evicted objects keep their LOCAL_DISK replica";
+  EXPECT_EQ(OnDisk(), 100);
+  EXPECT_LE(s.allocated_bytes, 90u * 1024);
+  EXPECT_EQ(Put("new", 1024), ErrorCode::OK);
+}
+
+TEST_F(TieringTest, WithoutAnSsdTierEvictionDropsAsBefore) {
+  Fill(/*disk=*/false);
+  EvictNow();
+  DirectoryStats s = dir_->Stats();
+  EXPECT_GE(s.evicted_objects, 10u);
+  EXPECT_EQ(s.evicted_without_copy, s.evicted_objects);
+  EXPECT_EQ(Present(), 100 - static_cast<int>(s.evicted_objects));
+}
+
+TEST_F(TieringTest, ACopyNeverReportedIsQueuedAgainAfterItsTimeout) {
+  Fill();
+  auto taken = dir_->OffloadHeartbeat(node_, 1000);  // handed out, never reported
+  ASSERT_TRUE(taken.ok());
+  ASSERT_EQ(taken->size(), 100u);
+  EvictNow();
+  EXPECT_EQ(dir_->Stats().evicted_objects, 0u);
+  clock_.AdvanceMs(61'000);  // the pins time out
+  EvictNow();                // ... and eviction queues the copies again
+  EXPECT_EQ(dir_->Stats().evicted_objects, 0u);
+  EXPECT_GT(dir_->Stats().offload_queued, 0u);
+  EXPECT_GT(OffloadAll(), 0u);
+  EvictNow();
+  EXPECT_GE(dir_->Stats().evicted_objects, 10u);
+  EXPECT_EQ(dir_->Stats().evicted_without_copy, 0u);
+}
+
+class OffloadOnEvictTest : public TieringTest {
+ protected:
+  OffloadOnEvictTest() : TieringTest(Tiered(/*on_evict=*/true)) {}
+};
+
+TEST_F(OffloadOnEvictTest, CopiesAreQueuedAtEvictionNotAtPut) {
+  Fill();
+  EXPECT_EQ(dir_->Stats().offload_queued, 0u) << "no copy after each put";
+  EvictNow();
+  const uint64_t queued = dir_->Stats().offload_queued;
+  EXPECT_GE(queued, 10u) << "the eviction candidates are queued";
+  EXPECT_LT(queued, 100u) << "only about what eviction wants to free";
+  EXPECT_EQ(dir_->Stats().evicted_objects, 0u);
+  ASSERT_EQ(OffloadAll(), queued);
+  EvictNow();
+  EXPECT_GE(dir_->Stats().evicted_objects, 10u);
+  EXPECT_EQ(dir_->Stats().evicted_without_copy, 0u);
+  EXPECT_EQ(Present(), 100);
+}
+
+class ForceEvictTest : public TieringTest {
+ protected:
+  ForceEvictTest() : TieringTest(Tiered(false, /*force=*/true, /*queue_limit=*/3)) {}
+};
+
+TEST_F(ForceEvictTest, WhatTheFullQueueCannotTakeIsDroppedAndCounted) {
+  Fill();
+  EXPECT_EQ(dir_->Stats().offload_queued, 3u) << "the queue limit";
+  EvictNow();
+  DirectoryStats s = dir_->Stats();
+  // The target (10 KiB) is met by the dropped plus the 3 that wait.
+  EXPECT_GE(s.evicted_objects + 3, 10u);
+  EXPECT_GT(s.evicted_objects, 0u);
+  EXPECT_EQ(s.evicted_without_copy, s.evicted_objects);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(dir_->Stat("", Key(i)).ok()) << "queued ones wait";
+}
+
+class QueueLimitTest : public TieringTest {
+ protected:
+  QueueLimitTest() : TieringTest(Tiered(false, /*force=*/false, /*queue_limit=*/3)) {}
+};
+
+TEST_F(QueueLimitTest, WithoutForceAFullQueueMeansWaitingNotLosing) {
+  Fill();
+  EvictNow();
+  EXPECT_EQ(dir_->Stats().evicted_objects, 0u);
+  EXPECT_EQ(Present(), 100);
+  // The node drains its queue a few at a time; eviction refills it, and
+  // every object gets its copy before its MEMORY replica goes.
+  for (int round = 0; round < 60 && OnDisk() < 100; ++round) {
+    OffloadAll();
+    EvictNow();
+  }
+  EXPECT_EQ(dir_->Stats().evicted_without_copy, 0u);
+  EXPECT_EQ(Present(), 100);
+  EXPECT_GE(dir_->Stats().evicted_objects, 10u);
+}
+
+}  // namespace
+}  // namespace shelfmark
