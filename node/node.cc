@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "common/host_port.h"
@@ -20,6 +24,9 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
     return ErrorCode::INVALID_PARAMS;
   }
   if (options.disk != nullptr && (options.disk_am == nullptr || options.disk_endpoint.empty())) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  if (options.offload_poll_interval_ms <= 0 || options.offload_batch_bytes == 0) {
     return ErrorCode::INVALID_PARAMS;
   }
   std::unique_ptr<Node> node(new Node(std::move(options), engine));
@@ -81,9 +88,20 @@ void Node::RetireMemory() {
 }
 
 NodeCounters Node::counters() const {
-  return NodeCounters{pings_.load(),         ping_failures_.load(), mounts_.load(),
-                      remounts_.load(),      disk_mounts_.load(),   disk_reported_.load(),
-                      offloaded_.load(),     offload_failures_.load(), disk_evictions_.load()};
+  NodeCounters c;
+  c.pings = pings_.load();
+  c.ping_failures = ping_failures_.load();
+  c.mounts = mounts_.load();
+  c.remounts = remounts_.load();
+  c.disk_mounts = disk_mounts_.load();
+  c.disk_reported = disk_reported_.load();
+  c.offloaded = offloaded_.load();
+  c.offload_failures = offload_failures_.load();
+  c.offload_inflight = offload_inflight_.load();
+  c.offloaded_bytes = offloaded_bytes_.load();
+  c.offload_batches = offload_batches_.load();
+  c.disk_evictions = disk_evictions_.load();
+  return c;
 }
 
 LocalDiskStats Node::disk_stats() const {
@@ -105,15 +123,40 @@ bool Node::SleepOrStop(int64_t ms) {
   return stop_;
 }
 
-ErrorCode Node::Run() {
+void Node::SetOffloadReady(bool ready) {
+  MutexLock lock(&stop_mu_);
+  offload_ready_ = ready;
+  stop_cv_.notify_all();
+}
+
+bool Node::WaitOffloadReady() {
+  MutexLock lock(&stop_mu_);
+  while (!stop_ && !offload_ready_) stop_cv_.wait(lock);
+  return !stop_;
+}
+
+MasterClientOptions Node::MasterOptions() const {
   MasterClientOptions mo;
   mo.address = options_.master;
   mo.client_id = options_.client_id;
   mo.call_timeout_ms = options_.rpc_timeout_ms;
   mo.token = options_.master_token;
-  MasterClient master(mo);
+  return mo;
+}
+
+ErrorCode Node::Run() {
+  MasterClient master(MasterOptions());
+  // Started after the first disk report; joined before the unmount, so that
+  // batches already written are still reported.
+  std::thread offload;
   ErrorCode last_mount_error = ErrorCode::OK;
   bool disk_reported = false;
+  auto report_disk = [&] {
+    disk_reported = ReportDisk(master) == ErrorCode::OK;
+    if (!disk_reported) return;
+    SetOffloadReady(true);
+    if (!offload.joinable()) offload = std::thread([this] { OffloadLoop(); });
+  };
   int64_t wait_ms = 0;
   while (!SleepOrStop(wait_ms)) {
     if (!mounted_.load()) {
@@ -121,7 +164,7 @@ ErrorCode Node::Run() {
       if (rc == ErrorCode::OK) {
         mounted_.store(true);
         mounts_.fetch_add(1);
-        disk_reported = options_.disk == nullptr || ReportDisk(master) == ErrorCode::OK;
+        if (options_.disk != nullptr) report_disk();
         if (options_.on_mounted) options_.on_mounted(segment_);
         wait_ms = options_.ping_interval_ms;
       } else {
@@ -144,19 +187,20 @@ ErrorCode Node::Run() {
     if (ping->status == ClientStatus::NEED_REMOUNT) {
       remounts_.fetch_add(1);
       mounted_.store(false);
+      // No offload before the disk is reported to the restarted master.
+      SetOffloadReady(false);
+      disk_reported = false;
       wait_ms = 0;
       continue;
     }
     if (options_.disk != nullptr) {
-      if (!disk_reported) disk_reported = ReportDisk(master) == ErrorCode::OK;
-      for (int round = 0; disk_reported && round < kMaxOffloadRounds; ++round) {
-        if (Offload(master) < kOffloadBatch) break;
-      }
+      if (!disk_reported) report_disk();
       SendEvictions(master);
     }
     if (options_.on_ping) options_.on_ping();
     wait_ms = options_.ping_interval_ms;
   }
+  if (offload.joinable()) offload.join();  // Stop() ends it too
   if (!mounted_.exchange(false)) return ErrorCode::OK;
   return master.UnmountSegment(segment_.id);
 }
@@ -191,21 +235,81 @@ OffloadedObject Node::Reported(const StoredLocation& l) const {
       StorageObjectMetadata{l.bucket_id, l.offset, l.key_size, l.data_size, options_.disk_endpoint}};
 }
 
-Result<std::string> Node::ReadOwnReplica(MasterClient& master, const OffloadTask& task) {
-  auto replicas = master.GetReplicaList(task.tenant, task.key);
-  if (!replicas.ok()) return replicas.error();
-  for (const ReplicaDescriptor& r : replicas->replicas) {
-    const MemoryDescriptor& m = r.memory;
-    if (r.type != ReplicaType::MEMORY || m.segment_id != segment_.id) continue;
-    if (m.size != task.size || m.buffer_address < segment_.base ||
-        m.buffer_address - segment_.base > segment_.size - m.size) {
-      return ErrorCode::INVALID_PARAMS;
-    }
-    const uint8_t* bytes = memory_ + (m.buffer_address - segment_.base);
-    return std::string(reinterpret_cast<const char*>(bytes), m.size);
+std::optional<uint64_t> OffloadSourceOffset(const Segment& segment, const OffloadTask& task) {
+  if (task.buffer_address == 0 || task.buffer_address < segment.base ||
+      task.size > segment.size || task.buffer_address - segment.base > segment.size - task.size) {
+    return std::nullopt;
   }
-  return ErrorCode::OBJECT_NOT_FOUND;
+  return task.buffer_address - segment.base;
 }
+
+// Objects copied out of the segment, written together, then reported.
+struct Node::OffloadBatch {
+  std::vector<OffloadTask> tasks;
+  std::vector<std::string> values;  // values[i]: tasks[i]'s bytes
+  uint64_t bytes = 0;
+  // Set by the writer.
+  ErrorCode write_rc = ErrorCode::OK;
+  std::vector<StoredLocation> stored;
+};
+
+// The writer thread: writes one batch at a time, handed over by Start() and
+// collected by Finish(), so the offload thread prepares the next batch (and
+// reports the previous one) while the backend writes.
+class Node::BatchWriter {
+ public:
+  explicit BatchWriter(Node* node) : node_(node), thread_([this] { Loop(); }) {}
+  ~BatchWriter() {
+    {
+      MutexLock lock(&mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+  BatchWriter(const BatchWriter&) = delete;
+  BatchWriter& operator=(const BatchWriter&) = delete;
+
+  // Starts writing `batch`; the previous one must have been collected.
+  void Start(std::unique_ptr<OffloadBatch> batch) {
+    MutexLock lock(&mu_);
+    todo_ = std::move(batch);
+    cv_.notify_all();
+  }
+  // Waits for the batch started last and returns it written; null when none
+  // is left to collect.
+  std::unique_ptr<OffloadBatch> Finish() {
+    MutexLock lock(&mu_);
+    while (todo_ != nullptr || writing_) cv_.wait(lock);
+    return std::move(done_);
+  }
+
+ private:
+  void Loop() {
+    MutexLock lock(&mu_);
+    while (true) {
+      while (!stop_ && todo_ == nullptr) cv_.wait(lock);
+      if (todo_ == nullptr) return;  // stopping, nothing left
+      std::unique_ptr<OffloadBatch> batch = std::move(todo_);
+      writing_ = true;
+      lock.unlock();
+      node_->WriteOffloadBatch(*batch);
+      lock.lock();
+      writing_ = false;
+      done_ = std::move(batch);
+      cv_.notify_all();
+    }
+  }
+
+  Node* const node_;
+  Mutex mu_;
+  std::condition_variable_any cv_;
+  std::unique_ptr<OffloadBatch> todo_ GUARDED_BY(mu_);  // handed over, not yet taken
+  bool writing_ GUARDED_BY(mu_) = false;
+  std::unique_ptr<OffloadBatch> done_ GUARDED_BY(mu_);  // written, not yet collected
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
 
 Result<std::vector<StoredLocation>> Node::WriteToDisk(const std::vector<StoredObject>& batch) {
   auto stored = options_.disk->WriteBatch(batch);
@@ -230,40 +334,110 @@ Result<std::vector<StoredLocation>> Node::WriteToDisk(const std::vector<StoredOb
   return out;
 }
 
-size_t Node::Offload(MasterClient& master) {
-  auto tasks = master.OffloadHeartbeat(kOffloadBatch);
-  if (!tasks.ok() || tasks->empty()) return 0;
-  std::vector<std::string> values;
-  std::vector<StoredObject> batch;
-  values.reserve(tasks->size());
-  for (const OffloadTask& task : *tasks) {
-    auto bytes = ReadOwnReplica(master, task);
-    if (!bytes.ok()) {
-      offload_failures_.fetch_add(1);
+void Node::OffloadLoop() {
+  MasterClient master(MasterOptions());
+  BatchWriter writer(this);
+  auto report_written = [&] {
+    if (std::unique_ptr<OffloadBatch> written = writer.Finish()) {
+      ReportOffloadBatch(master, *written);
+    }
+  };
+  // Batch N+1 is copied: wait for N, start N+1, report N while N+1 is written.
+  auto write = [&](std::unique_ptr<OffloadBatch> batch) {
+    std::unique_ptr<OffloadBatch> written = writer.Finish();
+    HoldEvictions(*batch, true);
+    writer.Start(std::move(batch));
+    if (written) ReportOffloadBatch(master, *written);
+  };
+  while (WaitOffloadReady()) {
+    auto tasks = master.OffloadHeartbeat(kOffloadTasks);
+    if (!tasks.ok() || tasks->empty()) {
+      report_written();
+      if (SleepOrStop(options_.offload_poll_interval_ms)) break;
       continue;
     }
-    values.push_back(std::move(*bytes));
-    batch.push_back(StoredObject{task.tenant, task.key, values.back()});
+    offload_inflight_.fetch_add(tasks->size());
+    auto batch = std::make_unique<OffloadBatch>();
+    for (OffloadTask& task : *tasks) {
+      std::optional<uint64_t> offset = OffloadSourceOffset(segment_, task);
+      if (!offset) {
+        // Not ours to read: the master times the task out.
+        offload_failures_.fetch_add(1);
+        offload_inflight_.fetch_sub(1);
+        continue;
+      }
+      if (!batch->tasks.empty() && batch->bytes + task.size > options_.offload_batch_bytes) {
+        write(std::move(batch));
+        batch = std::make_unique<OffloadBatch>();
+      }
+      batch->values.emplace_back(reinterpret_cast<const char*>(memory_ + *offset), task.size);
+      batch->bytes += task.size;
+      batch->tasks.push_back(std::move(task));
+    }
+    if (!batch->tasks.empty()) write(std::move(batch));
   }
-  if (batch.empty()) return tasks->size();
-  auto stored = WriteToDisk(batch);
-  if (!stored.ok()) return tasks->size();
-  std::vector<OffloadedObject> items;
-  for (const StoredLocation& l : *stored) items.push_back(Reported(l));
-  auto codes = master.NotifyOffloadSuccess(items);
-  if (!codes.ok()) {
-    offload_failures_.fetch_add(items.size());
-    return tasks->size();
+  report_written();
+}
+
+void Node::WriteOffloadBatch(OffloadBatch& batch) {
+  std::vector<StoredObject> objects;
+  objects.reserve(batch.tasks.size());
+  for (size_t i = 0; i < batch.tasks.size(); ++i) {
+    objects.push_back(StoredObject{batch.tasks[i].tenant, batch.tasks[i].key, batch.values[i]});
   }
-  for (ErrorCode c : *codes) (c == ErrorCode::OK ? offloaded_ : offload_failures_).fetch_add(1);
-  return tasks->size();
+  auto stored = WriteToDisk(objects);
+  if (stored.ok()) {
+    batch.stored = std::move(*stored);
+  } else {
+    batch.write_rc = stored.error();
+  }
+  batch.values.clear();  // the bytes are on disk (or failed): free them early
+  batch.values.shrink_to_fit();
+}
+
+void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
+  if (batch.write_rc == ErrorCode::OK && !batch.stored.empty()) {
+    offload_batches_.fetch_add(1);
+    std::vector<OffloadedObject> items;
+    items.reserve(batch.stored.size());
+    for (const StoredLocation& l : batch.stored) items.push_back(Reported(l));
+    auto codes = master.NotifyOffloadSuccess(items);
+    if (!codes.ok() || codes->size() != items.size()) {
+      offload_failures_.fetch_add(items.size());
+    } else {
+      for (size_t i = 0; i < items.size(); ++i) {
+        if ((*codes)[i] == ErrorCode::OK) {
+          offloaded_.fetch_add(1);
+          offloaded_bytes_.fetch_add(static_cast<uint64_t>(batch.stored[i].data_size));
+        } else {
+          offload_failures_.fetch_add(1);
+        }
+      }
+    }
+  }
+  // Failed writes were counted by WriteToDisk.
+  offload_inflight_.fetch_sub(batch.tasks.size());
+  HoldEvictions(batch, false);
+}
+
+void Node::HoldEvictions(const OffloadBatch& batch, bool hold) {
+  MutexLock lock(&evict_mu_);
+  for (const OffloadTask& task : batch.tasks) {
+    auto it = unreported_.try_emplace({task.tenant, task.key}, 0).first;
+    it->second += hold ? 1 : -1;
+    if (it->second <= 0) unreported_.erase(it);
+  }
 }
 
 void Node::SendEvictions(MasterClient& master) {
   std::vector<std::pair<std::string, std::string>> pending;
   {
     MutexLock lock(&evict_mu_);
-    pending.swap(evictions_);
+    // A key whose offload is not reported yet stays queued: its eviction
+    // must reach the master after its LOCAL_DISK replica does.
+    std::vector<std::pair<std::string, std::string>> held;
+    for (auto& e : evictions_) (unreported_.count(e) != 0 ? held : pending).push_back(std::move(e));
+    evictions_.swap(held);
   }
   for (size_t i = 0; i < pending.size(); ++i) {
     if (master.EvictDiskReplica(pending[i].first, pending[i].second) == ErrorCode::RPC_FAIL) {

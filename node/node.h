@@ -15,21 +15,28 @@
 // after every (re)mount, registers its disk at the master (MountLocalDisk,
 // offloading enabled, endpoint = disk_endpoint) and re-reports every object
 // the backend holds (NotifyOffloadSuccess), so a restarted master relearns
-// the SSD data. Each ping period it also takes offload tasks in rounds of up
-// to kOffloadBatch (OffloadHeartbeat; a full round is followed by another, at
-// most kMaxOffloadRounds per period, so the node keeps up with puts), copies
-// each object's bytes from its MEMORY replica in this node's segment (found
-// with GetReplicaList) into the backend (WriteBatch) and reports them. Keys the backend evicts are queued
-// by its evict callback (any thread) and sent as EvictDiskReplica from
-// Run()'s thread.
+// the SSD data. Offloading runs on a thread of its own (with its own master
+// connection), started after the first disk report and paused while the
+// node is not mounted with its disk reported: it takes offload tasks
+// (OffloadHeartbeat, up to kOffloadTasks at a time) and asks again at once
+// while the master has some, else waits offload_poll_interval_ms. It copies
+// each object from this node's segment at the task's buffer_address (the
+// MEMORY replica the master pinned; a range outside the segment is a
+// failure), groups the objects into batches of at most offload_batch_bytes
+// and writes them with WriteBatch on a writer thread, pipelined: batch N+1
+// is copied while batch N is written, and batch N is reported
+// (NotifyOffloadSuccess) once written. Keys the backend evicts are queued by
+// its evict callback (any thread) and sent as EvictDiskReplica from Run()'s
+// thread, each after the key's own offload report.
 //
 // The segment mounted is Segment{id, name, base = the memory's address, size,
 // endpoint = engine.endpoint(), protocol = engine.protocol(), rkey = the
 // registered region's rkey}; the same id is used for every (re)mount.
 //
 // Thread safety: Run() is called once, from one thread (it owns the master
-// connection); Stop(), the counters, disk_stats() and segment() may be
-// called from any thread. `on_mounted` runs on Run()'s thread after each
+// connection; the offload thread and its writer are joined before it
+// returns); Stop(), the counters, disk_stats() and segment() may be called
+// from any thread. `on_mounted` runs on Run()'s thread after each
 // successful mount (after the disk report), `on_ping` after each ping round.
 #pragma once
 
@@ -37,7 +44,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,8 +73,8 @@ struct NodeOptions {
   int64_t rpc_timeout_ms = 5'000;
   // Called after each successful mount (first mount and remounts).
   std::function<void(const Segment&)> on_mounted;
-  // Called on Run()'s thread after each answered ping's round (offload and
-  // evictions included).
+  // Called on Run()'s thread after each answered ping's round (evictions
+  // included; offloading runs on a thread of its own).
   std::function<void()> on_ping;
   // The SSD store: all three set, or `disk` null (no SSD store). `disk` and
   // `disk_am` must outlive the node; disk_endpoint is where clients reach
@@ -73,6 +82,12 @@ struct NodeOptions {
   StorageBackend* disk = nullptr;
   AmTransport* disk_am = nullptr;
   std::string disk_endpoint;
+  // With `disk`: the wait before asking the master for offload tasks again
+  // after it had none (never while it has some), > 0.
+  int64_t offload_poll_interval_ms = 100;
+  // With `disk`: the most bytes one WriteBatch of offloaded objects holds
+  // (an object larger than that is a batch of its own), > 0.
+  uint64_t offload_batch_bytes = 64ull << 20;
 };
 
 struct NodeCounters {
@@ -84,15 +99,23 @@ struct NodeCounters {
   uint64_t disk_reported = 0;  // objects re-reported from the SSD store
   uint64_t offloaded = 0;      // offload tasks written to SSD and reported
   uint64_t offload_failures = 0;
-  uint64_t disk_evictions = 0;  // EvictDiskReplica calls answered
+  uint64_t offload_inflight = 0;  // gauge: tasks taken, not yet reported or failed
+  uint64_t offloaded_bytes = 0;   // bytes of the `offloaded` objects
+  uint64_t offload_batches = 0;   // offload batches written to the SSD store
+  uint64_t disk_evictions = 0;    // EvictDiskReplica calls answered
 };
 
+// The offset in `segment` of an offload task's bytes (its buffer_address,
+// task.size bytes); nullopt when the address is 0 or the range does not lie
+// inside the segment.
+std::optional<uint64_t> OffloadSourceOffset(const Segment& segment, const OffloadTask& task);
+
 class MasterClient;
+struct MasterClientOptions;
 
 class Node {
  public:
-  static constexpr uint64_t kOffloadBatch = 64;  // tasks per OffloadHeartbeat
-  static constexpr int kMaxOffloadRounds = 16;    // OffloadHeartbeats per ping period
+  static constexpr uint64_t kOffloadTasks = 64;  // tasks per OffloadHeartbeat
 
   // Maps and populates the segment and registers it with `engine` (which
   // must outlive the node), and starts the LOCAL_DISK service when `disk` is
@@ -127,23 +150,37 @@ class Node {
 
  private:
   Node(NodeOptions options, TransportEngine* engine);
+  struct OffloadBatch;
+  class BatchWriter;
+
+  MasterClientOptions MasterOptions() const;
   // Sleeps up to `ms` or until Stop(); true when stopping.
   bool SleepOrStop(int64_t ms);
+  // Lets the offload thread run (the node is mounted, its disk reported) or
+  // pauses it.
+  void SetOffloadReady(bool ready);
+  // Waits until offloading may run; false when stopping.
+  bool WaitOffloadReady();
   // The destructor's release of the segment's memory (see ~Node).
   void RetireMemory();
   // MountLocalDisk + re-report of every stored object; the master's code.
   ErrorCode ReportDisk(MasterClient& master);
-  // One offload round (OffloadHeartbeat, copy, WriteBatch, report); the
-  // number of tasks the master handed out.
-  size_t Offload(MasterClient& master);
-  // Reads the key's bytes from its MEMORY replica in this node's segment.
-  Result<std::string> ReadOwnReplica(MasterClient& master, const OffloadTask& task);
+  // The offload thread: its own MasterClient, tasks -> batches -> writer.
+  void OffloadLoop();
+  // Writes `batch` (on the writer thread); sets its result.
+  void WriteOffloadBatch(OffloadBatch& batch);
+  // Reports a written batch (NotifyOffloadSuccess) and settles its counters.
+  void ReportOffloadBatch(MasterClient& master, OffloadBatch& batch);
   // WriteBatch; a batch the store refuses as a whole (INVALID_PARAMS or
   // BUFFER_OVERFLOW: more than it may hold at once) is written one object
   // at a time. Counts failed objects in offload_failures_.
   Result<std::vector<StoredLocation>> WriteToDisk(const std::vector<StoredObject>& batch);
   OffloadedObject Reported(const StoredLocation& location) const;
-  // Sends queued evictions; stops at the first RPC failure (kept queued).
+  // Holds back (true) or releases the evictions of a batch's keys: a key is
+  // evicted at the master only after its offload was reported.
+  void HoldEvictions(const OffloadBatch& batch, bool hold);
+  // Sends queued evictions (but those held back); stops at the first RPC
+  // failure (kept queued).
   void SendEvictions(MasterClient& master);
 
   const NodeOptions options_;
@@ -155,13 +192,17 @@ class Node {
   std::atomic<bool> mounted_{false};
   std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
   std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
-      disk_evictions_{0};
+      offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0}, disk_evictions_{0};
   std::unique_ptr<LocalDiskService> disk_service_;
   Mutex evict_mu_;
   std::vector<std::pair<std::string, std::string>> evictions_ GUARDED_BY(evict_mu_);
+  // Keys of offload batches written or being written but not yet reported,
+  // with a count each (a key may be in two batches).
+  std::map<std::pair<std::string, std::string>, int> unreported_ GUARDED_BY(evict_mu_);
   Mutex stop_mu_;
   std::condition_variable_any stop_cv_;
   bool stop_ GUARDED_BY(stop_mu_) = false;
+  bool offload_ready_ GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace shelfmark

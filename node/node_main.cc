@@ -3,6 +3,7 @@
 //       [--device=NAME] [--listen_ip=IP] [--listen_port=P] [--metrics_port=M]
 //       [--cluster_token_file=PATH] [--master_token_file=PATH]
 //       [--segment_name=NAME] [--ping_interval_ms=MS]
+//       [--offload_poll_interval_ms=MS] [--offload_batch_bytes=BYTES]
 // Credentials (auth/credential_flags.h, docs/security.md): the cluster token
 // from --cluster_token_file, a literal --cluster_token (warned about: ps shows
 // it) or $SHELFMARK_CLUSTER_TOKEN; clients must present it on the data plane,
@@ -32,7 +33,10 @@
 // (ssdstore/storage_config.h), serves LOCAL_DISK reads on a UCX engine's
 // active messages (the data-plane engine with ucx; with rdma a second UCX
 // engine on --listen_ip, any free port), registers the disk at the master and
-// offloads the objects the master asks for (node/node.h). It prints
+// offloads the objects the master asks for on a thread of its own
+// (node/node.h: asking again at once while the master has tasks, else every
+// --offload_poll_interval_ms; write batches of at most --offload_batch_bytes).
+// It prints
 //   shelfmark-node: ssd store <config> endpoint <ip:port>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +77,8 @@ struct NodeFlags {
   auth::Credentials credentials;  // resolved from credential_flags
   std::string segment_name;
   int64_t ping_interval_ms = 3'000;
+  int64_t offload_poll_interval_ms = 100;
+  int64_t offload_batch_bytes = 64ll << 20;
 };
 
 // --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
@@ -94,6 +100,14 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   flags.AddString("segment_name", &f->segment_name, "segment name (\"\" = node-<client id>)");
   flags.AddInt64("ping_interval_ms", &f->ping_interval_ms,
                  "ping period; keep it under the master's client TTL / 2", 10, 3'600'000);
+  flags.AddInt64("offload_poll_interval_ms", &f->offload_poll_interval_ms,
+                 "with an SSD store: wait before asking for offload tasks again after the "
+                 "master had none",
+                 1, 60'000);
+  flags.AddInt64("offload_batch_bytes", &f->offload_batch_bytes,
+                 "with an SSD store: most bytes in one offload write batch (a larger object "
+                 "is a batch of its own)",
+                 4096, INT64_MAX);
   flags.ParseOrExit(argc, argv);
   if (!ParseHostPort(f->master)) {
     std::fprintf(stderr, "shelfmark-node: flag --master expects HOST:PORT, got '%s'\n",
@@ -161,6 +175,14 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
           &NodeCounters::offloaded);
   counter("shelfmark_node_offload_failures_total", "Offload tasks that failed.",
           &NodeCounters::offload_failures);
+  counter("shelfmark_node_offloaded_bytes_total",
+          "Bytes of the objects offloaded to the SSD store and reported to the master.",
+          &NodeCounters::offloaded_bytes);
+  counter("shelfmark_node_offload_batches_total", "Offload batches written to the SSD store.",
+          &NodeCounters::offload_batches);
+  metrics.AddGauge("shelfmark_node_offload_inflight_tasks",
+                   "Offload tasks taken from the master, not yet reported or failed.",
+                   [n] { return static_cast<double>(n->counters().offload_inflight); });
   counter("shelfmark_node_disk_evictions_total", "SSD evictions reported to the master.",
           &NodeCounters::disk_evictions);
 }
@@ -289,6 +311,8 @@ int Run(const NodeFlags& f) {
   no.segment_size = static_cast<uint64_t>(f.segment_size);
   no.segment_name = f.segment_name;
   no.ping_interval_ms = f.ping_interval_ms;
+  no.offload_poll_interval_ms = f.offload_poll_interval_ms;
+  no.offload_batch_bytes = static_cast<uint64_t>(f.offload_batch_bytes);
   bool first = true;
   const std::string client_id = to.client_id.ToString();
   no.on_mounted = [&first, &client_id](const Segment& s) {

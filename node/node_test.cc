@@ -2,7 +2,8 @@
 // after the master restarts (a fresh, empty directory on the same port), and
 // the SSD store: a real bucket backend in a temporary directory served over
 // real UCX active messages (LOCAL_DISK reads), re-reported to the master on
-// start and after a restart, offload from the node's segment and evictions.
+// start and after a restart, offload from the node's segment (prompt, on the
+// offload thread, in byte-sized batches) and evictions.
 #include "node/node.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include "master/rpc_server.h"
 #include "ssdstore/storage_backend_factory.h"
 #include "testing/temp_dir.h"
+#include "testing/wait_for.h"
 #include "transport/loopback_engine.h"
 #include "transport/transport_test_util.h"
 #include "transport/ucx_engine.h"
@@ -181,9 +183,10 @@ struct DiskNode {
     }
     node.reset();
   }
-  bool Start(uint16_t port) {
+  bool Start(uint16_t port, const std::function<void(NodeOptions&)>& adjust = nullptr) {
     if (!backend || !engine || !client) return false;
     NodeOptions o = Options(port, &watch);
+    if (adjust) adjust(o);
     o.disk = backend.get();
     o.disk_am = &engine->am();
     o.disk_endpoint = engine->endpoint();
@@ -301,6 +304,117 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   EXPECT_TRUE(read->data == b);
 }
 
+// Puts `count` objects of `size` bytes (k0, k1, ...), each a different
+// pattern; returns their values.
+std::vector<std::string> PutMany(Directory& directory, DiskNode& n, int count, size_t size) {
+  std::vector<std::string> values;
+  for (int i = 0; i < count; ++i) {
+    values.push_back(testing::TestPattern(size, static_cast<char>('a' + i % 26)));
+    PutIntoNode(directory, n, "k" + std::to_string(i), values.back());
+  }
+  return values;
+}
+
+// The objects reached the SSD store intact: read back over LOCAL_DISK.
+void ExpectStored(DiskNode& n, const std::vector<std::string>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string key = "k" + std::to_string(i);
+    auto read = n.Read(key, values[i].size());
+    ASSERT_TRUE(read.ok()) << key << ": " << ErrorCodeName(read.error());
+    EXPECT_TRUE(read->data == values[i]) << key;
+  }
+}
+
+constexpr int64_t kOffloadDeadlineMs = 10'000;
+
+// A burst is offloaded promptly on the offload thread: with a ping period of
+// a minute, the ping rhythm cannot be what offloads it.
+TEST(NodeDiskTest, OffloadsABurstWithoutWaitingForPings) {
+  DiskNode n;
+  Master master(0, /*enable_offload=*/true);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) {
+    o.segment_size = 8 << 20;
+    o.ping_interval_ms = 60'000;
+  }));
+  n.watch.WaitFor(1);
+  constexpr int kObjects = 100;  // more than one OffloadHeartbeat's worth
+  constexpr size_t kSize = 20'000;
+  const std::vector<std::string> values = PutMany(*master.directory, n, kObjects, kSize);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        for (int i = 0; i < kObjects; ++i) {
+          if (!DiskReplica(*master.directory, "k" + std::to_string(i))) return false;
+        }
+        return true;
+      },
+      kOffloadDeadlineMs));
+  for (int i = 0; i < kObjects; ++i) {
+    ExpectDiskReplica(*master.directory, "k" + std::to_string(i), n, kSize);
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return n.node->counters().offload_inflight == 0; },
+                               kOffloadDeadlineMs));
+  const NodeCounters c = n.node->counters();
+  EXPECT_EQ(c.pings, 0u);
+  EXPECT_EQ(c.offloaded, static_cast<uint64_t>(kObjects));
+  EXPECT_EQ(c.offloaded_bytes, kObjects * kSize);
+  EXPECT_EQ(c.offload_failures, 0u);
+  EXPECT_GE(c.offload_batches, 2u);  // at least two heartbeats' worth
+  EXPECT_EQ(n.backend->object_count(), static_cast<uint64_t>(kObjects));
+  ExpectStored(n, values);
+}
+
+// offload_batch_bytes bounds a write batch: 64 KiB with 1 MiB objects makes
+// each object a batch of its own (written while the next one is copied).
+TEST(NodeDiskTest, SplitsTasksIntoBatchesByBytes) {
+  DiskNode n;
+  Master master(0, /*enable_offload=*/true);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) {
+    o.segment_size = 16 << 20;
+    o.offload_batch_bytes = 64 << 10;
+  }));
+  n.watch.WaitFor(1);
+  constexpr int kObjects = 8;
+  constexpr size_t kSize = 1 << 20;
+  const std::vector<std::string> values = PutMany(*master.directory, n, kObjects, kSize);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        NodeCounters c = n.node->counters();
+        return c.offloaded == kObjects && c.offload_inflight == 0;
+      },
+      kOffloadDeadlineMs))
+      << n.node->counters().offloaded;
+  const NodeCounters c = n.node->counters();
+  EXPECT_EQ(c.offload_batches, static_cast<uint64_t>(kObjects));
+  EXPECT_EQ(c.offloaded_bytes, kObjects * kSize);
+  EXPECT_EQ(c.offload_failures, 0u);
+  ExpectStored(n, values);
+}
+
+TEST(NodeDiskTest, OffloadSourceMustLieInTheSegment) {
+  Segment s;
+  s.base = 1 << 20;
+  s.size = 1 << 16;
+  auto task = [](uint64_t address, uint64_t size) {
+    OffloadTask t;
+    t.tenant = "t";
+    t.key = "k";
+    t.buffer_address = address;
+    t.size = size;
+    return t;
+  };
+  EXPECT_EQ(OffloadSourceOffset(s, task(s.base, 100)), 0u);
+  EXPECT_EQ(OffloadSourceOffset(s, task(s.base + 4096, 100)), 4096u);
+  EXPECT_EQ(OffloadSourceOffset(s, task(s.base, s.size)), 0u);
+  EXPECT_EQ(OffloadSourceOffset(s, task(s.base + s.size - 100, 100)), s.size - 100);
+  EXPECT_FALSE(OffloadSourceOffset(s, task(0, 100)));  // not pinned (an older master)
+  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base - 1, 100)));
+  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base + s.size - 99, 100)));
+  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base + s.size, 1)));
+  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base, s.size + 1)));
+  EXPECT_FALSE(OffloadSourceOffset(s, task(UINT64_MAX - 10, 100)));
+  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base + 10, UINT64_MAX)));
+}
+
 TEST(NodeDiskTest, CreateRejectsAPartialDisk) {
   testing::TempDir dir;
   StorageConfig config;
@@ -311,6 +425,12 @@ TEST(NodeDiskTest, CreateRejectsAPartialDisk) {
   MountWatch watch;
   NodeOptions o = Options(1, &watch);
   o.disk = backend->get();
+  EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+  o = Options(1, &watch);
+  o.offload_poll_interval_ms = 0;
+  EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+  o = Options(1, &watch);
+  o.offload_batch_bytes = 0;
   EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
 }
 
