@@ -65,15 +65,6 @@ struct MountWatch {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return mounts >= n; });
   }
-  // Ping rounds notify too; waits until `done` holds after a mount or round.
-  void Pinged() {
-    std::lock_guard<std::mutex> lock(mu);
-    cv.notify_all();
-  }
-  void WaitUntil(const std::function<bool()>& done) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, done);
-  }
 };
 
 NodeOptions Options(uint16_t port, MountWatch* watch) {
@@ -158,6 +149,7 @@ TEST(NodeTest, CreateRejectsBadOptions) {
 // ------------------------------------------------------------- SSD store
 
 constexpr int64_t kReadTimeoutMs = 10'000;
+constexpr int64_t kOffloadDeadlineMs = 10'000;
 
 // A node with a bucket SSD store in a temp dir, on a real UCX engine (its
 // segment and its LOCAL_DISK service), plus a client UCX engine.
@@ -190,7 +182,6 @@ struct DiskNode {
     o.disk = backend.get();
     o.disk_am = &engine->am();
     o.disk_endpoint = engine->endpoint();
-    o.on_ping = [this] { watch.Pinged(); };
     auto created = Node::Create(o, engine.get());
     if (!created.ok()) return false;
     node = std::move(*created);
@@ -283,7 +274,8 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   n.watch.WaitFor(1);
   const std::string a = testing::TestPattern(3000, 'c'), b = testing::TestPattern(9000, 'd');
   PutIntoNode(*master.directory, n, "k1", a);
-  n.watch.WaitUntil([&] { return n.node->counters().offloaded >= 1; });
+  ASSERT_TRUE(testing::WaitFor([&] { return n.node->counters().offloaded >= 1; },
+                               kOffloadDeadlineMs));
   ExpectDiskReplica(*master.directory, "k1", n, a.size());
   auto read = n.Read("k1", a.size());
   ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
@@ -292,7 +284,14 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   // A second object exceeds the one-key limit: k1 leaves the SSD store and
   // its LOCAL_DISK replica leaves the master (the MEMORY one stays).
   PutIntoNode(*master.directory, n, "k2", b);
-  n.watch.WaitUntil([&] { return n.node->counters().disk_evictions >= 1; });
+  // The eviction (ping thread) and k2's report (offload thread) come in
+  // either order.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        NodeCounters c = n.node->counters();
+        return c.disk_evictions >= 1 && c.offloaded >= 2;
+      },
+      kOffloadDeadlineMs));
   EXPECT_EQ(n.node->counters().offloaded, 2u);
   EXPECT_EQ(n.node->counters().offload_failures, 0u);
   EXPECT_FALSE(DiskReplica(*master.directory, "k1").has_value());
@@ -324,8 +323,6 @@ void ExpectStored(DiskNode& n, const std::vector<std::string>& values) {
     EXPECT_TRUE(read->data == values[i]) << key;
   }
 }
-
-constexpr int64_t kOffloadDeadlineMs = 10'000;
 
 // A burst is offloaded promptly on the offload thread: with a ping period of
 // a minute, the ping rhythm cannot be what offloads it.
