@@ -26,6 +26,17 @@
 #include "testing/wait_for.h"
 
 namespace shelfmark::testing {
+std::unique_ptr<ChildProcess> StartMaster(const std::string& binary,
+                                          const std::vector<std::string>& flags,
+                                          const std::string& log_path, ServicePorts* ports,
+                                          int timeout_ms) {
+  std::vector<std::string> args = {"--rpc_port=0", "--metrics_port=0"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto master = std::make_unique<ChildProcess>(binary, args, log_path);
+  if (!WaitForServicePorts(log_path, timeout_ms, ports)) return nullptr;
+  return master;
+}
+
 bool WaitForServicePorts(const std::string& log_path, int timeout_ms, ServicePorts* ports) {
   if (!WaitForText(log_path, "metrics port ", timeout_ms)) return false;
   const std::string text = ReadFile(log_path);

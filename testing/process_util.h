@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,15 @@ class ChildProcess {
   bool reaped_ = false;
   int status_ = -1;  // once reaped_
 };
+
+// Starts the shelfmark-master at `binary` on free ports (--rpc_port=0
+// --metrics_port=0, then `flags`), its stderr at `log_path`, and waits up to
+// `timeout_ms` for WaitForServicePorts; null (the process stopped) when the
+// ports did not come.
+std::unique_ptr<ChildProcess> StartMaster(const std::string& binary,
+                                          const std::vector<std::string>& flags,
+                                          const std::string& log_path, ServicePorts* ports,
+                                          int timeout_ms = 30'000);
 
 // GET http://127.0.0.1:port/path; returns the status code and fills *body;
 // -1 when the connection fails.

@@ -33,13 +33,10 @@ class AuthProcessTest : public ::testing::Test {
                           "node node-secret-1\nclient client-secret-2\nadmin admin-secret-3\n");
     data_ = WriteSecret("data", "data-plane-secret-4\n");
     const std::string err = dir_.Join("master.err");
-    master_ = std::make_unique<ChildProcess>(
-        SHELFMARK_MASTER_BIN,
-        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0",
-                                 "--cluster_token_file=" + tokens_},
-        err);
     testing::ServicePorts ports;
-    ASSERT_TRUE(testing::WaitForServicePorts(err, kStartMs, &ports)) << ReadFile(err);
+    master_ = testing::StartMaster(SHELFMARK_MASTER_BIN, {"--cluster_token_file=" + tokens_}, err,
+                                   &ports, kStartMs);
+    ASSERT_NE(master_, nullptr) << ReadFile(err);
     rpc_ = ports.rpc;
     http_ = ports.http;
   }

@@ -47,13 +47,11 @@ class ClientProcessTest : public ::testing::Test {
     testing::WriteFile(token_file_, "client-process-token\n");
     ::chmod(token_file_.c_str(), 0600);
     const std::string err = dir_.Join("master.err");
-    master_ = std::make_unique<ChildProcess>(
-        SHELFMARK_MASTER_BIN,
-        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2",
-                                 "--cluster_token_file=" + token_file_},
-        err);
     testing::ServicePorts ports;
-    ASSERT_TRUE(testing::WaitForServicePorts(err, kStartMs, &ports)) << ReadFile(err);
+    master_ = testing::StartMaster(SHELFMARK_MASTER_BIN,
+                                   {"--client_ttl=2", "--cluster_token_file=" + token_file_}, err,
+                                   &ports, kStartMs);
+    ASSERT_NE(master_, nullptr) << ReadFile(err);
     rpc_ = ports.rpc;
     http_ = ports.http;
   }
