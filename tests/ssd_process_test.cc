@@ -27,6 +27,7 @@
 #include "ssdstore/storage_config.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
+#include "tests/ssd_backends.h"
 #include "tests/ucx_client.h"
 #include "transport/transport_test_util.h"
 
@@ -382,12 +383,8 @@ TEST_P(SsdProcessTest, KilledMidOffloadServesEveryListedObject) {
   ExpectReadsThroughDisk(listed, a_, get);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, SsdProcessTest,
-                         ::testing::Values("bucket_storage_backend",
-                                           "offset_allocator_storage_backend"),
-                         [](const auto& info) {
-                           return info.param == "bucket_storage_backend" ? "bucket" : "offset";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, SsdProcessTest, testing::SsdBackends(),
+                         testing::SsdBackendName);
 
 }  // namespace
 }  // namespace shelfmark
