@@ -81,16 +81,15 @@ class TierProcessTest : public ::testing::TestWithParam<std::string> {
   // an empty store of the test's backend (`store_env`: more MOONCAKE_*
   // variables) and the client.
   void StartCluster(const std::vector<std::string>& master_flags,
-                    const std::vector<std::string>& store_env) {
+                    const std::vector<std::string>& store_env,
+                    const std::vector<std::string>& node_flags = {}) {
     ASSERT_FALSE(dir_.path().empty());
     const std::string master_err = dir_.Join("master.err");
-    std::vector<std::string> args = {"--rpc_port=0", "--metrics_port=0", "--enable_offload=true",
-                                     "--default_kv_lease_ttl=500"};
+    std::vector<std::string> args = {"--enable_offload=true", "--default_kv_lease_ttl=500"};
     args.insert(args.end(), master_flags.begin(), master_flags.end());
-    master_ = std::make_unique<ChildProcess>(SHELFMARK_MASTER_BIN, args, master_err);
     testing::ServicePorts ports;
-    ASSERT_TRUE(testing::WaitForServicePorts(master_err, kStartMs, &ports))
-        << ReadFile(master_err);
+    master_ = testing::StartMaster(SHELFMARK_MASTER_BIN, args, master_err, &ports, kStartMs);
+    ASSERT_NE(master_, nullptr) << ReadFile(master_err);
     rpc_ = ports.rpc;
     http_ = ports.http;
     master_client_ = std::make_unique<MasterClient>(MasterClientOptions{Master()});
@@ -111,6 +110,7 @@ class TierProcessTest : public ::testing::TestWithParam<std::string> {
           std::string("--ping_interval_ms=100")}) {
       node_args.push_back(a);
     }
+    node_args.insert(node_args.end(), node_flags.begin(), node_flags.end());
     const std::string node_err = dir_.Join("node.err");
     node_ = std::make_unique<ChildProcess>("/usr/bin/env", node_args, node_err);
     ASSERT_TRUE(testing::WaitForText(node_err, " protocol ucx endpoint 127.0.0.1:", kStartMs))
@@ -212,14 +212,15 @@ class TierProcessTest : public ::testing::TestWithParam<std::string> {
   }
 
   // The offload work is done and every SSD eviction is reported: the
-  // master's queue is empty and the node's store holds what it offloaded
-  // less what it reported evicted.
+  // master's queue is empty, the node has no task in flight, and its store
+  // holds what it offloaded less what it reported evicted.
   bool WaitSettled() {
     return testing::WaitFor([&] {
       const double offloaded = NodeMetric("shelfmark_node_offloaded_objects_total");
       const double evicted = NodeMetric("shelfmark_node_disk_evictions_total");
       const double stored = NodeMetric("shelfmark_node_disk_objects");
-      return MasterMetric("shelfmark_master_offload_queued_tasks") == 0 && offloaded >= 0 &&
+      return MasterMetric("shelfmark_master_offload_queued_tasks") == 0 &&
+             NodeMetric("shelfmark_node_offload_inflight_tasks") == 0 && offloaded >= 0 &&
              evicted >= 0 && stored >= 0 && stored + evicted == offloaded;
     }, kWaitMs);
   }
@@ -230,11 +231,14 @@ class TierProcessTest : public ::testing::TestWithParam<std::string> {
   // no more than the store's evictions plus the master's evictions without
   // a copy; every listed LOCAL_DISK replica reads back byte-exact.
   // Returns the burst's acknowledged and refused puts.
-  BurstResult FullStoreBurst(const std::vector<std::string>& master_flags) {
+  BurstResult FullStoreBurst(const std::vector<std::string>& master_flags,
+                             const std::vector<std::string>& node_flags = {}) {
     BurstResult burst;
     EXPECT_NO_FATAL_FAILURE(
-        StartCluster(master_flags, {std::string(kEnvTotalKeysLimit) + "=8",
-                                    std::string(kEnvTotalSizeLimit) + "=64M"}));
+        StartCluster(master_flags,
+                     {std::string(kEnvTotalKeysLimit) + "=8",
+                      std::string(kEnvTotalSizeLimit) + "=64M"},
+                     node_flags));
     if (HasFatalFailure()) return burst;
     burst = Burst(2 * static_cast<int>(kSegmentBytes / kObjectBytes), 200);
     for (const std::string& key : burst.refused) {
@@ -303,8 +307,11 @@ TEST_P(TierProcessTest, FullStoreWithoutForceEvictLosesOnlyWhatTheStoreEvicts) {
 }
 
 TEST_P(TierProcessTest, FullStoreWithForceEvictDropsAndCountsWhatCannotBeCopied) {
+  // Force drops what a full offload queue cannot take: a node that pulls its
+  // tasks only every 2 s lets the queue (2 tasks) fill during the burst.
   const BurstResult burst = FullStoreBurst(
-      {"--offload_force_evict=true", "--offloading_queue_limit=2", "--eviction_ratio=0.5"});
+      {"--offload_force_evict=true", "--offloading_queue_limit=2", "--eviction_ratio=0.5"},
+      {"--offload_poll_interval_ms=2000"});
   EXPECT_TRUE(burst.refused.empty()) << burst.refused.size() << " puts refused";
   EXPECT_GT(MasterMetric("shelfmark_master_evicted_without_copy_total"), 0);
 }
