@@ -242,7 +242,9 @@ TEST(NodeDiskTest, ReportsStoredObjectsOnStartAndAfterMasterRestart) {
   master.reset();                           // the master goes away...
   master = std::make_unique<Master>(port);  // ...and comes back empty
   ASSERT_EQ(master->port, port);
-  EXPECT_FALSE(DiskReplica(*master->directory, "k1").has_value());
+  // (Not checked here that it is empty: pinging every 20 ms, the node may
+  // already have remounted and re-reported. The second mount and the four
+  // reports below say the replicas come from the node's re-report.)
   n.watch.WaitFor(2);
   EXPECT_EQ(n.node->counters().disk_mounts, 2u);
   EXPECT_EQ(n.node->counters().disk_reported, 4u);
