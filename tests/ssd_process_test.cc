@@ -133,22 +133,22 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   // Starts a node named `name` on its store directory (kept across restarts)
   // with the test's backend and `persist_mode`; waits until it is mounted
   // (after its disk report). client_id is empty when it did not come up.
-  NodeProcess StartNode(const std::string& name, const std::string& persist_mode) {
+  NodeProcess StartNode(const std::string& name, const std::string& persist_mode,
+                        const std::vector<std::string>& extra_flags = {}) {
     const std::string err = dir_.Join(name + "-" + std::to_string(++starts_) + ".err");
     std::filesystem::create_directories(StoreDir(name));
     auto env = [](std::string_view var, const std::string& value) {
       return std::string(var) + "=" + value;
     };
     NodeProcess node;
-    node.process = std::make_unique<ChildProcess>(
-        "/usr/bin/env",
-        std::vector<std::string>{
-            env(kEnvStoragePath, StoreDir(name)), env(kEnvStorageBackend, GetParam()),
-            env(kEnvPersistMode, persist_mode), env(kEnvPersistInterval, "5"),
-            env(kEnvTotalSizeLimit, "64M"), SHELFMARK_NODE_BIN, "--master=" + Master(),
-            "--segment_size=" + std::to_string(kSegmentBytes), "--protocol=ucx",
-            "--listen_ip=127.0.0.1", "--segment_name=" + name, "--ping_interval_ms=300"},
-        err);
+    std::vector<std::string> args = {
+        env(kEnvStoragePath, StoreDir(name)), env(kEnvStorageBackend, GetParam()),
+        env(kEnvPersistMode, persist_mode), env(kEnvPersistInterval, "5"),
+        env(kEnvTotalSizeLimit, "64M"), SHELFMARK_NODE_BIN, "--master=" + Master(),
+        "--segment_size=" + std::to_string(kSegmentBytes), "--protocol=ucx",
+        "--listen_ip=127.0.0.1", "--segment_name=" + name, "--ping_interval_ms=300"};
+    args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+    node.process = std::make_unique<ChildProcess>("/usr/bin/env", args, err);
     EXPECT_TRUE(WaitForText(err, " protocol ucx endpoint 127.0.0.1:", kStartMs)) << ReadFile(err);
     testing::NodeReady ready;
     if (!testing::ParseNodeReady(ReadFile(err), &ready)) {
@@ -346,12 +346,14 @@ TEST_P(SsdProcessTest, StrictKillRightAfterOffloadKeepsAcknowledgedObjects) {
   RestartKeepsAcknowledged("strict", Stop::kKill);
 }
 
-// kill -9 while A works through its offload queue (64 tasks per 300 ms ping
-// round): after the restart every object the master lists on A's disk reads
-// back correctly, and at least those A had acknowledged before the kill are
-// listed (strict persistence; the bucket backend is always durable).
+// kill -9 while A works through its offload queue: after the restart every
+// object the master lists on A's disk reads back correctly, and at least
+// those A had acknowledged before the kill are listed (strict persistence;
+// the bucket backend is always durable). A writes about one object per batch
+// (--offload_batch_bytes=4096: each batch persisted strictly before it is
+// reported), so its queue takes long enough to be caught mid-way.
 TEST_P(SsdProcessTest, KilledMidOffloadServesEveryListedObject) {
-  a_ = StartNode(kNodeA, "strict");
+  a_ = StartNode(kNodeA, "strict", {"--offload_batch_bytes=4096"});
   ASSERT_FALSE(a_.client_id.empty());
   constexpr int kCount = 640;
   static constexpr size_t kSizes[] = {1, 1000, 4096, 16384};
