@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error_code.h"
 #include "common/uuid.h"
 
 namespace shelfmark {
@@ -132,6 +133,29 @@ struct OffloadedObject {
   StorageObjectMetadata location;
 };
 
+// Promotion on hit (LOCAL_DISK -> MEMORY): an object of a node's SSD store
+// that the node asks to copy back into its own segment.
+struct PromoteRequest {
+  std::string tenant;
+  std::string key;
+  uint64_t size = 0;
+};
+
+// The master's answer to one PromoteRequest: OK with the absolute address of
+// a range of `size` bytes it reserved for the copy in the node's segment.
+struct PromoteGrant {
+  ErrorCode code = ErrorCode::OK;
+  uint64_t buffer_address = 0;
+};
+
+// How a granted promotion ended: `copied` (the bytes are in the reserved
+// range) or abandoned (the range may be given back).
+struct PromoteResult {
+  std::string tenant;
+  std::string key;
+  bool copied = false;
+};
+
 struct DirectoryStats {
   uint64_t key_count = 0;
   uint64_t allocated_bytes = 0;
@@ -156,6 +180,16 @@ struct DirectoryStats {
   uint64_t offload_queued = 0;
   // Eviction candidates kept because their copy to SSD is not done yet.
   uint64_t offload_waits = 0;
+  // Promotion on hit (LOCAL_DISK -> MEMORY): ranges reserved for nodes'
+  // copies, copies attached as MEMORY replicas, requests refused for want
+  // of room (DRAM at the eviction watermark, or the node's segments full),
+  // reserved ranges given back (abandoned, timed out, or the object changed
+  // meanwhile), and reservations in flight now.
+  uint64_t promotions_granted = 0;
+  uint64_t promoted = 0;
+  uint64_t promotions_refused = 0;
+  uint64_t promotions_abandoned = 0;
+  uint64_t promotions_inflight = 0;
 };
 
 }  // namespace shelfmark

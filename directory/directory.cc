@@ -160,6 +160,17 @@ ErrorCode Directory::EvictDiskReplica(const UUID& client, std::string_view tenan
   return impl_->EvictDiskReplica(client, tenant, key);
 }
 
+Result<std::vector<PromoteGrant>> Directory::PromoteStart(
+    const UUID& client, const std::vector<PromoteRequest>& items) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->PromoteStart(client, items);
+}
+Result<std::vector<ErrorCode>> Directory::PromoteEnd(const UUID& client,
+                                                     const std::vector<PromoteResult>& items) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->PromoteEnd(client, items);
+}
+
 void Directory::StartBackgroundThread() { impl_->StartBackgroundThread(); }
 
 void Directory::RunBackgroundOnce() {

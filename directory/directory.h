@@ -166,6 +166,29 @@ class Directory {
   // Removes the client's LOCAL_DISK replica of the key (the node evicted it).
   ErrorCode EvictDiskReplica(const UUID& client, std::string_view tenant, std::string_view key);
 
+  // --- promotion on hit (LOCAL_DISK -> MEMORY; docs/directory.md) ----------
+  // For each item, an object of the client's SSD store to copy back into
+  // one of the client's own segments: OK reserves aligned(size) bytes there
+  // (buffer_address) for kPromotionTimeoutMs (60 s). Per item:
+  // OBJECT_NOT_FOUND (no such object with a COMPLETE LOCAL_DISK replica on
+  // this client's disk), INVALID_PARAMS (bad key or tenant, zero or wrong
+  // size), OBJECT_ALREADY_EXISTS (it has a MEMORY replica, or its promotion
+  // is in flight), NO_AVAILABLE_HANDLE (the allocation would pass the
+  // eviction watermark, none of the client's segments has room, or 256
+  // promotions of this client are in flight). ILLEGAL_CLIENT for a client
+  // without a mounted disk. Leases, pins and the object are untouched.
+  Result<std::vector<PromoteGrant>> PromoteStart(const UUID& client,
+                                                 const std::vector<PromoteRequest>& items);
+  // Ends the client's promotions: a copied one becomes a COMPLETE MEMORY
+  // replica (OK) when the object is still the one granted (same size, same
+  // LOCAL_DISK replica, no MEMORY replica meanwhile); otherwise, or when
+  // abandoned (copied = false, OK), its range is given back. Per item:
+  // OBJECT_NOT_FOUND when nothing was reserved (never granted, timed out,
+  // the segment was unmounted, the master restarted) or the object changed;
+  // INVALID_PARAMS for a bad key or tenant. ILLEGAL_CLIENT as above.
+  Result<std::vector<ErrorCode>> PromoteEnd(const UUID& client,
+                                            const std::vector<PromoteResult>& items);
+
   // --- background and observation ----------------------------------------------
   // One pass of: client expiry, stale put reclamation, eviction when above
   // the watermark or after an allocation failure. Thread-safe.

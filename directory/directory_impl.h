@@ -22,6 +22,7 @@
 #include "common/thread_annotations.h"
 #include "directory/client_registry.h"
 #include "directory/directory.h"
+#include "directory/promotion_table.h"
 #include "directory/segment_table.h"
 #include "directory/shard.h"
 #include "directory/snapshot_lock.h"
@@ -77,6 +78,14 @@ class DirectoryImpl {
   ErrorCode AddDiskReplica(MetadataShard& shard, std::string_view tenant,
                            const OffloadedObject& item, const UUID& client, const DiskNode* disk)
       REQUIRES(shard.mu);
+
+  // promotion on hit (directory_promotion.cc)
+  Result<std::vector<PromoteGrant>> PromoteStart(const UUID& client,
+                                                 const std::vector<PromoteRequest>& items);
+  Result<std::vector<ErrorCode>> PromoteEnd(const UUID& client,
+                                            const std::vector<PromoteResult>& items);
+  // Gives back the ranges of promotions not reported in time.
+  void ExpirePromotions();
 
   // eviction (eviction.cc)
   void EvictIfNeeded();
@@ -149,6 +158,16 @@ class DirectoryImpl {
   // yes without a copy only with offload_force_evict and a full queue.
   bool MayEvictNow(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
                    int64_t now);
+  // One item of PromoteStart / PromoteEnd.
+  PromoteGrant PromoteOne(const UUID& client, const DiskNode* disk, const PromoteRequest& item);
+  ErrorCode FinishPromotion(const UUID& client, const DiskNode* disk, const PromoteResult& item);
+  // Whether `size` more bytes keep DRAM at or under the eviction watermark
+  // (a promotion never makes eviction run).
+  bool RoomToPromote(uint64_t size) const;
+  // Unmount's first step after marking segments unmounting: drops their
+  // promotions in flight (before their replicas are purged and they are
+  // erased; see PromotionTable).
+  void DropPromotionsOn(const std::vector<SegmentEntry*>& segments);
   void BackgroundLoop();
   // Raises next_replica_id_ to at least `id`.
   void RaiseNextReplicaId(uint64_t id);
@@ -160,6 +179,7 @@ class DirectoryImpl {
   std::array<MetadataShard, kShardCount> shards_;
   SegmentTable segments_;
   ClientRegistry clients_;
+  PromotionTable promotions_;
   const uint64_t initial_view_version_;
   std::atomic<uint64_t> view_version_;
   std::atomic<uint64_t> next_replica_id_{1};
@@ -170,6 +190,10 @@ class DirectoryImpl {
   std::atomic<uint64_t> evicted_without_copy_{0};
   std::atomic<uint64_t> offload_waits_{0};
   std::atomic<uint64_t> eviction_runs_{0};
+  std::atomic<uint64_t> promotions_granted_{0};
+  std::atomic<uint64_t> promoted_{0};
+  std::atomic<uint64_t> promotions_refused_{0};
+  std::atomic<uint64_t> promotions_abandoned_{0};
   std::atomic<uint64_t> unplaceable_puts_{0};
   std::atomic<uint64_t> background_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};

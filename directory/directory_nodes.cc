@@ -16,6 +16,7 @@ ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment
 ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_id) {
   auto entry = segments_.BeginUnmount(client, segment_id);
   if (!entry.ok()) return entry.error();
+  DropPromotionsOn({*entry});
   PurgeOwners({*entry});
   segments_.Erase(*entry);
   return ErrorCode::OK;
@@ -51,8 +52,13 @@ void DirectoryImpl::ExpireClients() {
       segments.push_back(s);
     }
   }
+  DropPromotionsOn(segments);
   PurgeOwners(owners);
   for (SegmentEntry* s : segments) segments_.Erase(s);
+}
+
+void DirectoryImpl::DropPromotionsOn(const std::vector<SegmentEntry*>& segments) {
+  if (!segments.empty()) promotions_.DropSegments({segments.begin(), segments.end()});
 }
 
 void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {

@@ -421,6 +421,7 @@ void DirectoryImpl::ReclaimStalePuts() {
 void DirectoryImpl::RunBackgroundOnce() {
   ExpireClients();
   ExpireInflightOffloads();
+  ExpirePromotions();
   ReclaimStalePuts();
   EvictIfNeeded();
   background_runs_.fetch_add(1, std::memory_order_relaxed);
@@ -456,6 +457,11 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.evicted_without_copy = evicted_without_copy_.load();
   s.offload_queued = clients_.QueuedOffloads();
   s.offload_waits = offload_waits_.load();
+  s.promotions_granted = promotions_granted_.load();
+  s.promoted = promoted_.load();
+  s.promotions_refused = promotions_refused_.load();
+  s.promotions_abandoned = promotions_abandoned_.load();
+  s.promotions_inflight = promotions_.size();
   return s;
 }
 

@@ -177,6 +177,15 @@ SegmentsState DirectoryImpl::ExportSegments() const {
   out.view_version = view_version_.load();
   out.next_replica_id = next_replica_id_.load();
   out.segments = segments_.Export();
+  // A restored master knows no promotion in flight: their ranges are
+  // exported free (a late PromoteEnd then finds nothing and is refused).
+  for (const InflightPromotion& p : promotions_.Export()) {
+    for (SegmentState& s : out.segments) {
+      if (s.segment.id != p.segment->segment.id) continue;
+      s.free_extents.emplace_back(p.offset, p.segment->AlignedSize(p.size));
+      std::sort(s.free_extents.begin(), s.free_extents.end());
+    }
+  }
   out.disks = clients_.ExportDisks();
   return out;
 }
@@ -397,6 +406,7 @@ void DirectoryImpl::Clear() {
     gone = std::move(shard.tenants);
   }
   key_count_ = 0;
+  promotions_.Clear();
   segments_.Clear();
   clients_.Clear();
   next_replica_id_ = 1;

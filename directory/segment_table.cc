@@ -184,6 +184,15 @@ Result<std::vector<Placement>> SegmentTable::Allocate(
   return placed;
 }
 
+Result<Placement> SegmentTable::AllocateOwned(const UUID& owner, uint64_t size) {
+  ReaderLock lock(&mu_);
+  for (SegmentEntry* seg : order_) {
+    uint64_t offset = 0;
+    if (seg->owner == owner && TryAllocate(seg, size, &offset)) return Placement{seg, offset};
+  }
+  return ErrorCode::NO_AVAILABLE_HANDLE;
+}
+
 bool SegmentTable::CouldEverPlace(uint32_t count, uint64_t size) const {
   ReaderLock lock(&mu_);
   uint32_t able = 0;

@@ -70,6 +70,9 @@ class SegmentTable {
   // names first, then round-robin. All or nothing: NO_AVAILABLE_HANDLE.
   Result<std::vector<Placement>> Allocate(uint32_t count, uint64_t size,
                                           const std::vector<std::string>& preferred);
+  // Places one range of `size` bytes on a segment of `owner` (mount order);
+  // NO_AVAILABLE_HANDLE when none has room.
+  Result<Placement> AllocateOwned(const UUID& owner, uint64_t size);
   void Free(SegmentEntry* segment, uint64_t offset, uint64_t size);
   // Whether `count` replicas of `size` bytes could be placed if every
   // segment were empty: that many mounted segments (not unmounting) are each

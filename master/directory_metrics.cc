@@ -38,6 +38,23 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
   registry.AddCounterFunc("shelfmark_master_offload_waits_total",
                           "Eviction candidates kept until their SSD copy exists.",
                           read(&DirectoryStats::offload_waits));
+  registry.AddCounterFunc("shelfmark_master_promotions_granted_total",
+                          "Promotions on hit granted: DRAM reserved for a node's copy from SSD.",
+                          read(&DirectoryStats::promotions_granted));
+  registry.AddCounterFunc("shelfmark_master_promoted_total",
+                          "Objects promoted from SSD: a MEMORY replica attached again.",
+                          read(&DirectoryStats::promoted));
+  registry.AddCounterFunc("shelfmark_master_promotions_refused_total",
+                          "Promotions refused for want of room (DRAM at the eviction watermark "
+                          "or the node's segments full).",
+                          read(&DirectoryStats::promotions_refused));
+  registry.AddCounterFunc("shelfmark_master_promotions_abandoned_total",
+                          "Promotion ranges given back: abandoned, timed out, or the object "
+                          "changed meanwhile.",
+                          read(&DirectoryStats::promotions_abandoned));
+  registry.AddGauge("shelfmark_master_promotions_inflight",
+                    "Promotions granted and not yet reported.",
+                    read(&DirectoryStats::promotions_inflight));
   registry.AddCounterFunc("shelfmark_master_background_runs_total",
                           "Completed passes of the background work (client expiry, offload "
                           "time-outs, stale puts, eviction).",

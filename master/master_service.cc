@@ -52,6 +52,7 @@ constexpr uint32_t kAdmin = auth::kRoleAdmin;
   X(kOffloadHeartbeat, "OffloadHeartbeat", kNode)                                      \
   X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode)                              \
   X(kEvictDiskReplica, "EvictDiskReplica", kNode)                                      \
+  X(kPromoteStart, "PromoteStart", kNode) X(kPromoteEnd, "PromoteEnd", kNode)          \
   X(kAuthChallenge, "AuthChallenge", kOpen) X(kAuthenticate, "Authenticate", kOpen)
 
 enum Method : int {
@@ -396,9 +397,34 @@ class MasterServiceImpl final : public wire::MasterService::Server {
   kj::Promise<void> notifyOffloadSuccess(NotifyOffloadSuccessContext ctx) override {
     return Serve(kNotifyOffloadSuccess, ctx, [&](auto p) {
       std::vector<OffloadedObject> items;
-      ErrorCode code = rpcconv::DecodeOffloadedObjects(p.getItems(), s_.max_batch, &items);
+      ErrorCode code = rpcconv::DecodeList(p.getItems(), s_.max_batch, &items);
       if (code != ErrorCode::OK) return code;
       auto r = dir_.NotifyOffloadSuccess(rpcconv::Decode(p.getClientId()), items);
+      if (!r.ok()) return r.error();
+      SetCodes(ctx, *r);
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> promoteStart(PromoteStartContext ctx) override {
+    return Serve(kPromoteStart, ctx, [&](auto p) {
+      std::vector<PromoteRequest> items;
+      ErrorCode code = rpcconv::DecodeList(p.getItems(), s_.max_batch, &items);
+      if (code != ErrorCode::OK) return code;
+      auto r = dir_.PromoteStart(rpcconv::Decode(p.getClientId()), items);
+      if (!r.ok()) return r.error();
+      auto out = ctx.getResults(capnp::MessageSize{8 + 3 * r->size(), 0}).initGrants(r->size());
+      rpcconv::EncodeList(*r, out);
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> promoteEnd(PromoteEndContext ctx) override {
+    return Serve(kPromoteEnd, ctx, [&](auto p) {
+      std::vector<PromoteResult> items;
+      ErrorCode code = rpcconv::DecodeList(p.getItems(), s_.max_batch, &items);
+      if (code != ErrorCode::OK) return code;
+      auto r = dir_.PromoteEnd(rpcconv::Decode(p.getClientId()), items);
       if (!r.ok()) return r.error();
       SetCodes(ctx, *r);
       return ErrorCode::OK;

@@ -717,6 +717,54 @@ Result<std::vector<ErrorCode>> MasterClient::NotifyOffloadSuccess(
       });
 }
 
+// Words for a list of (tenant, key) items with `fixed` words each.
+template <typename T>
+static size_t ItemWords(const std::vector<T>& items, size_t fixed) {
+  size_t words = 16;
+  for (const T& item : items) words += fixed + (item.tenant.size() + item.key.size()) / 8;
+  return words;
+}
+
+Result<std::vector<PromoteGrant>> MasterClient::PromoteStart(
+    const std::vector<PromoteRequest>& items) {
+  using Ret = Result<std::vector<PromoteGrant>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.promoteStartRequest(capnp::MessageSize{ItemWords(items, 6), 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        rpcconv::EncodeList(items, req.initItems(items.size()));
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        std::vector<PromoteGrant> out;
+        if (r.getGrants().size() != items.size() ||
+            rpcconv::DecodeList(r.getGrants(), items.size(), &out) != ErrorCode::OK) {
+          return ErrorCode::RPC_FAIL;
+        }
+        return out;
+      });
+}
+
+Result<std::vector<ErrorCode>> MasterClient::PromoteEnd(const std::vector<PromoteResult>& items) {
+  using Ret = Result<std::vector<ErrorCode>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.promoteEndRequest(capnp::MessageSize{ItemWords(items, 6), 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        rpcconv::EncodeList(items, req.initItems(items.size()));
+        return req;
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeCodes(r.getCodes(), items.size());
+      });
+}
+
 ErrorCode MasterClient::EvictDiskReplica(std::string_view tenant, std::string_view key) {
   return impl_->Call<ErrorCode>(
       false,

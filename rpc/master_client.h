@@ -91,6 +91,10 @@ class MasterClient {
   Result<std::vector<OffloadTask>> OffloadHeartbeat(uint64_t max_tasks);
   Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const std::vector<OffloadedObject>& items);
   ErrorCode EvictDiskReplica(std::string_view tenant, std::string_view key);
+  // Promotion on hit (docs/directory.md): one grant / one code per item, in
+  // order.
+  Result<std::vector<PromoteGrant>> PromoteStart(const std::vector<PromoteRequest>& items);
+  Result<std::vector<ErrorCode>> PromoteEnd(const std::vector<PromoteResult>& items);
 
  private:
   struct Impl;

@@ -299,6 +299,43 @@ ErrorCode Decode(wire::OffloadedObject::Reader r, OffloadedObject* out) {
   return Decode(r.getLocation(), &out->location);
 }
 
+void Encode(const PromoteRequest& v, wire::PromoteRequest::Builder b) {
+  b.setTenant(AsText(v.tenant));
+  b.setKey(AsText(v.key));
+  b.setSize(v.size);
+}
+
+ErrorCode Decode(wire::PromoteRequest::Reader r, PromoteRequest* out) {
+  out->tenant.assign(View(r.getTenant()));
+  out->key.assign(View(r.getKey()));
+  out->size = r.getSize();
+  return ErrorCode::OK;
+}
+
+void Encode(const PromoteGrant& v, wire::PromoteGrant::Builder b) {
+  b.setCode(static_cast<int32_t>(v.code));
+  b.setBufferAddress(v.buffer_address);
+}
+
+ErrorCode Decode(wire::PromoteGrant::Reader r, PromoteGrant* out) {
+  out->code = CodeFromWire(r.getCode());
+  out->buffer_address = r.getBufferAddress();
+  return ErrorCode::OK;
+}
+
+void Encode(const PromoteResult& v, wire::PromoteResult::Builder b) {
+  b.setTenant(AsText(v.tenant));
+  b.setKey(AsText(v.key));
+  b.setCopied(v.copied);
+}
+
+ErrorCode Decode(wire::PromoteResult::Reader r, PromoteResult* out) {
+  out->tenant.assign(View(r.getTenant()));
+  out->key.assign(View(r.getKey()));
+  out->copied = r.getCopied();
+  return ErrorCode::OK;
+}
+
 // --- lists -------------------------------------------------------------------
 
 void EncodeReplicas(const std::vector<ReplicaDescriptor>& items,
@@ -324,15 +361,6 @@ ErrorCode DecodeTexts(capnp::List<capnp::Text>::Reader r, size_t max_items,
   if (r.size() > max_items) return kBad;
   out->resize(r.size());
   for (unsigned i = 0; i < r.size(); ++i) (*out)[i].assign(View(r[i]));
-  return ErrorCode::OK;
-}
-
-ErrorCode DecodeOffloadedObjects(capnp::List<wire::OffloadedObject>::Reader r, size_t max_items,
-                                 std::vector<OffloadedObject>* out) {
-  if (r.size() > max_items) return kBad;
-  out->clear();
-  out->resize(r.size());
-  for (unsigned i = 0; i < r.size(); ++i) SM_DECODE_OR_RETURN(Decode(r[i], &(*out)[i]));
   return ErrorCode::OK;
 }
 

@@ -123,6 +123,15 @@ ErrorCode Decode(wire::StorageObjectMetadata::Reader r, StorageObjectMetadata* o
 void Encode(const OffloadedObject& v, wire::OffloadedObject::Builder b);
 ErrorCode Decode(wire::OffloadedObject::Reader r, OffloadedObject* out);
 
+void Encode(const PromoteRequest& v, wire::PromoteRequest::Builder b);
+ErrorCode Decode(wire::PromoteRequest::Reader r, PromoteRequest* out);
+
+void Encode(const PromoteGrant& v, wire::PromoteGrant::Builder b);
+ErrorCode Decode(wire::PromoteGrant::Reader r, PromoteGrant* out);
+
+void Encode(const PromoteResult& v, wire::PromoteResult::Builder b);
+ErrorCode Decode(wire::PromoteResult::Reader r, PromoteResult* out);
+
 // --- lists -------------------------------------------------------------------
 // Fills an already-initialized list builder (init it with items.size()).
 void EncodeReplicas(const std::vector<ReplicaDescriptor>& items,
@@ -137,7 +146,23 @@ void EncodeTexts(const std::vector<std::string>& items, capnp::List<capnp::Text>
 ErrorCode DecodeTexts(capnp::List<capnp::Text>::Reader r, size_t max_items,
                       std::vector<std::string>* out);
 
-ErrorCode DecodeOffloadedObjects(capnp::List<wire::OffloadedObject>::Reader r, size_t max_items,
-                                 std::vector<OffloadedObject>* out);
+// Decodes every struct of a list with Decode(r[i], &out[i]); INVALID_PARAMS
+// for more than `max_items` entries or an entry that does not decode.
+template <typename ListReader, typename T>
+ErrorCode DecodeList(ListReader r, size_t max_items, std::vector<T>* out) {
+  if (r.size() > max_items) return ErrorCode::INVALID_PARAMS;
+  out->clear();
+  out->resize(r.size());
+  for (unsigned i = 0; i < r.size(); ++i) {
+    if (ErrorCode rc = Decode(r[i], &(*out)[i]); rc != ErrorCode::OK) return rc;
+  }
+  return ErrorCode::OK;
+}
+
+// Encodes `items` into an already-initialized list builder of items.size().
+template <typename ListBuilder, typename T>
+void EncodeList(const std::vector<T>& items, ListBuilder b) {
+  for (size_t i = 0; i < items.size(); ++i) Encode(items[i], b[i]);
+}
 
 }  // namespace shelfmark::rpcconv

@@ -318,7 +318,7 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   Encode(o, list[1]);
   Wire w2(b2);
   std::vector<OffloadedObject> out;
-  ASSERT_EQ(rpcconv::DecodeOffloadedObjects(
+  ASSERT_EQ(rpcconv::DecodeList(
                 w2.Root<wire::MasterService::NotifyOffloadSuccessParams>().getItems(), 2, &out),
             ErrorCode::OK);
   ASSERT_EQ(out.size(), 2u);
@@ -330,7 +330,7 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   EXPECT_EQ(out[1].location.data_size, 4096);
   EXPECT_EQ(out[1].location.transport_endpoint, "10.1.1.1:9000");
   // More items than allowed.
-  EXPECT_EQ(rpcconv::DecodeOffloadedObjects(
+  EXPECT_EQ(rpcconv::DecodeList(
                 w2.Root<wire::MasterService::NotifyOffloadSuccessParams>().getItems(), 1, &out),
             ErrorCode::INVALID_PARAMS);
 }
@@ -501,7 +501,7 @@ template <>
 ErrorCode DecodeAll<wire::MasterService::NotifyOffloadSuccessParams>(
     wire::MasterService::NotifyOffloadSuccessParams::Reader r) {
   std::vector<OffloadedObject> items;
-  return rpcconv::DecodeOffloadedObjects(r.getItems(), 65536, &items);
+  return rpcconv::DecodeList(r.getItems(), 65536, &items);
 }
 
 template <>

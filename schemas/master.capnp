@@ -173,6 +173,27 @@ struct OffloadedObject {
   location @2 :StorageObjectMetadata;
 }
 
+# Promotion on hit (LOCAL_DISK -> MEMORY): an object of the node's SSD store
+# to copy back into the node's own segment.
+struct PromoteRequest {
+  tenant @0 :Text;
+  key @1 :Text;
+  size @2 :UInt64;
+}
+
+# OK: bufferAddress is a range of `size` bytes reserved in the node's segment.
+struct PromoteGrant {
+  code @0 :Int32;
+  bufferAddress @1 :UInt64;
+}
+
+# How a granted promotion ended: copied, or abandoned.
+struct PromoteResult {
+  tenant @0 :Text;
+  key @1 :Text;
+  copied @2 :Bool;
+}
+
 # Per-item results of the batch calls.
 struct PutStartResult {
   code @0 :Int32;
@@ -240,6 +261,17 @@ interface MasterService {
   notifyOffloadSuccess @22 (clientId :Uuid, items :List(OffloadedObject))
       -> (code :Int32, codes :List(Int32));
   evictDiskReplica @23 (clientId :Uuid, tenant :Text, key :Text) -> (code :Int32);
+
+  # --- promotion on hit (LOCAL_DISK -> MEMORY; docs/directory.md) --------------
+  # One grant per item, in order; at most max_batch items. The node copies
+  # each granted object from its SSD store into the reserved range, then
+  # reports it with promoteEnd (until then the range belongs to nobody else).
+  promoteStart @26 (clientId :Uuid, items :List(PromoteRequest))
+      -> (code :Int32, grants :List(PromoteGrant));
+  # One code per item, in order: OK when a copied object got its MEMORY
+  # replica (or an abandoned one's range was given back).
+  promoteEnd @27 (clientId :Uuid, items :List(PromoteResult))
+      -> (code :Int32, codes :List(Int32));
 
   # --- authentication (auth/proof.h, docs/security.md) -------------------------
   # A fresh 32-byte nonce for this connection's handshake (each call replaces

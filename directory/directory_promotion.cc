@@ -1,0 +1,142 @@
+// Promotion on hit (LOCAL_DISK -> MEMORY; docs/directory.md): a node that
+// serves an object from its SSD store often asks for it to come back into
+// its own segment. PromoteStart reserves the range (a PromotionTable entry,
+// not yet a replica), the node copies the bytes there, PromoteEnd attaches
+// the range as a COMPLETE MEMORY replica or gives it back.
+#include "common/object_key.h"
+#include "directory/directory_impl.h"
+
+namespace shelfmark {
+namespace {
+
+// How long a node may take between PromoteStart and PromoteEnd before its
+// range is given back.
+constexpr int64_t kPromotionTimeoutMs = 60'000;
+// Promotions in flight per node at most (a node asks for a few at a time).
+constexpr size_t kMaxPromotionsPerNode = 256;
+
+// The id of the disk node's COMPLETE LOCAL_DISK replica of the object; 0
+// when it has none.
+uint64_t DiskReplicaOf(const ObjectMetadata& meta, const DiskNode* disk) {
+  for (const Replica& r : meta.replicas) {
+    if (!r.is_memory() && r.owner == disk && r.is_complete()) return r.id;
+  }
+  return 0;
+}
+
+bool HasMemoryReplica(const ObjectMetadata& meta) {
+  for (const Replica& r : meta.replicas) {
+    if (r.is_memory()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool DirectoryImpl::RoomToPromote(uint64_t size) const {
+  const double capacity = static_cast<double>(segments_.capacity_bytes());
+  return static_cast<double>(segments_.allocated_bytes() + size) <=
+         options_.eviction_high_watermark_ratio * capacity;
+}
+
+PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
+                                       const PromoteRequest& item) {
+  std::string_view tenant = EffectiveTenant(item.tenant);
+  ErrorCode rc = ValidateTenant(tenant);
+  if (rc == ErrorCode::OK) rc = ValidateKey(item.key);
+  if (rc == ErrorCode::OK && item.size == 0) rc = ErrorCode::INVALID_PARAMS;
+  if (rc != ErrorCode::OK) return {rc, 0};
+  MetadataShard& shard = ShardOf(tenant, item.key);
+  ReaderLock lock(&shard.mu);
+  const ObjectMetadata* meta = Find(shard, tenant, item.key);
+  const uint64_t disk_replica = meta == nullptr ? 0 : DiskReplicaOf(*meta, disk);
+  if (disk_replica == 0) return {ErrorCode::OBJECT_NOT_FOUND, 0};
+  if (meta->size != item.size) return {ErrorCode::INVALID_PARAMS, 0};
+  if (HasMemoryReplica(*meta)) return {ErrorCode::OBJECT_ALREADY_EXISTS, 0};
+  if (!RoomToPromote(item.size)) {
+    promotions_refused_.fetch_add(1, std::memory_order_relaxed);
+    return {ErrorCode::NO_AVAILABLE_HANDLE, 0};
+  }
+  auto placed = segments_.AllocateOwned(client, item.size);
+  if (!placed.ok()) {
+    promotions_refused_.fetch_add(1, std::memory_order_relaxed);
+    return {placed.error(), 0};
+  }
+  SegmentEntry* seg = placed->segment;
+  rc = promotions_.Add(client,
+                       {std::string(tenant), item.key, disk_replica, seg, placed->offset,
+                        item.size, Now() + kPromotionTimeoutMs},
+                       kMaxPromotionsPerNode);
+  // An unmount that began meanwhile may have dropped the segment's entries
+  // before ours was added: take ours back (the shard lock we hold keeps
+  // the segment from being erased until we are done).
+  if (rc == ErrorCode::OK && seg->unmounting.load()) {
+    promotions_.Take(client, tenant, item.key);
+    return {ErrorCode::NO_AVAILABLE_HANDLE, 0};
+  }
+  if (rc != ErrorCode::OK) {
+    segments_.Free(seg, placed->offset, item.size);
+    return {rc, 0};
+  }
+  promotions_granted_.fetch_add(1, std::memory_order_relaxed);
+  return {ErrorCode::OK, seg->segment.base + placed->offset};
+}
+
+Result<std::vector<PromoteGrant>> DirectoryImpl::PromoteStart(
+    const UUID& client, const std::vector<PromoteRequest>& items) {
+  const DiskNode* disk = clients_.Disk(client);
+  if (disk == nullptr || !clients_.Ping(client, Now())) return ErrorCode::ILLEGAL_CLIENT;
+  std::vector<PromoteGrant> out;
+  out.reserve(items.size());
+  for (const PromoteRequest& item : items) out.push_back(PromoteOne(client, disk, item));
+  return out;
+}
+
+ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* disk,
+                                         const PromoteResult& item) {
+  std::string_view tenant = EffectiveTenant(item.tenant);
+  if (ValidateTenant(tenant) != ErrorCode::OK || ValidateKey(item.key) != ErrorCode::OK) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  MetadataShard& shard = ShardOf(tenant, item.key);
+  WriterLock lock(&shard.mu);
+  // Taken under the shard lock: an unmount of the segment cannot erase it
+  // before this call is done (it sweeps every shard first).
+  std::optional<InflightPromotion> p = promotions_.Take(client, tenant, item.key);
+  if (!p) return ErrorCode::OBJECT_NOT_FOUND;  // timed out, or a restarted master
+  ObjectMetadata* meta = Find(shard, tenant, item.key);
+  const bool attach = item.copied && !p->segment->unmounting.load() && meta != nullptr &&
+                      meta->size == p->size && DiskReplicaOf(*meta, disk) == p->disk_replica_id &&
+                      !HasMemoryReplica(*meta) && meta->replicas.size() < kMaxReplicas;
+  if (!attach) {
+    segments_.Free(p->segment, p->offset, p->size);
+    promotions_abandoned_.fetch_add(1, std::memory_order_relaxed);
+    // Abandoned by the node: given back as asked. Copied but the object
+    // changed (removed, replaced, its disk copy gone): not promoted.
+    return item.copied ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK;
+  }
+  uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
+  meta->replicas.push_back(
+      MakeReplica(id, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, p->segment, p->offset));
+  promoted_.fetch_add(1, std::memory_order_relaxed);
+  return ErrorCode::OK;
+}
+
+Result<std::vector<ErrorCode>> DirectoryImpl::PromoteEnd(const UUID& client,
+                                                         const std::vector<PromoteResult>& items) {
+  const DiskNode* disk = clients_.Disk(client);
+  if (disk == nullptr || !clients_.Ping(client, Now())) return ErrorCode::ILLEGAL_CLIENT;
+  std::vector<ErrorCode> out;
+  out.reserve(items.size());
+  for (const PromoteResult& item : items) out.push_back(FinishPromotion(client, disk, item));
+  return out;
+}
+
+void DirectoryImpl::ExpirePromotions() {
+  promotions_.TakeExpired(Now(), [this](const InflightPromotion& p) {
+    segments_.Free(p.segment, p.offset, p.size);
+    promotions_abandoned_.fetch_add(1, std::memory_order_relaxed);
+  });
+}
+
+}  // namespace shelfmark
