@@ -21,6 +21,8 @@ namespace {
 
 using rpcconv::Decode;
 using rpcconv::Encode;
+using rpcconv::DecodeList;
+using rpcconv::EncodeList;
 
 // Serializes `builder` and reads it back, the way a peer would see it.
 class Wire {
@@ -318,7 +320,7 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   Encode(o, list[1]);
   Wire w2(b2);
   std::vector<OffloadedObject> out;
-  ASSERT_EQ(rpcconv::DecodeList(
+  ASSERT_EQ(DecodeList(
                 w2.Root<wire::MasterService::NotifyOffloadSuccessParams>().getItems(), 2, &out),
             ErrorCode::OK);
   ASSERT_EQ(out.size(), 2u);
@@ -330,9 +332,44 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   EXPECT_EQ(out[1].location.data_size, 4096);
   EXPECT_EQ(out[1].location.transport_endpoint, "10.1.1.1:9000");
   // More items than allowed.
-  EXPECT_EQ(rpcconv::DecodeList(
+  EXPECT_EQ(DecodeList(
                 w2.Root<wire::MasterService::NotifyOffloadSuccessParams>().getItems(), 1, &out),
             ErrorCode::INVALID_PARAMS);
+}
+
+TEST(RpcConvertTest, PromotionMessagesRoundTrip) {
+  capnp::MallocMessageBuilder b;
+  auto params = b.initRoot<wire::MasterService::PromoteStartParams>();
+  EncodeList(std::vector<PromoteRequest>{{"t", "k1", 4096}, {"", "k2", 1}}, params.initItems(2));
+  Wire w(b);
+  std::vector<PromoteRequest> requests;
+  ASSERT_EQ(DecodeList(w.Root<wire::MasterService::PromoteStartParams>().getItems(), 2, &requests),
+            ErrorCode::OK);
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].tenant, "t");
+  EXPECT_EQ(requests[1].key, "k2");
+  EXPECT_EQ(requests[0].size, 4096u);
+
+  capnp::MallocMessageBuilder b2;
+  auto results = b2.initRoot<wire::MasterService::PromoteStartResults>();
+  EncodeList(std::vector<PromoteGrant>{{ErrorCode::OK, 0x7f0000001000},
+                                       {ErrorCode::NO_AVAILABLE_HANDLE, 0}},
+             results.initGrants(2));
+  Wire w2(b2);
+  std::vector<PromoteGrant> grants;
+  ASSERT_EQ(DecodeList(w2.Root<wire::MasterService::PromoteStartResults>().getGrants(), 2, &grants),
+            ErrorCode::OK);
+  EXPECT_EQ(grants[0].buffer_address, 0x7f0000001000u);
+  EXPECT_EQ(grants[1].code, ErrorCode::NO_AVAILABLE_HANDLE);
+
+  PromoteResult r{"t", "k", true};
+  capnp::MallocMessageBuilder b3;
+  Encode(r, b3.initRoot<wire::PromoteResult>());
+  Wire w3(b3);
+  PromoteResult rout;
+  ASSERT_EQ(Decode(w3.Root<wire::PromoteResult>(), &rout), ErrorCode::OK);
+  EXPECT_EQ(rout.key, "k");
+  EXPECT_TRUE(rout.copied);
 }
 
 TEST(RpcConvertTest, RejectsOutOfRangeEnums) {
