@@ -275,6 +275,10 @@ std::vector<Call> EveryCall() {
        [](MasterClient& m, auto&) { return CodeOf(m.NotifyOffloadSuccess({})); }},
       {"evictDiskReplica", kRoleNode,
        [](MasterClient& m, auto& t) { return m.EvictDiskReplica(t, "k"); }},
+      {"promoteStart", kRoleNode,
+       [](MasterClient& m, auto& t) { return CodeOf(m.PromoteStart({{t, "k", 64}})); }},
+      {"promoteEnd", kRoleNode,
+       [](MasterClient& m, auto& t) { return CodeOf(m.PromoteEnd({{t, "k", false}})); }},
   };
 }
 

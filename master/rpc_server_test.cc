@@ -299,6 +299,41 @@ TEST_F(RpcServerTest, PingMountLocalDiskAndOffload) {
   EXPECT_EQ(writer.Stat("", "offload-me")->replicas.size(), 1u);
 }
 
+TEST_F(RpcServerTest, PromoteStartAndEndOverRpc) {
+  MasterClient node(ClientOptions());
+  MasterClient writer(ClientOptions());
+  Segment seg = MakeSegment("node-seg");
+  ASSERT_EQ(node.MountSegment(seg), ErrorCode::OK);
+  ASSERT_EQ(node.MountLocalDisk(true, "10.0.0.1:9000"), ErrorCode::OK);
+  auto reported = node.NotifyOffloadSuccess({{"", "on-ssd", {2, 4096, 6, 512, "10.0.0.1:9000"}}});
+  ASSERT_TRUE(reported.ok());
+
+  EXPECT_EQ(writer.PromoteStart({{"", "on-ssd", 512}}).error(), ErrorCode::ILLEGAL_CLIENT);
+  auto grants = node.PromoteStart({{"", "on-ssd", 512}, {"", "nope", 512}, {"", "", 1}});
+  ASSERT_TRUE(grants.ok()) << ErrorCodeName(grants.error());
+  ASSERT_EQ(grants->size(), 3u);
+  EXPECT_EQ((*grants)[0].code, ErrorCode::OK);
+  EXPECT_GE((*grants)[0].buffer_address, seg.base);
+  EXPECT_LE((*grants)[0].buffer_address + 512, seg.base + seg.size);
+  EXPECT_EQ((*grants)[1].code, ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ((*grants)[2].code, ErrorCode::INVALID_KEY);
+
+  auto ended = node.PromoteEnd({{"", "on-ssd", true}, {"", "nope", true}});
+  ASSERT_TRUE(ended.ok()) << ErrorCodeName(ended.error());
+  EXPECT_EQ(*ended, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OBJECT_NOT_FOUND}));
+  auto list = writer.GetReplicaList("", "on-ssd");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->replicas.size(), 2u);
+  bool memory = false;
+  for (const auto& r : list->replicas) {
+    if (r.type == ReplicaType::MEMORY) {
+      memory = true;
+      EXPECT_EQ(r.memory.buffer_address, (*grants)[0].buffer_address);
+    }
+  }
+  EXPECT_TRUE(memory);
+}
+
 TEST_F(RpcServerTest, BatchesAnswerPerItemInOrder) {
   MasterClient client(ClientOptions());
   ASSERT_EQ(client.MountSegment(MakeSegment("seg")), ErrorCode::OK);
