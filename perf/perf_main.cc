@@ -5,6 +5,7 @@
 //   shelfmark-perf get --master=HOST:PORT --replica=memory|local_disk|all [...]   get latency per replica type
 //   shelfmark-perf disk --objects=N [...]   SSD backends: batch writes and restart (index rebuild) time
 //   shelfmark-perf connect --master=HOST:PORT [...]   master connection set-up (with its handshake) and call cost
+//   shelfmark-perf hit --master=HOST:PORT --key=KEY [...]   one key read repeatedly: served by SSD, then promoted
 // The subcommand is the first positional argument; its flags follow anywhere.
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "perf/connect_bench.h"
+#include "perf/hit_bench.h"
 #include "perf/disk_bench.h"
 #include "perf/get_bench.h"
 #include "perf/master_bench.h"
@@ -41,6 +43,8 @@ constexpr Subcommand kSubcommands[] = {
      shelfmark::RunDiskBench},
     {"connect", "master connection set-up (TCP, token handshake, first call) and call latency",
      shelfmark::RunConnectBench},
+    {"hit", "one key read repeatedly, each get attributed to the replica that served it (promotion)",
+     shelfmark::RunHitBench},
 };
 
 void PrintUsage(FILE* out) {
