@@ -17,7 +17,22 @@
 # BENCH_DEADLINE_S), then `shelfmark-cli verify` of every object (served
 # byte-exact, and from where; evicted = lost; wrong bytes) and the master's
 # eviction counters (shelfmark_master_evicted_without_copy_total must stay 0).
-#   3. offload throughput: bytes the node offloaded (shelfmark_node_offloaded_
+#   3. backlog: the same fill into a segment twice as large (nothing is
+#      evicted) while the node, having just found no task, waits
+#      BENCH_BACKLOG_POLL_MS before it asks again: it then finds the whole
+#      fill queued and drains it at its own speed. Its "active" rate (below)
+#      is the node's offload throughput with work waiting, the figure the
+#      goal (>= 0.8 of the backend's batch write rate) is about; burst and
+#      rate are bound by the fill's speed.
+#   4. promotion on hit (docs/directory.md), in the burst's cluster after
+#      its verify: `shelfmark-perf hit` reads tier-0 (evicted during the
+#      burst, on SSD only) BENCH_HIT_ITERS times without the location cache,
+#      attributing each get to the replica that served it: LOCAL_DISK until
+#      the node (after --promote_after_hits reads) has it promoted, MEMORY
+#      after; then the same on the newest object (in DRAM all along), the
+#      baseline a promoted get should equal. The 8 objects before the newest
+#      are removed first, so the copy has room under the eviction watermark.
+#   5. offload throughput: bytes the node offloaded (shelfmark_node_offloaded_
 #      bytes_total where the node exports it, else objects x size) over the
 #      time from the start of the fill until the last acknowledged object was
 #      on SSD, against `shelfmark-perf disk`'s batch write rate for the same
@@ -36,6 +51,8 @@
 #   BENCH_RATE_MIBS   the fixed-rate phase's schedule in MiB/s (default 64)
 #   BENCH_CHUNK       objects per fill in the fixed-rate phase (default 8)
 #   BENCH_RETRY_MS    fill's --retry_ms (default 10000, fill's own default)
+#   BENCH_BACKLOG_POLL_MS  the backlog phase node's --offload_poll_interval_ms (default 5000)
+#   BENCH_HIT_ITERS   gets per key in the promotion phase (default 2000)
 #   BENCH_DEADLINE_S  how long a phase waits for everything to be on SSD (default 45)
 #   BENCH_DISK_BATCH  objects per WriteBatch of the disk baseline (default 64,
 #                     the objects the node asks for per offload round)
@@ -55,6 +72,8 @@ chunk="${BENCH_CHUNK:-8}"
 retry_ms="${BENCH_RETRY_MS:-10000}"
 deadline_s="${BENCH_DEADLINE_S:-45}"
 disk_batch="${BENCH_DISK_BATCH:-64}"
+backlog_poll_ms="${BENCH_BACKLOG_POLL_MS:-5000}"
+hit_iters="${BENCH_HIT_ITERS:-2000}"
 out="${BENCH_OUT:-$root/out/bench_tier.jsonl}"
 read -r -a node_args <<<"${BENCH_NODE_ARGS:-}"
 read -r -a master_args <<<"${BENCH_MASTER_ARGS:-}"
@@ -108,9 +127,12 @@ metric() {
 }
 
 # One cluster: the master (rpc_port, metrics_port) and the node (node_port:
-# its metrics) with an empty SSD store under $work/ssd-LABEL.
+# its metrics) with an empty SSD store under $work/ssd-LABEL; more node
+# flags after the label, and a segment of $segment bytes unless one says
+# otherwise.
 start_cluster() {
   local label="$1" ssd="$work/ssd-$1"
+  shift
   start_master "$master_bin" "$work/master.$label.err" --enable_offload=true \
     "${master_args[@]}"
   mkdir "$ssd"
@@ -121,7 +143,7 @@ start_cluster() {
   [ "$disk_backend" = bucket ] ||
     env+=(MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES=$((2 * objects * size + (64 << 20))))
   env "${env[@]}" "$node_bin" --master="127.0.0.1:$rpc_port" --segment_size="$segment" \
-    --protocol=ucx --listen_ip=127.0.0.1 --metrics_port=0 "${node_args[@]}" \
+    --protocol=ucx --listen_ip=127.0.0.1 --metrics_port=0 "${node_args[@]}" "$@" \
     2> "$work/node.$label.err" &
   node_pid=$!
   wait_line "$work/node.$label.err" "^node .* endpoint" >/dev/null || die "node did not mount"
@@ -249,7 +271,10 @@ measure() {
   local fill_s
   fill_s="$(calc 'e - s' e="$fill_end" s="$fill_start")"
   local ratio=null  # a paced phase offloads at its pace: no ratio
-  [ "$label" != burst ] || [ "$(calc 'd > 0' d="$disk_mb")" = 0 ] || ratio="$(calc 'int(100 * e / d + 0.5) / 100' e="$e2e" d="$disk_mb")"
+  # burst: end to end; backlog: the drain ("active"), the node's own speed.
+  local measured="$e2e"
+  [ "$label" != backlog ] || measured="$active"
+  [ "$label" = rate ] || [ "$(calc 'd > 0' d="$disk_mb")" = 0 ] || ratio="$(calc 'int(100 * e / d + 0.5) / 100' e="$measured" d="$disk_mb")"
   json_line bench tier phase "$label" backend "$backend" objects "$objects" size "$size" \
     segment "$segment" acknowledged "$acked" fill_retries "$retries" fill_errors "$fill_errors" \
     fill_s "$(calc 'int(1000 * x + 0.5) / 1000' x="$fill_s")" \
@@ -283,6 +308,29 @@ fill_end="$EPOCHREALTIME"
 prefixes="tier $acked"  # fill stops at the first put it could not store
 log "burst: fill acknowledged $acked of $objects ($retries retries, error $fill_errors)"
 measure burst
+
+# 4. Promotion on hit, in the burst's cluster.
+hit() {
+  "$perf_bin" hit --master="127.0.0.1:$rpc_port" --key="$1" --iters="$hit_iters" --json \
+    2>>"$work/hit.err" || { cat "$work/hit.err" >&2; die "shelfmark-perf hit $1 failed"; }
+}
+for ((i = acked - 9; i < acked - 1; i++)); do
+  "$cli_bin" --master="127.0.0.1:$rpc_port" rm "tier-$i" --force >/dev/null 2>&1 || true
+done
+hit_disk="$(hit tier-0)"
+hit_memory="$(hit "tier-$((acked - 1))")"
+promoted_p50="$(json_field memory_p50_us <<<"$hit_disk")"
+memory_p50="$(json_field memory_p50_us <<<"$hit_memory")"
+json_line bench tier phase promotion backend "$backend" size "$size" gets "$hit_iters" \
+  disk_gets "$(json_field disk_gets <<<"$hit_disk")" \
+  disk_p50_us "$(json_field disk_p50_us <<<"$hit_disk")" \
+  promoted_gets "$(json_field memory_gets <<<"$hit_disk")" promoted_p50_us "$promoted_p50" \
+  first_promoted_get "$(json_field first_memory_get <<<"$hit_disk")" \
+  memory_baseline_p50_us "$memory_p50" \
+  ratio_to_memory "$(calc '(m > 0 && p > 0 ? int(100 * p / m + 0.5) / 100 : 0)' p="$promoted_p50" m="$memory_p50")" \
+  node_promoted "$(calc 'x + 0' x="$(metric "$node_port" shelfmark_node_promoted_total)")" \
+  master_promotions_refused "$(calc 'x + 0' x="$(metric "$metrics_port" shelfmark_master_promotions_refused_total)")" \
+  >> "$out"
 stop_cluster
 
 # 2. Fixed rate: fills of `chunk` objects on a schedule.
@@ -308,6 +356,20 @@ log "rate: fills acknowledged $acked of $objects ($retries retries, errors $fill
 measure rate
 stop_cluster
 
+# 3. Backlog: the whole fill queued before the node asks again.
+segment_saved="$segment"
+segment=$((2 * objects * size > segment ? 2 * objects * size : segment))
+start_cluster backlog --offload_poll_interval_ms="$backlog_poll_ms"
+segment="$segment_saved"
+start_sampler "$work/samples.backlog"
+fill_start="$EPOCHREALTIME"
+read -r acked retries fill_errors <<<"$(fill backlog "$objects")"
+fill_end="$EPOCHREALTIME"
+prefixes="backlog $acked"
+log "backlog: fill acknowledged $acked of $objects ($retries retries, error $fill_errors)"
+measure backlog
+stop_cluster
+
 row() {
   local line
   line="$(grep "\"phase\":\"$1\"" "$out")"
@@ -331,4 +393,17 @@ printf "%-6s %5s %6s %7s %8s %7s %6s %6s %5s %8s %6s %8s %6s\n" phase acked retr
   "fill MB/s" "to-SSD" served lost wrong "no-copy" waits "off MB/s" ratio
 row burst
 row rate
+row backlog
+echo "(backlog: off MB/s is the node's drain rate with the whole fill queued)"
+promo="$(grep '"phase":"promotion"' "$out")"
+echo
+echo "=== promotion on hit: tier-0 (on SSD only) read $hit_iters times, then a key in DRAM ==="
+printf "%-22s %8s %10s %12s\n" "served by" gets p50_us "first get"
+printf "%-22s %8s %10s %12s\n" "LOCAL_DISK (before)" "$(json_field disk_gets <<<"$promo")" \
+  "$(json_field disk_p50_us <<<"$promo")" 0
+printf "%-22s %8s %10s %12s\n" "MEMORY (promoted)" "$(json_field promoted_gets <<<"$promo")" \
+  "$(json_field promoted_p50_us <<<"$promo")" "$(json_field first_promoted_get <<<"$promo")"
+printf "%-22s %8s %10s %12s\n" "MEMORY (never evicted)" "$hit_iters" \
+  "$(json_field memory_baseline_p50_us <<<"$promo")" 0
+echo "promoted / never-evicted p50: $(json_field ratio_to_memory <<<"$promo")"
 echo "JSON lines: $out"
