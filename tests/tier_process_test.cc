@@ -21,6 +21,10 @@
 //    master counted (none without --offload_force_evict). Every LOCAL_DISK
 //    replica the master lists reads back byte-exact from the store (nothing
 //    half-written is served).
+//  - Promotion on hit: after the burst, an object on SSD only, read three
+//    times through its node (--promote_after_hits=3), gets a COMPLETE MEMORY
+//    replica again; the next get is served by it (the node's SSD read count
+//    does not move) byte-exact, and both sides count one promotion.
 // Every wait is a condition with a deadline (testing/wait_for.h).
 #include <gtest/gtest.h>
 
@@ -314,6 +318,45 @@ TEST_P(TierProcessTest, FullStoreWithForceEvictDropsAndCountsWhatCannotBeCopied)
       {"--offload_poll_interval_ms=2000"});
   EXPECT_TRUE(burst.refused.empty()) << burst.refused.size() << " puts refused";
   EXPECT_GT(MasterMetric("shelfmark_master_evicted_without_copy_total"), 0);
+}
+
+TEST_P(TierProcessTest, AnSsdObjectReadOftenIsPromotedBackToDram) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster({}, {}, {"--promote_after_hits=3"}));
+  const BurstResult burst = Burst(kBurstObjects, 20'000);
+  ASSERT_TRUE(burst.refused.empty());
+  ASSERT_TRUE(WaitSettled()) << "offload did not settle";
+  // Room under the eviction watermark for the copy: drop the newest objects.
+  for (size_t i = burst.acknowledged.size() - 4; i < burst.acknowledged.size(); ++i) {
+    ASSERT_EQ(client_->Remove("", burst.acknowledged[i], true), ErrorCode::OK);
+  }
+  std::string key;
+  for (const std::string& k : burst.acknowledged) {
+    const auto replicas = Replicas(k);
+    if (!replicas.empty() && !HasComplete(replicas, ReplicaType::MEMORY)) {
+      key = k;
+      break;
+    }
+  }
+  ASSERT_FALSE(key.empty()) << "no object was left on SSD only";
+  GetOptions fresh;
+  fresh.use_location_cache = false;
+  for (int i = 0; i < 3; ++i) {
+    auto got = client_->Get("", key, fresh);
+    ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+    EXPECT_TRUE(*got == LoadValue(key, kObjectBytes)) << "wrong bytes from SSD";
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return HasComplete(Replicas(key), ReplicaType::MEMORY); },
+                               kWaitMs))
+      << key << " was not promoted";
+  EXPECT_TRUE(HasComplete(Replicas(key), ReplicaType::LOCAL_DISK)) << "the SSD copy stays";
+  const double disk_reads = NodeMetric("shelfmark_node_disk_requests_total");
+  auto got = client_->Get("", key, fresh);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_TRUE(*got == LoadValue(key, kObjectBytes)) << "wrong bytes from the promoted copy";
+  EXPECT_EQ(NodeMetric("shelfmark_node_disk_requests_total"), disk_reads)
+      << "the get after promotion went to the SSD";
+  EXPECT_EQ(NodeMetric("shelfmark_node_promoted_total"), 1);
+  EXPECT_EQ(MasterMetric("shelfmark_master_promoted_total"), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TierProcessTest, testing::SsdBackends(),
