@@ -29,7 +29,7 @@ Result<std::string> ParseTokenWord(std::string_view text) {
   return std::string(word);
 }
 
-Result<std::string> ReadTokenFile(const std::string& path, std::string* warning) {
+Result<std::string> ReadSecretFile(const std::string& path, std::string* warning) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return errno == ENOENT ? ErrorCode::FILE_NOT_FOUND : ErrorCode::FILE_READ_FAIL;
@@ -37,16 +37,26 @@ Result<std::string> ReadTokenFile(const std::string& path, std::string* warning)
   if (!S_ISREG(st.st_mode)) return ErrorCode::FILE_READ_FAIL;
   std::ifstream in(path);
   if (!in) return ErrorCode::FILE_READ_FAIL;
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return ErrorCode::FILE_READ_FAIL;
   if (warning != nullptr && (st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
     *warning = "token file " + path + " is readable by other users (chmod 600 it)";
   }
+  return text.str();
+}
+
+Result<std::string> ReadTokenFile(const std::string& path, std::string* warning) {
+  auto text = ReadSecretFile(path, warning);
+  if (!text.ok()) return text.error();
+  std::istringstream lines(*text);
   std::string line;
-  while (std::getline(in, line)) {
+  while (std::getline(lines, line)) {
     std::string_view t = Trim(line);
     if (t.empty() || t.front() == '#') continue;
     return ParseTokenWord(t);
   }
-  return in.bad() ? ErrorCode::FILE_READ_FAIL : ErrorCode::INVALID_PARAMS;
+  return ErrorCode::INVALID_PARAMS;
 }
 
 Result<std::string> ResolveToken(const TokenSources& sources, std::string* warning) {

@@ -25,6 +25,11 @@ namespace shelfmark::auth {
 inline constexpr const char* kClusterTokenEnv = "SHELFMARK_CLUSTER_TOKEN";
 inline constexpr const char* kMasterTokenEnv = "SHELFMARK_MASTER_TOKEN";
 
+// The whole text of a secret file (a token file, the master's token table).
+// FILE_NOT_FOUND, FILE_READ_FAIL (not a regular file, unreadable).
+// `*warning` (if given) is set when other users of the host can read it.
+Result<std::string> ReadSecretFile(const std::string& path, std::string* warning = nullptr);
+
 // The token in a one-token file. FILE_NOT_FOUND, FILE_READ_FAIL (unreadable),
 // INVALID_PARAMS (no token line, or a line of several words). `*warning` (if
 // given) is set when the file can be read by other users of the host.

@@ -1,6 +1,5 @@
 #include "auth/token_table.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "auth/credentials.h"
@@ -119,17 +118,9 @@ Result<TokenTable> TokenTable::Parse(std::string_view text, std::string* error) 
 
 Result<TokenTable> TokenTable::Load(const std::string& path, std::string* error,
                                     std::string* warning) {
-  // ReadTokenFile's checks (exists, regular, readable) name the file errors;
-  // its one-word rule is not this format's.
-  if (auto first = ReadTokenFile(path, warning);
-      !first.ok() && first.error() != ErrorCode::INVALID_PARAMS) {
-    return first.error();
-  }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return ErrorCode::FILE_READ_FAIL;
-  return Parse(text.str(), error);
+  auto text = ReadSecretFile(path, warning);
+  if (!text.ok()) return text.error();
+  return Parse(*text, error);
 }
 
 TokenTable TokenTable::Single(std::string token) {

@@ -29,8 +29,8 @@ bool QueuedLately(const ObjectMetadata& meta, int64_t now_ms) {
 }
 
 // The SSD store of the owner of a COMPLETE MEMORY replica, if it offloads.
-template <typename Registry>
-std::pair<const UUID*, const DiskNode*> TierOf(const ObjectMetadata& meta, Registry& clients) {
+std::pair<const UUID*, const DiskNode*> TierOf(const ObjectMetadata& meta,
+                                               const ClientRegistry& clients) {
   for (const Replica& r : meta.replicas) {
     if (!r.is_memory() || !r.is_complete()) continue;
     const UUID& owner = r.segment()->owner;
