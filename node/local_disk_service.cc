@@ -29,9 +29,10 @@ struct LocalDiskService::Core {
     AmResponder responder;
   };
 
-  explicit Core(StorageBackend* b) : backend(b) {}
+  Core(StorageBackend* b, LocalDiskServiceOptions o) : backend(b), options(std::move(o)) {}
 
   StorageBackend* const backend;
+  const LocalDiskServiceOptions options;
   Mutex mu;
   std::condition_variable_any cv;
   std::deque<Job> queue GUARDED_BY(mu);
@@ -56,6 +57,16 @@ struct LocalDiskService::Core {
       data.clear();
     }
     responder.Reply(EncodeLocalDiskReply(reply), std::move(data));
+  }
+
+  // Answers a decoded read and tells on_served about an OK one.
+  void AnswerRead(const LocalDiskRequest& request, AmResponder& responder, ErrorCode status,
+                  std::string data, const DiskPlace& place) {
+    const uint64_t size = data.size();
+    Answer(responder, status, std::move(data), place);
+    if (status == ErrorCode::OK && options.on_served) {
+      options.on_served(request.tenant, request.key, size);
+    }
   }
 
   // On the progress thread: decode and queue; never touches the backend.
@@ -90,7 +101,7 @@ struct LocalDiskService::Core {
                                                       &served);
     if (!served) return false;
     inline_reads.fetch_add(1, std::memory_order_relaxed);
-    Answer(responder, status, std::move(data), place);
+    AnswerRead(request, responder, status, std::move(data), place);
     return true;
   }
 
@@ -99,7 +110,7 @@ struct LocalDiskService::Core {
     DiskPlace place;
     const ErrorCode status = backend->ReadValue(job.request.tenant, job.request.key,
                                                 job.request.expected_size, &data, &place);
-    Answer(job.responder, status, std::move(data), place);
+    AnswerRead(job.request, job.responder, status, std::move(data), place);
   }
 
   void WorkerLoop() {
@@ -130,8 +141,9 @@ struct LocalDiskService::Core {
 
 LocalDiskService::LocalDiskService(AmTransport* am, StorageBackend* backend,
                                    LocalDiskServiceOptions options)
-    : am_(am), core_(std::make_shared<Core>(backend)) {
+    : am_(am) {
   const size_t n = options.worker_threads == 0 ? 1 : options.worker_threads;
+  core_ = std::make_shared<Core>(backend, std::move(options));
   for (size_t i = 0; i < n; ++i) workers_.emplace_back([core = core_]() { core->WorkerLoop(); });
   am_->SetHandler(kLocalDiskReadAmId, [core = core_](AmRequest request, AmResponder responder) {
     core->OnRequest(std::move(request), std::move(responder));

@@ -30,7 +30,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -41,6 +43,12 @@ namespace shelfmark {
 
 struct LocalDiskServiceOptions {
   size_t worker_threads = 4;  // at least 1
+  // Called after each OK read reply was handed to the transport (not for the
+  // probe or errors), with the object's size: on the progress thread for a
+  // page-cache read, on a worker otherwise, so it must be cheap and
+  // thread-safe and must not block (the node counts hits for promotion,
+  // node/promotion_tracker.h). Null: none.
+  std::function<void(std::string_view tenant, std::string_view key, uint64_t size)> on_served;
 };
 
 struct LocalDiskStats {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +27,8 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
   if (options.disk != nullptr && (options.disk_am == nullptr || options.disk_endpoint.empty())) {
     return ErrorCode::INVALID_PARAMS;
   }
-  if (options.offload_poll_interval_ms <= 0 || options.offload_batch_bytes == 0) {
+  if (options.offload_poll_interval_ms <= 0 || options.offload_batch_bytes == 0 ||
+      options.promote_window_ms <= 0) {
     return ErrorCode::INVALID_PARAMS;
   }
   std::unique_ptr<Node> node(new Node(std::move(options), engine));
@@ -57,8 +59,16 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
   s.protocol = std::string(engine->protocol());
   s.rkey = region->rkey;
   if (StorageBackend* disk = node->options_.disk) {
-    node->disk_service_ = std::make_unique<LocalDiskService>(node->options_.disk_am, disk);
     Node* n = node.get();
+    LocalDiskServiceOptions service;
+    if (n->options_.promote_after_hits > 0) {
+      n->tracker_ = std::make_unique<PromotionTracker>(PromotionTrackerOptions{
+          n->options_.promote_after_hits, n->options_.promote_window_ms});
+      service.on_served = [n](std::string_view tenant, std::string_view key, uint64_t size) {
+        n->OnServed(tenant, key, size);
+      };
+    }
+    n->disk_service_ = std::make_unique<LocalDiskService>(n->options_.disk_am, disk, service);
     disk->SetEvictCallback([n](std::string_view tenant, std::string_view key) {
       MutexLock lock(&n->evict_mu_);
       n->evictions_.emplace_back(std::string(tenant), std::string(key));
@@ -101,6 +111,10 @@ NodeCounters Node::counters() const {
   c.offloaded_bytes = offloaded_bytes_.load();
   c.offload_batches = offload_batches_.load();
   c.disk_evictions = disk_evictions_.load();
+  c.promotions_requested = promotions_requested_.load();
+  c.promoted = promoted_.load();
+  c.promotions_refused = promotions_refused_.load();
+  c.promotion_failures = promotion_failures_.load();
   return c;
 }
 
@@ -118,6 +132,15 @@ bool Node::SleepOrStop(int64_t ms) {
   MutexLock lock(&stop_mu_);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (!stop_) {
+    if (stop_cv_.wait_until(lock, until) == std::cv_status::timeout) break;
+  }
+  return stop_;
+}
+
+bool Node::IdleWait(int64_t ms) {
+  MutexLock lock(&stop_mu_);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!stop_ && promote_queue_.empty()) {
     if (stop_cv_.wait_until(lock, until) == std::cv_status::timeout) break;
   }
   return stop_;
@@ -235,12 +258,12 @@ OffloadedObject Node::Reported(const StoredLocation& l) const {
       StorageObjectMetadata{l.bucket_id, l.offset, l.key_size, l.data_size, options_.disk_endpoint}};
 }
 
-std::optional<uint64_t> OffloadSourceOffset(const Segment& segment, const OffloadTask& task) {
-  if (task.buffer_address == 0 || task.buffer_address < segment.base ||
-      task.size > segment.size || task.buffer_address - segment.base > segment.size - task.size) {
+std::optional<uint64_t> SegmentOffset(const Segment& segment, uint64_t address, uint64_t size) {
+  if (address == 0 || address < segment.base || size > segment.size ||
+      address - segment.base > segment.size - size) {
     return std::nullopt;
   }
-  return task.buffer_address - segment.base;
+  return address - segment.base;
 }
 
 // Objects copied out of the segment, written together, then reported.
@@ -350,16 +373,18 @@ void Node::OffloadLoop() {
     if (written) ReportOffloadBatch(master, *written);
   };
   while (WaitOffloadReady()) {
+    // One promotion round per offload round: neither starves the other.
+    PromoteRound(master);
     auto tasks = master.OffloadHeartbeat(kOffloadTasks);
     if (!tasks.ok() || tasks->empty()) {
       report_written();
-      if (SleepOrStop(options_.offload_poll_interval_ms)) break;
+      if (IdleWait(options_.offload_poll_interval_ms)) break;
       continue;
     }
     offload_inflight_.fetch_add(tasks->size());
     auto batch = std::make_unique<OffloadBatch>();
     for (OffloadTask& task : *tasks) {
-      std::optional<uint64_t> offset = OffloadSourceOffset(segment_, task);
+      std::optional<uint64_t> offset = SegmentOffset(segment_, task.buffer_address, task.size);
       if (!offset) {
         // Not ours to read: the master times the task out.
         offload_failures_.fetch_add(1);
@@ -418,6 +443,81 @@ void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
   // Failed writes were counted by WriteToDisk.
   offload_inflight_.fetch_sub(batch.tasks.size());
   HoldEvictions(batch, false);
+}
+
+void Node::OnServed(std::string_view tenant, std::string_view key, uint64_t size) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (!tracker_->Hit(tenant, key, now_ms)) return;
+  MutexLock lock(&stop_mu_);
+  // Beyond the cap the key is dropped; it stays requested in the tracker
+  // and is asked for again once its window passes.
+  if (promote_queue_.size() >= kPromoteQueue) return;
+  promote_queue_.push_back(PromoteRequest{std::string(tenant), std::string(key), size});
+  stop_cv_.notify_all();
+}
+
+void Node::PromoteRound(MasterClient& master) {
+  std::vector<PromoteRequest> items;
+  {
+    MutexLock lock(&stop_mu_);
+    while (!promote_queue_.empty() && items.size() < kPromoteBatch) {
+      items.push_back(std::move(promote_queue_.front()));
+      promote_queue_.pop_front();
+    }
+  }
+  if (items.empty()) return;
+  // A remount (the master restarted) after PromoteStart voids its grants:
+  // the new master may have placed other objects there.
+  const uint64_t epoch = mounts_.load();
+  promotions_requested_.fetch_add(items.size());
+  auto grants = master.PromoteStart(items);
+  // Failed as a whole: the keys stay requested in the tracker, retried once
+  // its window passes (a grant lost here times out at the master).
+  if (!grants.ok() || grants->size() != items.size()) return;
+  std::vector<PromoteResult> results;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PromoteGrant& grant = (*grants)[i];
+    if (grant.code != ErrorCode::OK) {
+      promotions_refused_.fetch_add(1);  // left to the tracker's window
+      continue;
+    }
+    results.push_back(PromoteResult{items[i].tenant, items[i].key,
+                                    CopyPromoted(items[i], grant.buffer_address, epoch)});
+  }
+  EndPromotions(master, results);
+  for (const PromoteResult& r : results) tracker_->Done(r.tenant, r.key);
+}
+
+bool Node::CopyPromoted(const PromoteRequest& item, uint64_t address, uint64_t mount_epoch) {
+  std::optional<uint64_t> offset = SegmentOffset(segment_, address, item.size);
+  std::string value;
+  bool ok = offset.has_value() &&
+            options_.disk->Read(item.tenant, item.key, item.size, &value) == ErrorCode::OK &&
+            value.size() == item.size;
+  // Checked last, just before writing into the segment.
+  ok = ok && mounted_.load() && mounts_.load() == mount_epoch;
+  if (!ok) {
+    promotion_failures_.fetch_add(1);
+    return false;
+  }
+  std::memcpy(memory_ + *offset, value.data(), value.size());
+  return true;
+}
+
+void Node::EndPromotions(MasterClient& master, const std::vector<PromoteResult>& results) {
+  if (results.empty()) return;
+  auto codes = master.PromoteEnd(results);
+  const bool answered = codes.ok() && codes->size() == results.size();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].copied) continue;  // counted by CopyPromoted
+    if (answered && (*codes)[i] == ErrorCode::OK) {
+      promoted_.fetch_add(1);
+    } else {
+      promotion_failures_.fetch_add(1);
+    }
+  }
 }
 
 void Node::HoldEvictions(const OffloadBatch& batch, bool hold) {

@@ -29,6 +29,21 @@
 // its evict callback (any thread) and sent as EvictDiskReplica from Run()'s
 // thread, each after the key's own offload report.
 //
+// Promotion on hit (promote_after_hits > 0, with `disk`): every OK LOCAL_DISK
+// read the LocalDiskService serves is counted by a PromotionTracker
+// (node/promotion_tracker.h); a key read promote_after_hits times within
+// promote_window_ms is queued (at most kPromoteQueue; more are dropped and
+// retried once the tracker's window passes) and wakes the offload thread.
+// Each round of that thread first takes up to kPromoteBatch queued keys
+// (PromoteStart), then one OffloadHeartbeat, so neither starves the other.
+// For each OK grant it reads the object from the SSD store and copies it
+// into its own segment at the granted buffer_address (a range outside the
+// segment, a failed read, or a remount since PromoteStart: not copied),
+// then ends them all in one PromoteEnd (copied or not): the master attaches
+// the copies as COMPLETE MEMORY replicas. Grants not OK (no DRAM room under
+// the eviction watermark, already in DRAM or in flight, gone) are counted
+// and left to the tracker's window; granted keys are Done() in the tracker.
+//
 // The segment mounted is Segment{id, name, base = the memory's address, size,
 // endpoint = engine.endpoint(), protocol = engine.protocol(), rkey = the
 // registered region's rkey}; the same id is used for every (re)mount.
@@ -43,11 +58,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,6 +72,7 @@
 #include "common/result.h"
 #include "common/types.h"
 #include "node/local_disk_service.h"
+#include "node/promotion_tracker.h"
 #include "ssdstore/storage_backend.h"
 #include "transport/transport.h"
 
@@ -88,6 +106,11 @@ struct NodeOptions {
   // With `disk`: the most bytes one WriteBatch of offloaded objects holds
   // (an object larger than that is a batch of its own), > 0.
   uint64_t offload_batch_bytes = 64ull << 20;
+  // With `disk`: promotion on hit (above). A key served from the SSD store
+  // this many times within promote_window_ms (> 0) is promoted back into
+  // this node's DRAM; 0 turns promotion off.
+  uint32_t promote_after_hits = 3;
+  int64_t promote_window_ms = 10'000;
 };
 
 struct NodeCounters {
@@ -103,12 +126,18 @@ struct NodeCounters {
   uint64_t offloaded_bytes = 0;   // bytes of the `offloaded` objects
   uint64_t offload_batches = 0;   // offload batches written to the SSD store
   uint64_t disk_evictions = 0;    // EvictDiskReplica calls answered
+  uint64_t promotions_requested = 0;  // keys sent in PromoteStart
+  uint64_t promoted = 0;              // copied and attached as MEMORY replicas (PromoteEnd OK)
+  uint64_t promotions_refused = 0;    // grants not OK (no room, already in DRAM, gone)
+  // Granted but not promoted: read or copy failed, address outside the
+  // segment, or PromoteEnd not OK for a copied one.
+  uint64_t promotion_failures = 0;
 };
 
-// The offset in `segment` of an offload task's bytes (its buffer_address,
-// task.size bytes); nullopt when the address is 0 or the range does not lie
-// inside the segment.
-std::optional<uint64_t> OffloadSourceOffset(const Segment& segment, const OffloadTask& task);
+// The offset in `segment` of the `size` bytes at absolute `address` (an
+// offload task's source, a promotion's destination); nullopt when the
+// address is 0 or the range does not lie inside the segment.
+std::optional<uint64_t> SegmentOffset(const Segment& segment, uint64_t address, uint64_t size);
 
 class MasterClient;
 struct MasterClientOptions;
@@ -116,6 +145,8 @@ struct MasterClientOptions;
 class Node {
  public:
   static constexpr uint64_t kOffloadTasks = 64;  // tasks per OffloadHeartbeat
+  static constexpr size_t kPromoteBatch = 64;     // keys per PromoteStart
+  static constexpr size_t kPromoteQueue = 1024;   // keys queued for promotion at most
 
   // Maps and populates the segment and registers it with `engine` (which
   // must outlive the node), and starts the LOCAL_DISK service when `disk` is
@@ -156,6 +187,9 @@ class Node {
   MasterClientOptions MasterOptions() const;
   // Sleeps up to `ms` or until Stop(); true when stopping.
   bool SleepOrStop(int64_t ms);
+  // The offload thread's idle wait: SleepOrStop that also ends as soon as
+  // promotions are queued.
+  bool IdleWait(int64_t ms);
   // Lets the offload thread run (the node is mounted, its disk reported) or
   // pauses it.
   void SetOffloadReady(bool ready);
@@ -171,6 +205,16 @@ class Node {
   void WriteOffloadBatch(OffloadBatch& batch);
   // Reports a written batch (NotifyOffloadSuccess) and settles its counters.
   void ReportOffloadBatch(MasterClient& master, OffloadBatch& batch);
+  // LocalDiskService's on_served: counts the hit, queues a promotion.
+  void OnServed(std::string_view tenant, std::string_view key, uint64_t size);
+  // One promotion round on the offload thread: up to kPromoteBatch queued
+  // keys, PromoteStart, copies, PromoteEnd.
+  void PromoteRound(MasterClient& master);
+  // Copies a granted object from the SSD store into the segment at
+  // `address`; false when it cannot (counted in promotion_failures).
+  bool CopyPromoted(const PromoteRequest& item, uint64_t address, uint64_t mount_epoch);
+  // PromoteEnd for the granted items; counts promoted and failures.
+  void EndPromotions(MasterClient& master, const std::vector<PromoteResult>& results);
   // WriteBatch; a batch the store refuses as a whole (INVALID_PARAMS or
   // BUFFER_OVERFLOW: more than it may hold at once) is written one object
   // at a time. Counts failed objects in offload_failures_.
@@ -193,6 +237,11 @@ class Node {
   std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
   std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
       offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0}, disk_evictions_{0};
+  std::atomic<uint64_t> promotions_requested_{0}, promoted_{0}, promotions_refused_{0},
+      promotion_failures_{0};
+  // Promotion on hit: null when off. Declared before disk_service_, whose
+  // on_served uses it, so that it outlives the service.
+  std::unique_ptr<PromotionTracker> tracker_;
   std::unique_ptr<LocalDiskService> disk_service_;
   Mutex evict_mu_;
   std::vector<std::pair<std::string, std::string>> evictions_ GUARDED_BY(evict_mu_);
@@ -203,6 +252,9 @@ class Node {
   std::condition_variable_any stop_cv_;
   bool stop_ GUARDED_BY(stop_mu_) = false;
   bool offload_ready_ GUARDED_BY(stop_mu_) = false;
+  // Keys to promote, for the offload thread (under stop_mu_ so that queuing
+  // one wakes the thread's idle wait).
+  std::deque<PromoteRequest> promote_queue_ GUARDED_BY(stop_mu_);
 };
 
 }  // namespace shelfmark

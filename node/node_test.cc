@@ -3,7 +3,9 @@
 // the SSD store: a real bucket backend in a temporary directory served over
 // real UCX active messages (LOCAL_DISK reads), re-reported to the master on
 // start and after a restart, offload from the node's segment (prompt, on the
-// offload thread, in byte-sized batches) and evictions.
+// offload thread, in byte-sized batches) and evictions, and promotion on
+// hit (an object read often from the SSD store copied back into the node's
+// segment and attached as a MEMORY replica).
 #include "node/node.h"
 
 #include <gtest/gtest.h>
@@ -33,10 +35,12 @@ namespace {
 
 // A master: a Directory served on 127.0.0.1:port (0: any free port).
 struct Master {
-  explicit Master(uint16_t port, bool enable_offload = false) {
+  explicit Master(uint16_t port, bool enable_offload = false,
+                  double eviction_high_watermark_ratio = DirectoryOptions{}.eviction_high_watermark_ratio) {
     DirectoryOptions d;
     d.start_background_thread = false;
     d.enable_offload = enable_offload;
+    d.eviction_high_watermark_ratio = eviction_high_watermark_ratio;
     directory = std::make_unique<Directory>(d);
     RpcServerOptions r;
     r.bind_address = "127.0.0.1";
@@ -389,29 +393,23 @@ TEST(NodeDiskTest, SplitsTasksIntoBatchesByBytes) {
   ExpectStored(n, values);
 }
 
-TEST(NodeDiskTest, OffloadSourceMustLieInTheSegment) {
+// An offload task's source and a promotion's destination: a range of the
+// segment, never past it.
+TEST(NodeDiskTest, SegmentOffsetMustLieInTheSegment) {
   Segment s;
   s.base = 1 << 20;
   s.size = 1 << 16;
-  auto task = [](uint64_t address, uint64_t size) {
-    OffloadTask t;
-    t.tenant = "t";
-    t.key = "k";
-    t.buffer_address = address;
-    t.size = size;
-    return t;
-  };
-  EXPECT_EQ(OffloadSourceOffset(s, task(s.base, 100)), 0u);
-  EXPECT_EQ(OffloadSourceOffset(s, task(s.base + 4096, 100)), 4096u);
-  EXPECT_EQ(OffloadSourceOffset(s, task(s.base, s.size)), 0u);
-  EXPECT_EQ(OffloadSourceOffset(s, task(s.base + s.size - 100, 100)), s.size - 100);
-  EXPECT_FALSE(OffloadSourceOffset(s, task(0, 100)));  // not pinned (an older master)
-  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base - 1, 100)));
-  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base + s.size - 99, 100)));
-  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base + s.size, 1)));
-  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base, s.size + 1)));
-  EXPECT_FALSE(OffloadSourceOffset(s, task(UINT64_MAX - 10, 100)));
-  EXPECT_FALSE(OffloadSourceOffset(s, task(s.base + 10, UINT64_MAX)));
+  EXPECT_EQ(SegmentOffset(s, s.base, 100), 0u);
+  EXPECT_EQ(SegmentOffset(s, s.base + 4096, 100), 4096u);
+  EXPECT_EQ(SegmentOffset(s, s.base, s.size), 0u);
+  EXPECT_EQ(SegmentOffset(s, s.base + s.size - 100, 100), s.size - 100);
+  EXPECT_FALSE(SegmentOffset(s, 0, 100));  // no address (an older master's task)
+  EXPECT_FALSE(SegmentOffset(s, s.base - 1, 100));
+  EXPECT_FALSE(SegmentOffset(s, s.base + s.size - 99, 100));
+  EXPECT_FALSE(SegmentOffset(s, s.base + s.size, 1));
+  EXPECT_FALSE(SegmentOffset(s, s.base, s.size + 1));
+  EXPECT_FALSE(SegmentOffset(s, UINT64_MAX - 10, 100));
+  EXPECT_FALSE(SegmentOffset(s, s.base + 10, UINT64_MAX));
 }
 
 TEST(NodeDiskTest, CreateRejectsAPartialDisk) {
@@ -431,6 +429,108 @@ TEST(NodeDiskTest, CreateRejectsAPartialDisk) {
   o = Options(1, &watch);
   o.offload_batch_bytes = 0;
   EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+  o = Options(1, &watch);
+  o.promote_window_ms = 0;
+  EXPECT_EQ(Node::Create(o, &engine).error(), ErrorCode::INVALID_PARAMS);
+}
+
+// ------------------------------------------------------- promotion on hit
+
+// The key's MEMORY replica at the master (nullopt when it has none).
+std::optional<ReplicaDescriptor> MemoryReplica(Directory& directory, std::string_view key) {
+  auto info = directory.Stat("t", key);
+  if (!info.ok()) return std::nullopt;
+  for (const ReplicaDescriptor& r : info->replicas) {
+    if (r.type == ReplicaType::MEMORY) return r;
+  }
+  return std::nullopt;
+}
+
+// Reads `key` from the node's SSD store `times` times over LOCAL_DISK and
+// checks the bytes.
+void ReadFromDisk(DiskNode& n, std::string_view key, const std::string& value, int times) {
+  for (int i = 0; i < times; ++i) {
+    auto read = n.Read(key, value.size());
+    ASSERT_TRUE(read.ok()) << key << ": " << ErrorCodeName(read.error());
+    ASSERT_TRUE(read->data == value) << key;
+  }
+}
+
+// Objects stored before the node starts are LOCAL_DISK-only at the master;
+// one read promote_after_hits times comes back into the node's segment as a
+// COMPLETE MEMORY replica holding the same bytes.
+TEST(NodePromotionTest, PromotesAnObjectReadOftenFromDisk) {
+  DiskNode n;
+  const std::string hot = testing::TestPattern(70000, 'h'), cold = testing::TestPattern(5000, 'c');
+  ASSERT_TRUE(n.backend->WriteBatch({{"t", "hot", hot}, {"t", "cold", cold}}).ok());
+  Master master(0);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) { o.promote_after_hits = 3; }));
+  n.watch.WaitFor(1);
+  ExpectDiskReplica(*master.directory, "hot", n, hot.size());
+  ASSERT_FALSE(MemoryReplica(*master.directory, "hot").has_value());
+  ReadFromDisk(n, "cold", cold, 2);  // under the threshold
+  ReadFromDisk(n, "hot", hot, 3);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto m = MemoryReplica(*master.directory, "hot");
+        return m && m->status == ReplicaStatus::COMPLETE && n.node->counters().promoted == 1;
+      },
+      kOffloadDeadlineMs))
+      << n.node->counters().promotions_requested;
+  auto m = MemoryReplica(*master.directory, "hot");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->memory.segment_id, n.node->segment().id);
+  auto offset = SegmentOffset(n.node->segment(), m->memory.buffer_address, hot.size());
+  ASSERT_TRUE(offset.has_value());
+  const std::string copy(reinterpret_cast<const char*>(n.node->memory() + *offset), hot.size());
+  EXPECT_TRUE(copy == hot);
+  ExpectDiskReplica(*master.directory, "hot", n, hot.size());  // the disk copy stays
+  EXPECT_FALSE(MemoryReplica(*master.directory, "cold").has_value());
+  const NodeCounters c = n.node->counters();
+  EXPECT_EQ(c.promotions_requested, 1u);
+  EXPECT_EQ(c.promoted, 1u);
+  EXPECT_EQ(c.promotions_refused, 0u);
+  EXPECT_EQ(c.promotion_failures, 0u);
+}
+
+// promote_after_hits = 0: no tracker, nothing is ever requested.
+TEST(NodePromotionTest, ZeroHitsNeverPromotes) {
+  DiskNode n;
+  const std::string v = testing::TestPattern(9000, 'z');
+  ASSERT_TRUE(n.backend->WriteBatch({{"t", "k", v}}).ok());
+  Master master(0);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) { o.promote_after_hits = 0; }));
+  n.watch.WaitFor(1);
+  ReadFromDisk(n, "k", v, 20);
+  EXPECT_EQ(n.node->disk_stats().requests, 20u);
+  const NodeCounters c = n.node->counters();
+  EXPECT_EQ(c.promotions_requested, 0u);
+  EXPECT_EQ(c.promoted, 0u);
+  EXPECT_FALSE(MemoryReplica(*master.directory, "k").has_value());
+  EXPECT_EQ(master.directory->Stats().promotions_granted, 0u);
+}
+
+// A master with no DRAM room under its eviction watermark (1% of a 1 MiB
+// segment, less than the object) refuses the promotion: counted, and the
+// object stays LOCAL_DISK-only and readable from disk.
+TEST(NodePromotionTest, ARefusedPromotionIsCountedAndTheObjectStaysOnDisk) {
+  DiskNode n;
+  const std::string v = testing::TestPattern(70000, 'r');
+  ASSERT_TRUE(n.backend->WriteBatch({{"t", "k", v}}).ok());
+  Master master(0, /*enable_offload=*/false, /*eviction_high_watermark_ratio=*/0.01);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) { o.promote_after_hits = 3; }));
+  n.watch.WaitFor(1);
+  ReadFromDisk(n, "k", v, 3);
+  ASSERT_TRUE(testing::WaitFor([&] { return n.node->counters().promotions_refused == 1; },
+                               kOffloadDeadlineMs));
+  const NodeCounters c = n.node->counters();
+  EXPECT_EQ(c.promotions_requested, 1u);
+  EXPECT_EQ(c.promoted, 0u);
+  EXPECT_EQ(c.promotion_failures, 0u);
+  EXPECT_EQ(master.directory->Stats().promotions_refused, 1u);
+  EXPECT_FALSE(MemoryReplica(*master.directory, "k").has_value());
+  ExpectDiskReplica(*master.directory, "k", n, v.size());
+  ReadFromDisk(n, "k", v, 1);
 }
 
 }  // namespace
