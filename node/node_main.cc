@@ -4,6 +4,7 @@
 //       [--cluster_token_file=PATH] [--master_token_file=PATH]
 //       [--segment_name=NAME] [--ping_interval_ms=MS]
 //       [--offload_poll_interval_ms=MS] [--offload_batch_bytes=BYTES]
+//       [--promote_after_hits=N] [--promote_window_ms=MS]
 // Credentials (auth/credential_flags.h, docs/security.md): the cluster token
 // from --cluster_token_file, a literal --cluster_token (warned about: ps shows
 // it) or $SHELFMARK_CLUSTER_TOKEN; clients must present it on the data plane,
@@ -36,6 +37,9 @@
 // offloads the objects the master asks for on a thread of its own
 // (node/node.h: asking again at once while the master has tasks, else every
 // --offload_poll_interval_ms; write batches of at most --offload_batch_bytes).
+// An object read from the store --promote_after_hits times within
+// --promote_window_ms is promoted back into the node's DRAM segment
+// (node/node.h; 0 hits: never).
 // It prints
 //   shelfmark-node: ssd store <config> endpoint <ip:port>
 #include <cstdio>
@@ -79,6 +83,8 @@ struct NodeFlags {
   int64_t ping_interval_ms = 3'000;
   int64_t offload_poll_interval_ms = 100;
   int64_t offload_batch_bytes = 64ll << 20;
+  int64_t promote_after_hits = 3;
+  int64_t promote_window_ms = 10'000;
 };
 
 // --help and malformed flags exit here (FlagSet::ParseOrExit); false after a
@@ -108,6 +114,13 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
                  "with an SSD store: most bytes in one offload write batch (a larger object "
                  "is a batch of its own)",
                  4096, INT64_MAX);
+  flags.AddInt64("promote_after_hits", &f->promote_after_hits,
+                 "with an SSD store: reads of an object from the store within "
+                 "--promote_window_ms that promote it back into DRAM (0 = never)",
+                 0, 1'000'000);
+  flags.AddInt64("promote_window_ms", &f->promote_window_ms,
+                 "with an SSD store: the window in which --promote_after_hits reads count",
+                 1, 3'600'000);
   flags.ParseOrExit(argc, argv);
   if (!ParseHostPort(f->master)) {
     std::fprintf(stderr, "shelfmark-node: flag --master expects HOST:PORT, got '%s'\n",
@@ -185,6 +198,19 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
                    [n] { return static_cast<double>(n->counters().offload_inflight); });
   counter("shelfmark_node_disk_evictions_total", "SSD evictions reported to the master.",
           &NodeCounters::disk_evictions);
+  counter("shelfmark_node_promotions_requested_total",
+          "Objects read often from the SSD store asked to be promoted (PromoteStart).",
+          &NodeCounters::promotions_requested);
+  counter("shelfmark_node_promoted_total",
+          "Objects copied from the SSD store into the segment and attached as MEMORY replicas.",
+          &NodeCounters::promoted);
+  counter("shelfmark_node_promotions_refused_total",
+          "Promotions the master refused (no DRAM room, already in DRAM or in flight, gone).",
+          &NodeCounters::promotions_refused);
+  counter("shelfmark_node_promotion_failures_total",
+          "Granted promotions not completed (read or copy failed, bad address, PromoteEnd "
+          "refused).",
+          &NodeCounters::promotion_failures);
 }
 
 // The SSD store's metrics: the LOCAL_DISK service's counters prove which
@@ -313,6 +339,8 @@ int Run(const NodeFlags& f) {
   no.ping_interval_ms = f.ping_interval_ms;
   no.offload_poll_interval_ms = f.offload_poll_interval_ms;
   no.offload_batch_bytes = static_cast<uint64_t>(f.offload_batch_bytes);
+  no.promote_after_hits = static_cast<uint32_t>(f.promote_after_hits);
+  no.promote_window_ms = f.promote_window_ms;
   bool first = true;
   const std::string client_id = to.client_id.ToString();
   no.on_mounted = [&first, &client_id](const Segment& s) {
