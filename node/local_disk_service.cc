@@ -23,16 +23,22 @@ void AnswerProbe(const AmRequest& request, AmResponder& responder) {
 
 }  // namespace
 
+using OnServed = decltype(LocalDiskServiceOptions::on_served);
+
 struct LocalDiskService::Core {
   struct Job {
     LocalDiskRequest request;
     AmResponder responder;
   };
 
-  Core(StorageBackend* b, LocalDiskServiceOptions o) : backend(b), options(std::move(o)) {}
+  Core(StorageBackend* b, OnServed served) : backend(b), on_served(std::move(served)) {}
 
   StorageBackend* const backend;
-  const LocalDiskServiceOptions options;
+  // Cleared by Stop() under the writer lock: a handler still running on the
+  // progress thread after the destructor unregistered it (UcxAm calls a copy
+  // of the handler outside its lock) never calls it once Stop() returned.
+  SharedMutex served_mu;
+  OnServed on_served GUARDED_BY(served_mu);
   Mutex mu;
   std::condition_variable_any cv;
   std::deque<Job> queue GUARDED_BY(mu);
@@ -64,9 +70,9 @@ struct LocalDiskService::Core {
                   std::string data, const DiskPlace& place) {
     const uint64_t size = data.size();
     Answer(responder, status, std::move(data), place);
-    if (status == ErrorCode::OK && options.on_served) {
-      options.on_served(request.tenant, request.key, size);
-    }
+    if (status != ErrorCode::OK) return;
+    ReaderLock lock(&served_mu);
+    if (on_served) on_served(request.tenant, request.key, size);
   }
 
   // On the progress thread: decode and queue; never touches the backend.
@@ -128,6 +134,10 @@ struct LocalDiskService::Core {
   }
 
   void Stop() {
+    {
+      WriterLock lock(&served_mu);
+      on_served = nullptr;
+    }
     std::deque<Job> left;
     {
       MutexLock lock(&mu);
@@ -143,7 +153,7 @@ LocalDiskService::LocalDiskService(AmTransport* am, StorageBackend* backend,
                                    LocalDiskServiceOptions options)
     : am_(am) {
   const size_t n = options.worker_threads == 0 ? 1 : options.worker_threads;
-  core_ = std::make_shared<Core>(backend, std::move(options));
+  core_ = std::make_shared<Core>(backend, std::move(options.on_served));
   for (size_t i = 0; i < n; ++i) workers_.emplace_back([core = core_]() { core->WorkerLoop(); });
   am_->SetHandler(kLocalDiskReadAmId, [core = core_](AmRequest request, AmResponder responder) {
     core->OnRequest(std::move(request), std::move(responder));

@@ -47,7 +47,8 @@ struct LocalDiskServiceOptions {
   // probe or errors), with the object's size: on the progress thread for a
   // page-cache read, on a worker otherwise, so it must be cheap and
   // thread-safe and must not block (the node counts hits for promotion,
-  // node/promotion_tracker.h). Null: none.
+  // node/promotion_tracker.h). Null: none. Never called once the
+  // destructor has returned (it waits for a call in progress).
   std::function<void(std::string_view tenant, std::string_view key, uint64_t size)> on_served;
 };
 

@@ -128,19 +128,10 @@ void Node::Stop() {
   stop_cv_.notify_all();
 }
 
-bool Node::SleepOrStop(int64_t ms) {
+bool Node::SleepOrStop(int64_t ms, bool until_promotions) {
   MutexLock lock(&stop_mu_);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!stop_) {
-    if (stop_cv_.wait_until(lock, until) == std::cv_status::timeout) break;
-  }
-  return stop_;
-}
-
-bool Node::IdleWait(int64_t ms) {
-  MutexLock lock(&stop_mu_);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!stop_ && promote_queue_.empty()) {
+  while (!stop_ && !(until_promotions && !promote_queue_.empty())) {
     if (stop_cv_.wait_until(lock, until) == std::cv_status::timeout) break;
   }
   return stop_;
@@ -378,7 +369,7 @@ void Node::OffloadLoop() {
     auto tasks = master.OffloadHeartbeat(kOffloadTasks);
     if (!tasks.ok() || tasks->empty()) {
       report_written();
-      if (IdleWait(options_.offload_poll_interval_ms)) break;
+      if (SleepOrStop(options_.offload_poll_interval_ms, /*until_promotions=*/true)) break;
       continue;
     }
     offload_inflight_.fetch_add(tasks->size());

@@ -185,11 +185,10 @@ class Node {
   class BatchWriter;
 
   MasterClientOptions MasterOptions() const;
-  // Sleeps up to `ms` or until Stop(); true when stopping.
-  bool SleepOrStop(int64_t ms);
-  // The offload thread's idle wait: SleepOrStop that also ends as soon as
-  // promotions are queued.
-  bool IdleWait(int64_t ms);
+  // Sleeps up to `ms` or until Stop() (or, with `until_promotions`, until
+  // promotions are queued: the offload thread's idle wait); true when
+  // stopping.
+  bool SleepOrStop(int64_t ms, bool until_promotions = false);
   // Lets the offload thread run (the node is mounted, its disk reported) or
   // pauses it.
   void SetOffloadReady(bool ready);

@@ -34,13 +34,14 @@ namespace shelfmark {
 namespace {
 
 // A master: a Directory served on 127.0.0.1:port (0: any free port).
+// `watermark`: the eviction high watermark (nullopt: the default).
 struct Master {
   explicit Master(uint16_t port, bool enable_offload = false,
-                  double eviction_high_watermark_ratio = DirectoryOptions{}.eviction_high_watermark_ratio) {
+                  std::optional<double> watermark = std::nullopt) {
     DirectoryOptions d;
     d.start_background_thread = false;
     d.enable_offload = enable_offload;
-    d.eviction_high_watermark_ratio = eviction_high_watermark_ratio;
+    if (watermark) d.eviction_high_watermark_ratio = *watermark;
     directory = std::make_unique<Directory>(d);
     RpcServerOptions r;
     r.bind_address = "127.0.0.1";
@@ -517,7 +518,7 @@ TEST(NodePromotionTest, ARefusedPromotionIsCountedAndTheObjectStaysOnDisk) {
   DiskNode n;
   const std::string v = testing::TestPattern(70000, 'r');
   ASSERT_TRUE(n.backend->WriteBatch({{"t", "k", v}}).ok());
-  Master master(0, /*enable_offload=*/false, /*eviction_high_watermark_ratio=*/0.01);
+  Master master(0, /*enable_offload=*/false, /*watermark=*/0.01);
   ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) { o.promote_after_hits = 3; }));
   n.watch.WaitFor(1);
   ReadFromDisk(n, "k", v, 3);
