@@ -72,7 +72,7 @@ PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
   // the segment from being erased until we are done).
   if (rc == ErrorCode::OK && seg->unmounting.load()) {
     promotions_.Take(client, tenant, item.key);
-    return {ErrorCode::NO_AVAILABLE_HANDLE, 0};
+    rc = ErrorCode::NO_AVAILABLE_HANDLE;
   }
   if (rc != ErrorCode::OK) {
     segments_.Free(seg, placed->offset, item.size);
