@@ -17,7 +17,7 @@
 # BENCH_DEADLINE_S), then `shelfmark-cli verify` of every object (served
 # byte-exact, and from where; evicted = lost; wrong bytes) and the master's
 # eviction counters (shelfmark_master_evicted_without_copy_total must stay 0).
-#   3. backlog: the same fill into a segment twice as large (nothing is
+#   3. backlog: a fill of BENCH_BACKLOG_OBJECTS into a segment twice as large (nothing is
 #      evicted) while the node, having just found no task, waits
 #      BENCH_BACKLOG_POLL_MS before it asks again: it then finds the whole
 #      fill queued and drains it at its own speed. Its "active" rate (below)
@@ -29,8 +29,8 @@
 #      burst, on SSD only) BENCH_HIT_ITERS times without the location cache,
 #      attributing each get to the replica that served it: LOCAL_DISK until
 #      the node (after --promote_after_hits reads) has it promoted, MEMORY
-#      after; then the same on the newest object (in DRAM all along), the
-#      baseline a promoted get should equal. The 8 objects before the newest
+#      after; each get is followed by one of the newest object (in DRAM all
+#      along), the baseline a promoted get should equal, timed apart. The 8 objects before the newest
 #      are removed first, so the copy has room under the eviction watermark.
 #   5. offload throughput: bytes the node offloaded (shelfmark_node_offloaded_
 #      bytes_total where the node exports it, else objects x size) over the
@@ -51,6 +51,8 @@
 #   BENCH_RATE_MIBS   the fixed-rate phase's schedule in MiB/s (default 64)
 #   BENCH_CHUNK       objects per fill in the fixed-rate phase (default 8)
 #   BENCH_RETRY_MS    fill's --retry_ms (default 10000, fill's own default)
+#   BENCH_BACKLOG_OBJECTS objects of the backlog phase (default 512: enough batches
+#                     that the first and last do not dominate the drain rate)
 #   BENCH_BACKLOG_POLL_MS  the backlog phase node's --offload_poll_interval_ms (default 5000)
 #   BENCH_HIT_ITERS   gets per key in the promotion phase (default 2000)
 #   BENCH_DEADLINE_S  how long a phase waits for everything to be on SSD (default 45)
@@ -73,6 +75,7 @@ retry_ms="${BENCH_RETRY_MS:-10000}"
 deadline_s="${BENCH_DEADLINE_S:-45}"
 disk_batch="${BENCH_DISK_BATCH:-64}"
 backlog_poll_ms="${BENCH_BACKLOG_POLL_MS:-5000}"
+backlog_objects="${BENCH_BACKLOG_OBJECTS:-512}"
 hit_iters="${BENCH_HIT_ITERS:-2000}"
 out="${BENCH_OUT:-$root/out/bench_tier.jsonl}"
 read -r -a node_args <<<"${BENCH_NODE_ARGS:-}"
@@ -290,13 +293,17 @@ measure() {
 log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $objects x $size bytes," \
   "segment $segment, $backend; results in $out"
 
-# 3. The backend on its own: batch writes of the same object size, in the
-# same file system as the nodes' stores.
-"$perf_bin" disk --objects="$objects" --value_size="$size" --batch="$disk_batch" \
-  --backend="$disk_backend" --verify=8 --dir="$work" --json > "$work/disk.json" ||
-  die "shelfmark-perf disk failed"
-sed 's/^{/{"phase":"disk_baseline",/' "$work/disk.json" >> "$out"
-disk_mb="$(json_field write_mb_per_s < "$work/disk.json")"
+# 5. The backend on its own: batch writes of the same object size, in the
+# same file system as the nodes' stores. disk_baseline LABEL COUNT: COUNT
+# objects; its JSON line (phase LABEL) goes to $out; prints the MB/s.
+disk_baseline() {
+  "$perf_bin" disk --objects="$2" --value_size="$size" --batch="$disk_batch" \
+    --backend="$disk_backend" --verify=8 --dir="$work" --json > "$work/disk.json" ||
+    die "shelfmark-perf disk failed"
+  sed "s/^{/{\"phase\":\"$1\",/" "$work/disk.json" >> "$out"
+  json_field write_mb_per_s < "$work/disk.json"
+}
+disk_mb="$(disk_baseline disk_baseline "$objects")"
 log "disk baseline: $disk_mb MB/s ($disk_backend, batches of $disk_batch)"
 
 # 1. Burst: one fill at full speed.
@@ -311,17 +318,28 @@ measure burst
 
 # 4. Promotion on hit, in the burst's cluster.
 hit() {
-  "$perf_bin" hit --master="127.0.0.1:$rpc_port" --key="$1" --iters="$hit_iters" --json \
-    2>>"$work/hit.err" || { cat "$work/hit.err" >&2; die "shelfmark-perf hit $1 failed"; }
+  "$perf_bin" hit --master="127.0.0.1:$rpc_port" --key="$1" --compare_key="$2" \
+    --iters="$hit_iters" --json 2>>"$work/hit.err" ||
+    { cat "$work/hit.err" >&2; die "shelfmark-perf hit $1 failed"; }
 }
 for ((i = acked - 9; i < acked - 1; i++)); do
   "$cli_bin" --master="127.0.0.1:$rpc_port" rm "tier-$i" --force >/dev/null 2>&1 || true
 done
-hit_disk="$(hit tier-0)"
-hit_memory="$(hit "tier-$((acked - 1))")"
+# The oldest object that eviction left on SSD only (which ones it took
+# depends on the shards' order, not the keys').
+disk_key=""
+for ((i = 0; i < acked - 9; i++)); do
+  replicas="$("$cli_bin" --master="127.0.0.1:$rpc_port" --json stat "tier-$i" 2>/dev/null)" || continue
+  if ! grep -q '"type":"MEMORY"' <<<"$replicas" && grep -q '"type":"LOCAL_DISK"' <<<"$replicas"; then
+    disk_key="tier-$i"
+    break
+  fi
+done
+[ -n "$disk_key" ] || die "promotion: no object of the burst is on SSD only"
+hit_disk="$(hit "$disk_key" "tier-$((acked - 1))")"
 promoted_p50="$(json_field memory_p50_us <<<"$hit_disk")"
-memory_p50="$(json_field memory_p50_us <<<"$hit_memory")"
-json_line bench tier phase promotion backend "$backend" size "$size" gets "$hit_iters" \
+memory_p50="$(json_field compare_p50_us <<<"$hit_disk")"
+json_line bench tier phase promotion backend "$backend" key "$disk_key" size "$size" gets "$hit_iters" \
   disk_gets "$(json_field disk_gets <<<"$hit_disk")" \
   disk_p50_us "$(json_field disk_p50_us <<<"$hit_disk")" \
   promoted_gets "$(json_field memory_gets <<<"$hit_disk")" promoted_p50_us "$promoted_p50" \
@@ -356,8 +374,14 @@ log "rate: fills acknowledged $acked of $objects ($retries retries, errors $fill
 measure rate
 stop_cluster
 
-# 3. Backlog: the whole fill queued before the node asks again.
-segment_saved="$segment"
+# 3. Backlog: the whole fill queued before the node asks again. This
+# machine's disk varies from run to run by 2x or more, so the drain is set
+# against the backend's batch writes of the same bytes just before and
+# just after it.
+segment_saved="$segment" objects_saved="$objects" disk_mb_saved="$disk_mb"
+objects="$backlog_objects"
+disk_before="$(disk_baseline disk_before_backlog "$objects")"
+disk_mb="$disk_before"
 segment=$((2 * objects * size > segment ? 2 * objects * size : segment))
 start_cluster backlog --offload_poll_interval_ms="$backlog_poll_ms"
 segment="$segment_saved"
@@ -369,13 +393,22 @@ prefixes="backlog $acked"
 log "backlog: fill acknowledged $acked of $objects ($retries retries, error $fill_errors)"
 measure backlog
 stop_cluster
+disk_after="$(disk_baseline disk_after_backlog "$objects")"
+drain="$(grep '"phase":"backlog"' "$out" | json_field offload_active_mb_per_s)"
+json_line bench tier phase backlog_vs_disk drain_mb_per_s "$drain" disk_before_mb_per_s \
+  "$disk_before" disk_after_mb_per_s "$disk_after" \
+  ratio "$(calc 'int(100 * r / ((a + b) / 2) + 0.5) / 100' r="$drain" a="$disk_before" b="$disk_after")" \
+  >> "$out"
+objects="$objects_saved" disk_mb="$disk_mb_saved"
 
 row() {
   local line
   line="$(grep "\"phase\":\"$1\"" "$out")"
   local f vals=()
+  local rate=offload_mb_per_s
+  [ "$1" != backlog ] || rate=offload_active_mb_per_s  # the drain, not the wait before it
   for f in acknowledged fill_retries fill_s fill_mb_per_s to_ssd_s served evicted wrong_bytes \
-           evicted_without_copy offload_waits offload_mb_per_s ratio_to_disk; do
+           evicted_without_copy offload_waits "$rate" ratio_to_disk; do
     vals+=("$(json_field "$f" <<<"$line")")
   done
   printf "%-6s %5s %6s %7s %8s %7s %6s %6s %5s %8s %6s %8s %6s\n" "$1" "${vals[0]}" "${vals[1]}" \
@@ -394,10 +427,15 @@ printf "%-6s %5s %6s %7s %8s %7s %6s %6s %5s %8s %6s %8s %6s\n" phase acked retr
 row burst
 row rate
 row backlog
-echo "(backlog: off MB/s is the node's drain rate with the whole fill queued)"
+vs="$(grep '"phase":"backlog_vs_disk"' "$out")"
+echo "backlog: off MB/s is the node's drain rate with the whole fill queued (first to last"
+echo "offload): $(json_field drain_mb_per_s <<<"$vs") MB/s against the backend's batch writes of" \
+  "the same bytes just before and after: $(json_field disk_before_mb_per_s <<<"$vs") and" \
+  "$(json_field disk_after_mb_per_s <<<"$vs") MB/s; ratio to their mean $(json_field ratio <<<"$vs")"
 promo="$(grep '"phase":"promotion"' "$out")"
 echo
-echo "=== promotion on hit: tier-0 (on SSD only) read $hit_iters times, then a key in DRAM ==="
+echo "=== promotion on hit: $(json_field key <<<"$promo" | tr -d '"') (on SSD only) read $hit_iters times," \
+  "then a key in DRAM ==="
 printf "%-22s %8s %10s %12s\n" "served by" gets p50_us "first get"
 printf "%-22s %8s %10s %12s\n" "LOCAL_DISK (before)" "$(json_field disk_gets <<<"$promo")" \
   "$(json_field disk_p50_us <<<"$promo")" 0
