@@ -160,7 +160,10 @@ class Directory {
   // mount a local disk with offloading enabled.
   Result<std::vector<OffloadTask>> OffloadHeartbeat(const UUID& client, size_t max_tasks);
   // Adds a COMPLETE LOCAL_DISK replica per item (creating unknown objects,
-  // which is how a restarted master relearns SSD data). One code per item.
+  // which is how a restarted master relearns SSD data). One code per item;
+  // OBJECT_NOT_FOUND for the report of a task handed out (and not timed
+  // out) whose object was removed, or removed and written again, since:
+  // the node copied bytes no object holds any more.
   Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const UUID& client,
                                                       const std::vector<OffloadedObject>& items);
   // Removes the client's LOCAL_DISK replica of the key (the node evicted it).

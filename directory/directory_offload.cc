@@ -114,12 +114,16 @@ Result<std::vector<OffloadTask>> DirectoryImpl::OffloadHeartbeat(const UUID& cli
   return out;
 }
 
-// Drops the offload pin on replica `replica_id` of the key, if it still exists.
-static void Unpin(ObjectMetadata* meta, uint64_t replica_id) {
-  if (meta == nullptr) return;
+// Drops the offload pin on replica `replica_id` of the key; false when the
+// object or that replica no longer exists.
+static bool Unpin(ObjectMetadata* meta, uint64_t replica_id) {
+  if (meta == nullptr) return false;
   for (Replica& r : meta->replicas) {
-    if (r.id == replica_id && r.refcnt > 0) r.refcnt = r.refcnt - 1;
+    if (r.id != replica_id) continue;
+    if (r.refcnt > 0) r.refcnt = r.refcnt - 1;
+    return true;
   }
+  return false;
 }
 
 Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
@@ -146,7 +150,14 @@ Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
     }
     uint64_t replica_id = 0;
     if (clients_.FinishInflight(client, tenant, item.key, &replica_id)) {
-      Unpin(Find(shard, tenant, item.key), replica_id);
+      ObjectMetadata* meta = Find(shard, tenant, item.key);
+      // The node copied the replica pinned for the task: if the object was
+      // removed (or removed and written again) meanwhile, that copy is of
+      // no object the directory holds and must not bring one back.
+      if (!Unpin(meta, replica_id)) {
+        out.push_back(ErrorCode::OBJECT_NOT_FOUND);
+        continue;
+      }
     }
     out.push_back(AddDiskReplica(shard, tenant, item, client, disk));
   }

@@ -170,5 +170,35 @@ TEST_F(QueueLimitTest, WithoutForceAFullQueueMeansWaitingNotLosing) {
   EXPECT_GE(dir_->Stats().evicted_objects, 10u);
 }
 
+TEST_F(TieringTest, ACopyOfARemovedObjectDoesNotBringItBack) {
+  Fill();
+  auto tasks = dir_->OffloadHeartbeat(node_, 2);
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 2u);
+  // Meanwhile: the first object is removed, the second removed and written
+  // again (a new replica of the same key and size).
+  const std::string gone = (*tasks)[0].key, rewritten = (*tasks)[1].key;
+  ASSERT_EQ(dir_->Remove("", gone, /*force=*/true), ErrorCode::OK);
+  ASSERT_EQ(dir_->Remove("", rewritten, /*force=*/true), ErrorCode::OK);
+  ASSERT_EQ(Put(rewritten, 1024), ErrorCode::OK);
+  std::vector<OffloadedObject> done;
+  for (const OffloadTask& t : *tasks) done.push_back({t.tenant, t.key, {1, 0, 3, 1024, "a:7000"}});
+  auto codes = dir_->NotifyOffloadSuccess(node_, done);
+  ASSERT_TRUE(codes.ok());
+  EXPECT_EQ(*codes, (std::vector<ErrorCode>{ErrorCode::OBJECT_NOT_FOUND,
+                                            ErrorCode::OBJECT_NOT_FOUND}));
+  EXPECT_EQ(dir_->Stat("", gone).error(), ErrorCode::OBJECT_NOT_FOUND) << "resurrected";
+  auto info = dir_->Stat("", rewritten);
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->replicas.size(), 1u) << "the old copy was attached to the new object";
+  EXPECT_EQ(info->replicas[0].type, ReplicaType::MEMORY);
+  // A report without a task (a node re-reporting after a restart) still
+  // creates the object.
+  codes = dir_->NotifyOffloadSuccess(node_, {{"", gone, {1, 0, 3, 1024, "a:7000"}}});
+  ASSERT_TRUE(codes.ok());
+  EXPECT_EQ((*codes)[0], ErrorCode::OK);
+  EXPECT_TRUE(dir_->Stat("", gone).ok());
+}
+
 }  // namespace
 }  // namespace shelfmark

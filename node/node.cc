@@ -110,6 +110,8 @@ NodeCounters Node::counters() const {
   c.offload_inflight = offload_inflight_.load();
   c.offloaded_bytes = offloaded_bytes_.load();
   c.offload_batches = offload_batches_.load();
+  c.offload_busy_ns = offload_busy_ns_.load();
+  c.offload_stale = offload_stale_.load();
   c.disk_evictions = disk_evictions_.load();
   c.promotions_requested = promotions_requested_.load();
   c.promoted = promoted_.load();
@@ -363,15 +365,30 @@ void Node::OffloadLoop() {
     writer.Start(std::move(batch));
     if (written) ReportOffloadBatch(master, *written);
   };
+  // Busy from the first tasks taken while idle until the loop is idle again
+  // (steady clock ns; -1: idle).
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  int64_t busy_since = -1;
+  auto end_busy = [&] {
+    if (busy_since < 0) return;
+    offload_busy_ns_.fetch_add(static_cast<uint64_t>(now_ns() - busy_since));
+    busy_since = -1;
+  };
   while (WaitOffloadReady()) {
     // One promotion round per offload round: neither starves the other.
     PromoteRound(master);
     auto tasks = master.OffloadHeartbeat(kOffloadTasks);
     if (!tasks.ok() || tasks->empty()) {
       report_written();
+      end_busy();
       if (SleepOrStop(options_.offload_poll_interval_ms, /*until_promotions=*/true)) break;
       continue;
     }
+    if (busy_since < 0) busy_since = now_ns();
     offload_inflight_.fetch_add(tasks->size());
     auto batch = std::make_unique<OffloadBatch>();
     for (OffloadTask& task : *tasks) {
@@ -393,6 +410,7 @@ void Node::OffloadLoop() {
     if (!batch->tasks.empty()) write(std::move(batch));
   }
   report_written();
+  end_busy();
 }
 
 void Node::WriteOffloadBatch(OffloadBatch& batch) {
@@ -412,6 +430,7 @@ void Node::WriteOffloadBatch(OffloadBatch& batch) {
 }
 
 void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
+  std::vector<std::pair<std::string, std::string>> stale;  // copies the master refused
   if (batch.write_rc == ErrorCode::OK && !batch.stored.empty()) {
     offload_batches_.fetch_add(1);
     std::vector<OffloadedObject> items;
@@ -425,6 +444,8 @@ void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
         if ((*codes)[i] == ErrorCode::OK) {
           offloaded_.fetch_add(1);
           offloaded_bytes_.fetch_add(static_cast<uint64_t>(batch.stored[i].data_size));
+        } else if ((*codes)[i] == ErrorCode::OBJECT_NOT_FOUND) {
+          stale.emplace_back(items[i].tenant, items[i].key);
         } else {
           offload_failures_.fetch_add(1);
         }
@@ -434,6 +455,20 @@ void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
   // Failed writes were counted by WriteToDisk.
   offload_inflight_.fetch_sub(batch.tasks.size());
   HoldEvictions(batch, false);
+  DropStale(stale);
+}
+
+void Node::DropStale(const std::vector<std::pair<std::string, std::string>>& stale) {
+  for (const auto& [tenant, key] : stale) {
+    {
+      // A later batch of the same key (a new object written meanwhile) is
+      // written or being written: its bytes are the ones to keep. Only this
+      // thread starts batches, so none can appear after this check.
+      MutexLock lock(&evict_mu_);
+      if (unreported_.count({tenant, key}) != 0) continue;
+    }
+    if (options_.disk->Remove(tenant, key) == ErrorCode::OK) offload_stale_.fetch_add(1);
+  }
 }
 
 void Node::OnServed(std::string_view tenant, std::string_view key, uint64_t size) {

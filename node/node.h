@@ -125,6 +125,14 @@ struct NodeCounters {
   uint64_t offload_inflight = 0;  // gauge: tasks taken, not yet reported or failed
   uint64_t offloaded_bytes = 0;   // bytes of the `offloaded` objects
   uint64_t offload_batches = 0;   // offload batches written to the SSD store
+  // Time the offload thread spent with work: from taking tasks while idle
+  // until every batch is written and reported and the master has no more.
+  // offloaded_bytes / offload_busy_ns is its throughput while it has work.
+  uint64_t offload_busy_ns = 0;
+  // Objects written to the SSD store whose report the master refused
+  // (OBJECT_NOT_FOUND: removed, or removed and written again, while being
+  // copied), removed from the store again so no re-report brings them back.
+  uint64_t offload_stale = 0;
   uint64_t disk_evictions = 0;    // EvictDiskReplica calls answered
   uint64_t promotions_requested = 0;  // keys sent in PromoteStart
   uint64_t promoted = 0;              // copied and attached as MEMORY replicas (PromoteEnd OK)
@@ -204,6 +212,9 @@ class Node {
   void WriteOffloadBatch(OffloadBatch& batch);
   // Reports a written batch (NotifyOffloadSuccess) and settles its counters.
   void ReportOffloadBatch(MasterClient& master, OffloadBatch& batch);
+  // Removes from the SSD store the reported keys the master refused, but
+  // those a later batch holds. On the offload thread only.
+  void DropStale(const std::vector<std::pair<std::string, std::string>>& stale);
   // LocalDiskService's on_served: counts the hit, queues a promotion.
   void OnServed(std::string_view tenant, std::string_view key, uint64_t size);
   // One promotion round on the offload thread: up to kPromoteBatch queued
@@ -235,7 +246,8 @@ class Node {
   std::atomic<bool> mounted_{false};
   std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
   std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
-      offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0}, disk_evictions_{0};
+      offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0}, disk_evictions_{0},
+      offload_busy_ns_{0}, offload_stale_{0};
   std::atomic<uint64_t> promotions_requested_{0}, promoted_{0}, promotions_refused_{0},
       promotion_failures_{0};
   // Promotion on hit: null when off. Declared before disk_service_, whose

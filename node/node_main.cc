@@ -193,6 +193,14 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
           &NodeCounters::offloaded_bytes);
   counter("shelfmark_node_offload_batches_total", "Offload batches written to the SSD store.",
           &NodeCounters::offload_batches);
+  counter("shelfmark_node_offload_stale_total",
+          "Objects offloaded while they were removed: refused by the master, removed from the "
+          "SSD store.",
+          &NodeCounters::offload_stale);
+  metrics.AddCounterFunc("shelfmark_node_offload_busy_seconds_total",
+                         "Seconds the offload thread had work (tasks taken, batches not yet "
+                         "reported): offloaded bytes / this = its throughput while busy.",
+                         [n] { return static_cast<double>(n->counters().offload_busy_ns) / 1e9; });
   metrics.AddGauge("shelfmark_node_offload_inflight_tasks",
                    "Offload tasks taken from the master, not yet reported or failed.",
                    [n] { return static_cast<double>(n->counters().offload_inflight); });

@@ -183,10 +183,10 @@ struct DiskNode {
   bool Start(uint16_t port, const std::function<void(NodeOptions&)>& adjust = nullptr) {
     if (!backend || !engine || !client) return false;
     NodeOptions o = Options(port, &watch);
-    if (adjust) adjust(o);
     o.disk = backend.get();
     o.disk_am = &engine->am();
     o.disk_endpoint = engine->endpoint();
+    if (adjust) adjust(o);
     auto created = Node::Create(o, engine.get());
     if (!created.ok()) return false;
     node = std::move(*created);
@@ -200,6 +200,7 @@ struct DiskNode {
 
   testing::TempDir dir;
   std::unique_ptr<StorageBackend> backend;
+  std::unique_ptr<StorageBackend> decorator;  // over `backend`, when a test wraps it
   std::unique_ptr<UcxEngine> engine, client;
   MountWatch watch;
   UUID client_id;
@@ -308,6 +309,63 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   read = n.Read("k2", b.size());
   ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
   EXPECT_TRUE(read->data == b);
+}
+
+// WriteBatch waits at a gate the test opens: the window between the master
+// handing a task out and the node reporting it, held open.
+class GatedBackend : public ForwardingBackend {
+ public:
+  explicit GatedBackend(StorageBackend* inner) : ForwardingBackend(inner) {}
+  Result<std::vector<StoredLocation>> WriteBatch(const std::vector<StoredObject>& batch) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    lock.unlock();
+    return ForwardingBackend::WriteBatch(batch);
+  }
+  bool WaitForWriter(int64_t deadline_ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::milliseconds(deadline_ms), [&] { return waiting_ > 0; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+
+// An object removed while the node copies it: the master refuses the report
+// (the copy must not bring it back), and the node drops the copy from its
+// store so no later re-report does either.
+TEST(NodeDiskTest, ACopyOfAnObjectRemovedMeanwhileIsDropped) {
+  DiskNode n;
+  n.decorator = std::make_unique<GatedBackend>(n.backend.get());
+  GatedBackend& gate = static_cast<GatedBackend&>(*n.decorator);
+  struct OpenAtExit {  // a failed assertion must not leave the node's writer stuck
+    GatedBackend& gate;
+    ~OpenAtExit() { gate.Open(); }
+  } open_at_exit{gate};
+  Master master(0, /*enable_offload=*/true);
+  ASSERT_TRUE(n.Start(master.port, [&](NodeOptions& o) { o.disk = &gate; }));
+  n.watch.WaitFor(1);
+  const std::string value = testing::TestPattern(4000, 'r');
+  PutIntoNode(*master.directory, n, "k1", value);
+  ASSERT_TRUE(gate.WaitForWriter(kOffloadDeadlineMs)) << "the node never wrote the copy";
+  ASSERT_EQ(master.directory->Remove("t", "k1", /*force=*/true), ErrorCode::OK);
+  gate.Open();
+  ASSERT_TRUE(testing::WaitFor([&] { return n.node->counters().offload_stale >= 1; },
+                               kOffloadDeadlineMs));
+  EXPECT_EQ(n.node->counters().offloaded, 0u);
+  EXPECT_EQ(master.directory->Stat("t", "k1").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(n.Read("k1", value.size()).error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(n.backend->object_count(), 0u);
 }
 
 // Puts `count` objects of `size` bytes (k0, k1, ...), each a different

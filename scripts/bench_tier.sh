@@ -20,25 +20,27 @@
 #   3. backlog: a fill of BENCH_BACKLOG_OBJECTS into a segment twice as large (nothing is
 #      evicted) while the node, having just found no task, waits
 #      BENCH_BACKLOG_POLL_MS before it asks again: it then finds the whole
-#      fill queued and drains it at its own speed. Its "active" rate (below)
-#      is the node's offload throughput with work waiting, the figure the
-#      goal (>= 0.8 of the backend's batch write rate) is about; burst and
-#      rate are bound by the fill's speed.
+#      fill queued and drains it at its own speed. Its busy rate (below) is
+#      the node's offload throughput with work waiting, the figure the goal
+#      (>= 0.8 of the backend's batch write rate) is about; burst and rate
+#      are bound by the fill's speed end to end.
 #   4. promotion on hit (docs/directory.md), in the burst's cluster after
-#      its verify: `shelfmark-perf hit` reads tier-0 (evicted during the
-#      burst, on SSD only) BENCH_HIT_ITERS times without the location cache,
+#      its verify: `shelfmark-perf hit` reads the oldest object eviction left
+#      on SSD only BENCH_HIT_ITERS times without the location cache,
 #      attributing each get to the replica that served it: LOCAL_DISK until
 #      the node (after --promote_after_hits reads) has it promoted, MEMORY
 #      after; each get is followed by one of the newest object (in DRAM all
-#      along), the baseline a promoted get should equal, timed apart. The 8 objects before the newest
-#      are removed first, so the copy has room under the eviction watermark.
+#      along), the baseline a promoted get should equal, timed apart. The 8
+#      objects before the newest are removed first, so the copy has room
+#      under the eviction watermark.
 #   5. offload throughput: bytes the node offloaded (shelfmark_node_offloaded_
 #      bytes_total where the node exports it, else objects x size) over the
 #      time from the start of the fill until the last acknowledged object was
 #      on SSD, against `shelfmark-perf disk`'s batch write rate for the same
-#      backend and object size, run first in the same work directory
-#      (goal: ratio >= 0.8). "active" also shows the rate between the first
-#      and the last offloaded sample (the bytes of the first sample left out).
+#      backend and object size, run first in the same work directory; and
+#      "busy": those bytes over shelfmark_node_offload_busy_seconds_total
+#      (the time the node's offload thread had work), its throughput while
+#      it has work, set against the backend's rate (goal: ratio >= 0.8).
 # A summary table at the end; one JSON line per measurement in BENCH_OUT.
 #
 # Usage: scripts/bench_tier.sh [BUILD_DIR]
@@ -250,13 +252,12 @@ measure() {
   fi
   to_ssd_s="$(calc 'int(1000 * (s > f ? s - f : 0) + 0.5) / 1000' s="$t_ssd" f="$fill_end")"
   # Offload rates in 10^6 bytes/s (perf disk's unit): fill start -> all on
-  # SSD, and first -> last offloaded sample.
-  local e2e active
+  # SSD, and over the node's busy time.
+  local e2e busy_s busy
   e2e="$(calc '(t > f ? int(10 * b / (t - f) / 1e6 + 0.5) / 10 : 0)' b="$offloaded_bytes" \
            t="$t_ssd" f="$fill_start")"
-  active="$(awk '$3 > 0 && first == "" { first = $1; fb = $3 } $3 > lb { lb = $3; last = $1 }
-                 END { if (last > first) printf "%.1f", (lb - fb) / (last - first) / 1e6; else print 0 }' \
-              "$samples")"
+  busy_s="$(calc 'x + 0' x="$(metric "$node_port" shelfmark_node_offload_busy_seconds_total)")"
+  busy="$(calc '(s > 0 ? int(10 * b / s / 1e6 + 0.5) / 10 : 0)' b="$offloaded_bytes" s="$busy_s")"
   local mo=0 md=0 dk=0 ev=0 wr=0 er=0 p c v
   while read -r p c; do
     [ "${c:-0}" -gt 0 ] || continue
@@ -273,17 +274,14 @@ measure() {
   failures="$(calc 'x + 0' x="$(metric "$node_port" shelfmark_node_offload_failures_total)")"
   local fill_s
   fill_s="$(calc 'e - s' e="$fill_end" s="$fill_start")"
-  local ratio=null  # a paced phase offloads at its pace: no ratio
-  # burst: end to end; backlog: the drain ("active"), the node's own speed.
-  local measured="$e2e"
-  [ "$label" != backlog ] || measured="$active"
-  [ "$label" = rate ] || [ "$(calc 'd > 0' d="$disk_mb")" = 0 ] || ratio="$(calc 'int(100 * e / d + 0.5) / 100' e="$measured" d="$disk_mb")"
+  local ratio=null
+  [ "$(calc 'd > 0' d="$disk_mb")" = 0 ] || ratio="$(calc 'int(100 * e / d + 0.5) / 100' e="$busy" d="$disk_mb")"
   json_line bench tier phase "$label" backend "$backend" objects "$objects" size "$size" \
     segment "$segment" acknowledged "$acked" fill_retries "$retries" fill_errors "$fill_errors" \
     fill_s "$(calc 'int(1000 * x + 0.5) / 1000' x="$fill_s")" \
     fill_mb_per_s "$(calc 'int(10 * a * s / t / 1e6 + 0.5) / 10' a="$acked" s="$size" t="$fill_s")" \
     to_ssd_s "$to_ssd_s" all_on_ssd "$all_on_ssd" offloaded_objects "$offloaded_objs" \
-    offloaded_bytes "$offloaded_bytes" offload_mb_per_s "$e2e" offload_active_mb_per_s "$active" \
+    offloaded_bytes "$offloaded_bytes" offload_mb_per_s "$e2e" offload_busy_s "$busy_s" offload_busy_mb_per_s "$busy" \
     disk_write_mb_per_s "$disk_mb" ratio_to_disk "$ratio" served "$((mo + md + dk))" \
     memory_only "$mo" memory_and_disk "$md" disk_only "$dk" evicted "$ev" wrong_bytes "$wr" \
     errors "$er" evicted_without_copy "${m[0]}" offload_waits "${m[1]}" evicted_objects "${m[2]}" \
@@ -297,6 +295,7 @@ log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $objects x $s
 # same file system as the nodes' stores. disk_baseline LABEL COUNT: COUNT
 # objects; its JSON line (phase LABEL) goes to $out; prints the MB/s.
 disk_baseline() {
+  sync
   "$perf_bin" disk --objects="$2" --value_size="$size" --batch="$disk_batch" \
     --backend="$disk_backend" --verify=8 --dir="$work" --json > "$work/disk.json" ||
     die "shelfmark-perf disk failed"
@@ -375,9 +374,11 @@ measure rate
 stop_cluster
 
 # 3. Backlog: the whole fill queued before the node asks again. This
-# machine's disk varies from run to run by 2x or more, so the drain is set
-# against the backend's batch writes of the same bytes just before and
-# just after it.
+# machine's disk varies from run to run by 2x or more, and a write's speed
+# depends on the dirty pages earlier writes left (the offset backend does
+# not sync each batch), so the drain is set against the backend's batch
+# writes of the same bytes just before and just after it, each of the three
+# started after a sync.
 segment_saved="$segment" objects_saved="$objects" disk_mb_saved="$disk_mb"
 objects="$backlog_objects"
 disk_before="$(disk_baseline disk_before_backlog "$objects")"
@@ -385,6 +386,7 @@ disk_mb="$disk_before"
 segment=$((2 * objects * size > segment ? 2 * objects * size : segment))
 start_cluster backlog --offload_poll_interval_ms="$backlog_poll_ms"
 segment="$segment_saved"
+sync
 start_sampler "$work/samples.backlog"
 fill_start="$EPOCHREALTIME"
 read -r acked retries fill_errors <<<"$(fill backlog "$objects")"
@@ -394,7 +396,7 @@ log "backlog: fill acknowledged $acked of $objects ($retries retries, error $fil
 measure backlog
 stop_cluster
 disk_after="$(disk_baseline disk_after_backlog "$objects")"
-drain="$(grep '"phase":"backlog"' "$out" | json_field offload_active_mb_per_s)"
+drain="$(grep '"phase":"backlog"' "$out" | json_field offload_busy_mb_per_s)"
 json_line bench tier phase backlog_vs_disk drain_mb_per_s "$drain" disk_before_mb_per_s \
   "$disk_before" disk_after_mb_per_s "$disk_after" \
   ratio "$(calc 'int(100 * r / ((a + b) / 2) + 0.5) / 100' r="$drain" a="$disk_before" b="$disk_after")" \
@@ -405,15 +407,12 @@ row() {
   local line
   line="$(grep "\"phase\":\"$1\"" "$out")"
   local f vals=()
-  local rate=offload_mb_per_s
-  [ "$1" != backlog ] || rate=offload_active_mb_per_s  # the drain, not the wait before it
   for f in acknowledged fill_retries fill_s fill_mb_per_s to_ssd_s served evicted wrong_bytes \
-           evicted_without_copy offload_waits "$rate" ratio_to_disk; do
+           evicted_without_copy offload_waits offload_mb_per_s offload_busy_mb_per_s \
+           ratio_to_disk; do
     vals+=("$(json_field "$f" <<<"$line")")
   done
-  printf "%-6s %5s %6s %7s %8s %7s %6s %6s %5s %8s %6s %8s %6s\n" "$1" "${vals[0]}" "${vals[1]}" \
-    "${vals[2]}" "${vals[3]}" "${vals[4]}" "${vals[5]}" "${vals[6]}" "${vals[7]}" "${vals[8]}" \
-    "${vals[9]}" "${vals[10]}" "${vals[11]}"
+  printf "%-7s %5s %5s %6s %9s %6s %6s %4s %5s %7s %5s %8s %9s %5s\n" "$1" "${vals[@]}"
 }
 echo
 echo "=== DRAM overflow onto SSD: $objects x $size bytes into a $((segment >> 20)) MiB segment," \
@@ -421,17 +420,18 @@ echo "=== DRAM overflow onto SSD: $objects x $size bytes into a $((segment >> 20
 echo "fill: acknowledged puts, NO_AVAILABLE_HANDLE retries, seconds, MB/s; to-SSD: seconds from"
 echo "the end of the fill until every acknowledged object is on SSD; verify: served byte-exact,"
 echo "evicted (lost), wrong; the master's evicted_without_copy and offload waits; offload MB/s"
-echo "(fill start -> all on SSD) and its ratio to the backend's batch write rate ($disk_mb MB/s)"
-printf "%-6s %5s %6s %7s %8s %7s %6s %6s %5s %8s %6s %8s %6s\n" phase acked retry "fill s" \
-  "fill MB/s" "to-SSD" served lost wrong "no-copy" waits "off MB/s" ratio
+echo "(fill start -> all on SSD), busy MB/s (over the node's busy time) and its ratio to the"
+echo "backend's batch write rate ($disk_mb MB/s; backlog: see below)"
+printf "%-7s %5s %5s %6s %9s %6s %6s %4s %5s %7s %5s %8s %9s %5s\n" phase acked retry "fill s" \
+  "fill MB/s" to-SSD served lost wrong no-copy waits "off MB/s" "busy MB/s" ratio
 row burst
 row rate
 row backlog
 vs="$(grep '"phase":"backlog_vs_disk"' "$out")"
-echo "backlog: off MB/s is the node's drain rate with the whole fill queued (first to last"
-echo "offload): $(json_field drain_mb_per_s <<<"$vs") MB/s against the backend's batch writes of" \
-  "the same bytes just before and after: $(json_field disk_before_mb_per_s <<<"$vs") and" \
-  "$(json_field disk_after_mb_per_s <<<"$vs") MB/s; ratio to their mean $(json_field ratio <<<"$vs")"
+echo "backlog: the node drained the whole fill at $(json_field drain_mb_per_s <<<"$vs") MB/s (busy)"
+echo "against the backend's batch writes of the same bytes just before and after:" \
+  "$(json_field disk_before_mb_per_s <<<"$vs") and $(json_field disk_after_mb_per_s <<<"$vs") MB/s;" \
+  "ratio to their mean $(json_field ratio <<<"$vs")"
 promo="$(grep '"phase":"promotion"' "$out")"
 echo
 echo "=== promotion on hit: $(json_field key <<<"$promo" | tr -d '"') (on SSD only) read $hit_iters times," \
