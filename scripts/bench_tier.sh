@@ -385,7 +385,6 @@ disk_before="$(disk_baseline disk_before_backlog "$objects")"
 disk_mb="$disk_before"
 segment=$((2 * objects * size > segment ? 2 * objects * size : segment))
 start_cluster backlog --offload_poll_interval_ms="$backlog_poll_ms"
-segment="$segment_saved"
 sync
 start_sampler "$work/samples.backlog"
 fill_start="$EPOCHREALTIME"
@@ -401,7 +400,7 @@ json_line bench tier phase backlog_vs_disk drain_mb_per_s "$drain" disk_before_m
   "$disk_before" disk_after_mb_per_s "$disk_after" \
   ratio "$(calc 'int(100 * r / ((a + b) / 2) + 0.5) / 100' r="$drain" a="$disk_before" b="$disk_after")" \
   >> "$out"
-objects="$objects_saved" disk_mb="$disk_mb_saved"
+objects="$objects_saved" disk_mb="$disk_mb_saved" segment="$segment_saved"
 
 row() {
   local line
