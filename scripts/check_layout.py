@@ -58,6 +58,7 @@ LAYOUT = [
     Row("client", "rpc transport common", "",
         "node master directory ssdstore"),
     Row("tools", "", "client rpc transport auth common", ""),
+    Row("python", "client rpc transport common", "", ""),
     Row("testing", "service common", "", ""),
     Row("perf", "auth common",
         "client node master rpc service ssdstore transport snapshot directory schemas", ""),

@@ -1,0 +1,327 @@
+"""Mooncake's store API over Shelfmark: MooncakeDistributedStore and its
+types, with Mooncake's signatures and conventions (integer return codes in
+Mooncake's numbering, b"" for a missing key, buffers by address), so
+connectors written for Mooncake run unchanged. docs/python.md lists where
+Shelfmark chose a behaviour Mooncake leaves open.
+
+    from mooncake.store import MooncakeDistributedStore
+    store = MooncakeDistributedStore()
+    store.setup("localhost", "P2PHANDSHAKE", 512 << 20, 128 << 20, "tcp", "", "master:50051")
+    store.put("k", b"v"); store.get("k"); store.close()
+"""
+
+import enum
+import os
+
+import _shelfmark as _native
+
+from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig
+from shelfmark._util import as_buffer, parse_size
+
+__all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "ReplicaStatus",
+           "ReplicaDescriptor", "MemoryDescriptor", "DiskDescriptor", "BufferDescriptor",
+           "BufferHandle", "MooncakeConfig"]
+
+BufferHandle = _native.BufferHandle
+
+_INVALID_PARAMS = -600
+# A soft pin without a TTL lasts this long (Mooncake's default soft-pin TTL).
+DEFAULT_SOFT_PIN_TTL_MS = 30 * 60 * 1000
+
+
+class SoftPinAction(enum.IntEnum):
+    PRESERVE = 0  # puts: no soft pin unless with_soft_pin
+    ENABLE = 1
+    DISABLE = 2
+
+
+class ReplicaStatus(enum.IntEnum):
+    UNDEFINED = 0
+    INITIALIZED = 1
+    PROCESSING = 2
+    COMPLETE = 3
+    REMOVED = 4
+    FAILED = 5
+
+
+class ReplicateConfig:
+    """How a put places its object. replica_num: MEMORY replicas on distinct
+    segments; preferred_segment(s): segment names tried first (a node's
+    --segment_name); with_hard_pin: never evicted; with_soft_pin /
+    soft_pin_action=ENABLE: evicted last, for soft_pin_ttl_ms (0: 30 min).
+    prefer_alloc_in_same_node is accepted and has no effect."""
+
+    def __init__(self):
+        self.replica_num = 1
+        self.with_soft_pin = False
+        self.with_hard_pin = False
+        self.soft_pin_action = SoftPinAction.PRESERVE
+        self.soft_pin_ttl_ms = 0
+        self.preferred_segment = ""
+        self.preferred_segments = []
+        self.prefer_alloc_in_same_node = False
+
+    def __str__(self):
+        return ("ReplicateConfig(replica_num=%d, with_soft_pin=%s, with_hard_pin=%s, "
+                "preferred_segments=%r)" % (self.replica_num, self.with_soft_pin,
+                                            self.with_hard_pin, self._segments()))
+
+    __repr__ = __str__
+
+    def _segments(self):
+        segments = list(self.preferred_segments or [])
+        if self.preferred_segment and self.preferred_segment not in segments:
+            segments.insert(0, self.preferred_segment)
+        return segments
+
+    def _native(self):
+        c = _native.PutConfig()
+        c.replica_num = int(self.replica_num)
+        c.preferred_segments = self._segments()
+        c.hard_pin = bool(self.with_hard_pin)
+        soft = (bool(self.with_soft_pin) or self.soft_pin_action == SoftPinAction.ENABLE) \
+            and self.soft_pin_action != SoftPinAction.DISABLE
+        c.soft_pin_ttl_ms = int(self.soft_pin_ttl_ms or DEFAULT_SOFT_PIN_TTL_MS) if soft else 0
+        return c
+
+
+_DEFAULT_CONFIG = _native.PutConfig()
+
+
+def _config(config):
+    return _DEFAULT_CONFIG if config is None else config._native()
+
+
+class BufferDescriptor:
+    def __init__(self, size, buffer_address, protocol, transport_endpoint):
+        self.size = size
+        self.buffer_address = buffer_address
+        self.protocol = protocol
+        self.transport_endpoint = transport_endpoint
+
+    def __repr__(self):
+        return ("<BufferDescriptor size=%d buffer_address=%d protocol=%s transport_endpoint=%s>"
+                % (self.size, self.buffer_address, self.protocol, self.transport_endpoint))
+
+
+class MemoryDescriptor:
+    def __init__(self, buffer_descriptor):
+        self.buffer_descriptor = buffer_descriptor
+
+
+class DiskDescriptor:
+    """A LOCAL_DISK replica: the node at `endpoint` holds it in its SSD store
+    (Shelfmark has no file path to give: file_path is "")."""
+
+    def __init__(self, object_size, endpoint):
+        self.file_path = ""
+        self.object_size = object_size
+        self.endpoint = endpoint
+
+
+class ReplicaDescriptor:
+    """One replica of an object, as the master reported it."""
+
+    def __init__(self, info):
+        self.status = ReplicaStatus.__members__.get(info.status, ReplicaStatus.UNDEFINED)
+        self._info = info
+
+    def is_memory_replica(self):
+        return self._info.memory
+
+    def is_disk_replica(self):
+        return not self._info.memory
+
+    def get_memory_descriptor(self):
+        if not self._info.memory:
+            raise RuntimeError("not a memory replica")
+        i = self._info
+        return MemoryDescriptor(BufferDescriptor(i.size, i.buffer_address, i.protocol, i.endpoint))
+
+    def get_disk_descriptor(self):
+        if self._info.memory:
+            raise RuntimeError("not a disk replica")
+        return DiskDescriptor(self._info.size, self._info.endpoint)
+
+    def __repr__(self):
+        return "<ReplicaDescriptor %s %s %s>" % (
+            self.status.name, "MEMORY" if self._info.memory else "LOCAL_DISK", self._info.endpoint)
+
+
+class MooncakeDistributedStore:
+    """Mooncake's store client. Every method answers as Mooncake's does:
+    0 / a size / 1-0 for success, a negative Mooncake error code otherwise
+    (-600 INVALID_PARAMS before setup() or after close())."""
+
+    def __init__(self):
+        self._store = _native.NativeStore()
+
+    # --- setup ----------------------------------------------------------------
+    def setup(self, local_hostname=None, metadata_server=None,
+              global_segment_size=16 * 1024 * 1024, local_buffer_size=16 * 1024 * 1024,
+              protocol="tcp", rdma_devices="", master_server_addr="127.0.0.1:50051",
+              engine=None, **kwargs):
+        """Connects to the master at master_server_addr; 0 or a negative code
+        (-900 RPC_FAIL when the master does not answer).
+
+        Also setup(dict) / setup(MooncakeConfig) with the JSON file's fields.
+        metadata_server is accepted and unused (Shelfmark needs no metadata
+        service); protocol "tcp" runs on UCX, "rdma" on verbs; rdma_devices
+        names the device (the first of a comma-separated list). Sizes: bytes
+        or size strings ("16MB"); others raise ValueError. Extra keywords:
+        tenant_id, rpc_timeout_ms, transfer_timeout_ms, cluster_token,
+        master_token ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN)."""
+        if isinstance(local_hostname, dict):
+            cfg = MooncakeConfig.from_dict(local_hostname)
+        elif isinstance(local_hostname, MooncakeConfig):
+            cfg = local_hostname
+        else:
+            if local_hostname is None:
+                raise TypeError("setup() needs local_hostname and metadata_server, "
+                                "a dict, or a MooncakeConfig (setup_with_env: the environment)")
+            if str(protocol).lower() not in PROTOCOLS:
+                return _INVALID_PARAMS
+            cfg = MooncakeConfig(
+                local_hostname=local_hostname, metadata_server=metadata_server or "",
+                global_segment_size=global_segment_size, local_buffer_size=local_buffer_size,
+                protocol=protocol, device_name=rdma_devices or "",
+                master_server_address=master_server_addr,
+                tenant_id=kwargs.pop("tenant_id", "default"))
+        extra = dict(kwargs)
+        if isinstance(local_hostname, dict):
+            extra.update({k: local_hostname[k] for k in
+                          ("rpc_timeout_ms", "transfer_timeout_ms", "cluster_token",
+                           "master_token") if k in local_hostname})
+        return self._setup(cfg, **extra)
+
+    def setup_with_env(self, **kwargs):
+        """setup() from $MOONCAKE_CONFIG_PATH or the MOONCAKE_* variables."""
+        return self._setup(MooncakeConfig.load_from_env(), **kwargs)
+
+    def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
+               master_token=None):
+        o = _native.StoreOptions()
+        o.master = cfg.master_server_address
+        o.protocol = PROTOCOLS[cfg.protocol.lower()]
+        o.device = (cfg.device_name or "").split(",")[0].strip()
+        if o.device == "auto-discovery":
+            o.device = ""
+        o.local_hostname = cfg.local_hostname
+        o.tenant = "" if cfg.tenant_id in ("", "default") else cfg.tenant_id
+        o.local_buffer_bytes = parse_size(cfg.local_buffer_size, "local_buffer_size")
+        o.global_segment_bytes = parse_size(cfg.global_segment_size, "global_segment_size")
+        o.rpc_timeout_ms = int(rpc_timeout_ms)
+        o.transfer_timeout_ms = int(transfer_timeout_ms)
+        o.cluster_token = (cluster_token if cluster_token is not None
+                           else os.environ.get("SHELFMARK_CLUSTER_TOKEN", ""))
+        o.master_token = (master_token if master_token is not None
+                          else os.environ.get("SHELFMARK_MASTER_TOKEN", ""))
+        return self._store.setup(o)
+
+    def close(self):
+        return self._store.close()
+
+    def get_hostname(self):
+        return self._store.hostname()
+
+    def health_check(self):
+        """0 when the master answers, else a negative code."""
+        return self._store.health_check()
+
+    # --- writes ---------------------------------------------------------------
+    def put(self, key, value, config=None):
+        return self._store.put(key, as_buffer(value), _config(config))
+
+    def put_parts(self, key, *parts, config=None):
+        return self._store.put_parts(key, _config(config), *[as_buffer(p) for p in parts])
+
+    def put_batch(self, keys, values, config=None):
+        """0, or the first failing item's code."""
+        if len(keys) != len(values):
+            return _INVALID_PARAMS
+        codes = self._store.put_batch(list(keys), [as_buffer(v) for v in values], _config(config))
+        return next((c for c in codes if c != 0), 0)
+
+    def put_from(self, key, buffer_ptr, size, config=None):
+        return self._store.put_from(key, buffer_ptr, size, _config(config))
+
+    def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
+        return self._store.batch_put_from(list(keys), list(buffer_ptrs), list(sizes),
+                                          _config(config))
+
+    def batch_put_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
+        return self._store.batch_put_from_multi_buffers(
+            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes],
+            _config(config))
+
+    # --- reads ----------------------------------------------------------------
+    def get(self, key):
+        """The bytes, or b"" when the key is missing (or the read failed)."""
+        code, value = self._store.get(key)
+        return value if code == 0 else b""
+
+    def get_batch(self, keys):
+        codes, values = self._store.get_batch(list(keys))
+        return [v if c == 0 else b"" for c, v in zip(codes, values)]
+
+    def get_buffer(self, key):
+        """A BufferHandle (buffer protocol, ptr(), size()), or None."""
+        _, handle = self._store.get_buffer(key)
+        return handle
+
+    def batch_get_buffer(self, keys):
+        _, handles = self._store.batch_get_buffer(list(keys))
+        return handles
+
+    def get_into(self, key, buffer_ptr, size):
+        """Bytes read into the registered buffer, or a negative code
+        (-10 BUFFER_OVERFLOW when the object is larger than size)."""
+        return self._store.get_into(key, buffer_ptr, size)
+
+    def batch_get_into(self, keys, buffer_ptrs, sizes):
+        return self._store.batch_get_into(list(keys), list(buffer_ptrs), list(sizes))
+
+    def batch_get_into_multi_buffers(self, keys, all_buffer_ptrs, all_sizes,
+                                     prefer_alloc_in_same_node=False):
+        return self._store.batch_get_into_multi_buffers(
+            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes])
+
+    def get_into_ranges(self, buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets,
+                        all_sizes):
+        return self._store.get_into_ranges(list(buffer_ptrs), all_keys, all_dst_offsets,
+                                           all_src_offsets, all_sizes)
+
+    # --- registered memory ----------------------------------------------------
+    def register_buffer(self, buffer_ptr, size):
+        return self._store.register_buffer(buffer_ptr, size)
+
+    def unregister_buffer(self, buffer_ptr):
+        return self._store.unregister_buffer(buffer_ptr)
+
+    # --- metadata -------------------------------------------------------------
+    def is_exist(self, key):
+        """1 exists, 0 not, a negative code on error."""
+        return self._store.is_exist(key)
+
+    def batch_is_exist(self, keys):
+        return self._store.batch_is_exist(list(keys))
+
+    def get_size(self, key):
+        return self._store.get_size(key)
+
+    def get_replica_desc(self, key):
+        _, replicas = self._store.get_replicas(key)
+        return [ReplicaDescriptor(r) for r in replicas]
+
+    def batch_get_replica_desc(self, keys):
+        return {k: self.get_replica_desc(k) for k in keys}
+
+    def remove(self, key, force=False):
+        return self._store.remove(key, force)
+
+    def batch_remove(self, keys, force=False):
+        return self._store.batch_remove(list(keys), force)
+
+    def remove_all(self, force=False):
+        """The number of objects removed, or a negative code."""
+        return self._store.remove_all(force)

@@ -1,0 +1,237 @@
+// _shelfmark: the native module under both Python packages (shelfmark and
+// mooncake.store). It binds python/native/store.h declaratively: every call
+// that waits (master RPCs, transfers) runs with the GIL released; Python
+// buffers are pinned (Py_buffer held) for the whole call. Argument parsing,
+// configuration and exceptions are the Python layers' (python/shelfmark,
+// python/mooncake).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error_code.h"
+#include "python/native/store.h"
+#include "transport/rdma_plugin.h"
+
+namespace py = pybind11;
+
+namespace shelfmark::python {
+namespace {
+
+using Release = py::call_guard<py::gil_scoped_release>;
+
+// An object's bytes held by Python: bytes, bytearray, memoryview, numpy
+// arrays, anything with the buffer protocol (C-contiguous).
+struct PinnedBuffers {
+  std::vector<py::buffer_info> infos;
+  std::vector<const char*> datas;
+  std::vector<uint64_t> sizes;
+
+  static PinnedBuffers Of(const py::handle& buffer) {
+    PinnedBuffers pinned;
+    pinned.Add(buffer);
+    return pinned;
+  }
+  template <typename List>
+  static PinnedBuffers OfAll(const List& buffers) {
+    PinnedBuffers pinned;
+    pinned.infos.reserve(py::len(buffers));
+    for (const py::handle& b : buffers) pinned.Add(b);
+    return pinned;
+  }
+  void Add(const py::handle& b) {
+    // PyBUF_C_CONTIGUOUS | PyBUF_ND: refuses strided views instead of copying them wrong.
+    auto view = std::make_unique<Py_buffer>();
+    if (PyObject_GetBuffer(b.ptr(), view.get(), PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+      throw py::error_already_set();
+    }
+    const uint64_t len = static_cast<uint64_t>(view->len);
+    infos.emplace_back(view.release(), /*ownview=*/true);  // releases and deletes it
+    datas.push_back(static_cast<const char*>(infos.back().ptr));
+    sizes.push_back(len);
+  }
+};
+
+// A value read with get_buffer: owns its bytes, shows them through the
+// buffer protocol (zero-copy for numpy.frombuffer, memoryview, ...).
+struct BufferHandle {
+  std::string bytes;
+  uint64_t ptr() const { return reinterpret_cast<uint64_t>(bytes.data()); }
+  uint64_t size() const { return bytes.size(); }
+};
+
+py::dict ErrorCodes() {
+  py::dict codes;
+  for (int v = 0; v >= -1400; --v) {
+    const ErrorCode code = ErrorCodeFromInt(v);
+    if (code == ErrorCode::OK && v != 0) continue;
+    if (code == ErrorCode::INTERNAL_ERROR && v != -1) continue;
+    codes[py::str(std::string(ErrorCodeName(code)))] = v;
+  }
+  return codes;
+}
+
+}  // namespace
+}  // namespace shelfmark::python
+
+PYBIND11_MODULE(_shelfmark, m) {
+  using namespace shelfmark;          // NOLINT
+  using namespace shelfmark::python;  // NOLINT
+  m.doc() = "Shelfmark's native store (python/native/store.h)";
+  m.def("error_codes", &ErrorCodes, "{name: value} of every ErrorCode");
+  m.def("error_name", [](int code) { return std::string(ErrorCodeName(ErrorCodeFromInt(code))); });
+  m.def("buffer_address", [](const py::buffer& b, bool writable) {
+    PinnedBuffers pinned = PinnedBuffers::Of(b);
+    if (writable && pinned.infos[0].readonly) throw py::value_error("the buffer is read-only");
+    return py::make_tuple(reinterpret_cast<uint64_t>(pinned.datas[0]), pinned.sizes[0]);
+  }, py::arg("buffer"), py::arg("writable") = false,
+     "(address, nbytes) of a C-contiguous buffer (the caller keeps it alive)");
+
+  py::class_<PutConfig>(m, "PutConfig")
+      .def(py::init<>())
+      .def_readwrite("replica_num", &PutConfig::replica_num)
+      .def_readwrite("preferred_segments", &PutConfig::preferred_segments)
+      .def_readwrite("hard_pin", &PutConfig::hard_pin)
+      .def_readwrite("soft_pin_ttl_ms", &PutConfig::soft_pin_ttl_ms)
+      .def_readwrite("group_id", &PutConfig::group_id);
+
+  py::class_<StoreOptions>(m, "StoreOptions")
+      .def(py::init<>())
+      .def_readwrite("master", &StoreOptions::master)
+      .def_readwrite("protocol", &StoreOptions::protocol)
+      .def_readwrite("device", &StoreOptions::device)
+      .def_readwrite("local_hostname", &StoreOptions::local_hostname)
+      .def_readwrite("tenant", &StoreOptions::tenant)
+      .def_readwrite("cluster_token", &StoreOptions::cluster_token)
+      .def_readwrite("master_token", &StoreOptions::master_token)
+      .def_readwrite("local_buffer_bytes", &StoreOptions::local_buffer_bytes)
+      .def_readwrite("global_segment_bytes", &StoreOptions::global_segment_bytes)
+      .def_readwrite("rpc_timeout_ms", &StoreOptions::rpc_timeout_ms)
+      .def_readwrite("transfer_timeout_ms", &StoreOptions::transfer_timeout_ms)
+      .def_readwrite("check_master", &StoreOptions::check_master);
+
+  py::class_<ReplicaInfo>(m, "ReplicaInfo")
+      .def_readonly("status", &ReplicaInfo::status)
+      .def_readonly("memory", &ReplicaInfo::memory)
+      .def_readonly("endpoint", &ReplicaInfo::endpoint)
+      .def_readonly("protocol", &ReplicaInfo::protocol)
+      .def_readonly("buffer_address", &ReplicaInfo::buffer_address)
+      .def_readonly("size", &ReplicaInfo::size)
+      .def_readonly("segment_id", &ReplicaInfo::segment_id);
+
+  py::class_<BufferHandle, std::shared_ptr<BufferHandle>>(m, "BufferHandle", py::buffer_protocol())
+      .def("ptr", &BufferHandle::ptr)
+      .def("size", &BufferHandle::size)
+      .def("__len__", &BufferHandle::size)
+      .def_buffer([](BufferHandle& h) {
+        return py::buffer_info(h.bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(h.bytes.size())}, {1}, /*readonly=*/true);
+      });
+
+  py::class_<Store>(m, "NativeStore")
+      .def(py::init([] { return std::make_unique<Store>(LinkedRdmaPlugin()); }))
+      .def("setup", &Store::Setup, Release())
+      .def("close", &Store::Close, Release())
+      .def("is_open", &Store::is_open)
+      .def("hostname", &Store::hostname)
+      .def("global_segment_bytes", &Store::global_segment_bytes)
+      .def("health_check", &Store::HealthCheck, Release())
+      // writes
+      .def("put", [](Store& s, const std::string& key, const py::buffer& value,
+                     const PutConfig& config) {
+        PinnedBuffers pinned = PinnedBuffers::Of(value);
+        py::gil_scoped_release release;
+        return s.Put(key, pinned.datas[0], pinned.sizes[0], config);
+      })
+      .def("put_parts", [](Store& s, const std::string& key, const PutConfig& config,
+                           const py::args& parts) {
+        PinnedBuffers pinned = PinnedBuffers::OfAll(parts);
+        py::gil_scoped_release release;
+        return s.PutParts(key, pinned.datas, pinned.sizes, config);
+      })
+      .def("put_batch", [](Store& s, const std::vector<std::string>& keys,
+                           const py::sequence& values, const PutConfig& config) {
+        PinnedBuffers pinned = PinnedBuffers::OfAll(values);
+        py::gil_scoped_release release;
+        return s.PutBatch(keys, pinned.datas, pinned.sizes, config);
+      })
+      .def("put_from", &Store::PutFrom, Release())
+      .def("batch_put_from", &Store::BatchPutFrom, Release())
+      .def("batch_put_from_multi_buffers", &Store::BatchPutFromMultiBuffers, Release())
+      // reads
+      .def("get", [](Store& s, const std::string& key) {
+        std::string value;
+        int rc;
+        {
+          py::gil_scoped_release release;
+          rc = s.Get(key, &value);
+        }
+        return py::make_tuple(rc, py::bytes(value));
+      })
+      .def("get_buffer", [](Store& s, const std::string& key) {
+        auto handle = std::make_shared<BufferHandle>();
+        int rc;
+        {
+          py::gil_scoped_release release;
+          rc = s.Get(key, &handle->bytes);
+        }
+        return py::make_tuple(rc, rc == 0 ? py::cast(handle) : py::none());
+      })
+      .def("get_batch", [](Store& s, const std::vector<std::string>& keys) {
+        std::vector<std::string> values;
+        std::vector<int> codes;
+        {
+          py::gil_scoped_release release;
+          codes = s.GetBatch(keys, &values);
+        }
+        py::list out;
+        for (std::string& v : values) out.append(py::bytes(v));
+        return py::make_tuple(codes, out);
+      })
+      .def("batch_get_buffer", [](Store& s, const std::vector<std::string>& keys) {
+        std::vector<std::string> values;
+        std::vector<int> codes;
+        {
+          py::gil_scoped_release release;
+          codes = s.GetBatch(keys, &values);
+        }
+        py::list out;
+        for (size_t i = 0; i < values.size(); ++i) {
+          if (codes[i] != 0) {
+            out.append(py::none());
+            continue;
+          }
+          auto handle = std::make_shared<BufferHandle>();
+          handle->bytes = std::move(values[i]);
+          out.append(py::cast(handle));
+        }
+        return py::make_tuple(codes, out);
+      })
+      .def("get_into", &Store::GetInto, Release())
+      .def("batch_get_into", &Store::BatchGetInto, Release())
+      .def("batch_get_into_multi_buffers", &Store::BatchGetIntoMultiBuffers, Release())
+      .def("get_into_ranges", &Store::GetIntoRanges, Release())
+      // registered memory
+      .def("register_buffer", &Store::RegisterBuffer, Release())
+      .def("unregister_buffer", &Store::UnregisterBuffer, Release())
+      .def("is_registered", &Store::IsRegistered)
+      // metadata
+      .def("is_exist", &Store::IsExist, Release())
+      .def("batch_is_exist", &Store::BatchIsExist, Release())
+      .def("get_size", &Store::GetSize, Release())
+      .def("get_replicas", [](Store& s, const std::string& key) {
+        std::vector<ReplicaInfo> replicas;
+        int rc;
+        {
+          py::gil_scoped_release release;
+          rc = s.GetReplicas(key, &replicas);
+        }
+        return py::make_tuple(rc, replicas);
+      })
+      .def("remove", &Store::Remove, Release())
+      .def("batch_remove", &Store::BatchRemove, Release())
+      .def("remove_all", &Store::RemoveAll, Release());
+}

@@ -1,0 +1,159 @@
+// Store: the facade the Python module (python/native/module.cc) binds, one
+// C++ function per store operation of Mooncake's Python API
+// (MooncakeDistributedStore) over Shelfmark's Client (client/client.h).
+// Plain types in and out; codes are ErrorCode values as ints (they follow
+// Mooncake's numbering: 0 OK, -10 BUFFER_OVERFLOW, -704 OBJECT_NOT_FOUND,
+// -900 RPC_FAIL, ...). Python argument parsing, size strings, configuration
+// files and exceptions live in python/shelfmark and python/mooncake.
+//
+// Memory given by address (the *_from / *_into calls, get_into_ranges) must
+// lie inside one buffer registered with RegisterBuffer; any other address
+// answers INVALID_PARAMS and is never touched (Mooncake leaves this
+// undefined; we never dereference memory we were not shown).
+//
+// local_buffer_size (StoreOptions::local_buffer_bytes) is Mooncake's local
+// buffer: the staging memory that put / put_parts / put_batch / get /
+// get_batch / get_buffer copy through. 0 turns those calls off
+// (NO_AVAILABLE_HANDLE, as Mooncake answers when it cannot allocate from its
+// local buffer); the calls on registered memory still work.
+//
+// global_segment_size (StoreOptions::global_segment_bytes) is recorded and
+// reported (global_segment_bytes()); the segment itself will be hosted by the
+// embedded client (embedded/, in progress). Until then the DRAM comes from
+// shelfmark-node processes.
+//
+// Several of these calls are built from the Client calls that exist today
+// (e.g. put_from = Put of the buffer's bytes, get_into_ranges = one read of
+// the whole object, then copies); each such function is small and notes the
+// Client call it should become.
+//
+// Thread safety: every method may be called from any thread, Close and Setup
+// included: a call in flight keeps the client it started with alive, so
+// Close never destroys a client under a running call (it is destroyed when
+// the last such call returns). Several Stores may live in one process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/types.h"
+#include "transport/rdma_plugin.h"
+
+namespace shelfmark::python {
+
+struct StoreOptions {
+  std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master
+  // Client protocol: "ucx", "rdma", "auto" or "loopback" (the Python layers
+  // map Mooncake's "tcp" to "ucx" and "rdma" to "rdma").
+  std::string protocol = "ucx";
+  std::string device;          // RDMA device ("" = the first)
+  std::string local_hostname;  // what hostname() answers
+  std::string tenant;          // "" = the default tenant
+  std::string cluster_token;   // data plane (and master, without master_token)
+  std::string master_token;
+  uint64_t local_buffer_bytes = 16ull << 20;  // 0: staging calls answer NO_AVAILABLE_HANDLE
+  uint64_t global_segment_bytes = 0;          // recorded (embedded segment: later)
+  int64_t rpc_timeout_ms = 10'000;
+  int64_t transfer_timeout_ms = 5'000;
+  bool check_master = true;  // Setup asks the master once (unreachable: RPC_FAIL)
+};
+
+// One replica of an object, as get_replica_desc reports it.
+struct ReplicaInfo {
+  std::string status;  // "COMPLETE", ...
+  bool memory = true;  // MEMORY (else LOCAL_DISK)
+  std::string endpoint;
+  std::string protocol;
+  uint64_t buffer_address = 0;
+  uint64_t size = 0;
+  std::string segment_id;
+};
+
+class Store {
+ public:
+  // `rdma`: the module's linked verbs engine (transport/rdma_plugin.h; empty
+  // where the build has none: protocol "rdma" then answers INVALID_PARAMS).
+  explicit Store(RdmaPlugin rdma = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Opens a client (closing the one before, if any); 0 or the code.
+  int Setup(const StoreOptions& options);
+  // Drops the client (calls in flight finish on it); 0. Idempotent.
+  int Close();
+  bool is_open() const;
+  std::string hostname() const;
+  uint64_t global_segment_bytes() const;
+  // 0 when the master answers, else its code (RPC_FAIL when unreachable).
+  int HealthCheck();
+
+  // --- writes --------------------------------------------------------------
+  // Through the staging buffer (a copy of the bytes).
+  int Put(const std::string& key, const char* data, uint64_t size, const PutConfig& config);
+  int PutParts(const std::string& key, const std::vector<const char*>& datas,
+               const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int> PutBatch(const std::vector<std::string>& keys,
+                            const std::vector<const char*>& datas,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  // From registered memory.
+  int PutFrom(const std::string& key, uint64_t ptr, uint64_t size, const PutConfig& config);
+  std::vector<int> BatchPutFrom(const std::vector<std::string>& keys,
+                                const std::vector<uint64_t>& ptrs,
+                                const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
+                                            const std::vector<std::vector<uint64_t>>& ptrs,
+                                            const std::vector<std::vector<uint64_t>>& sizes,
+                                            const PutConfig& config);
+
+  // --- reads ---------------------------------------------------------------
+  // 0 and the bytes in *value, or the code.
+  int Get(const std::string& key, std::string* value);
+  std::vector<int> GetBatch(const std::vector<std::string>& keys, std::vector<std::string>* values);
+  // Into registered memory: the object's size, or a negative code
+  // (BUFFER_OVERFLOW when it does not fit in `size`).
+  int64_t GetInto(const std::string& key, uint64_t ptr, uint64_t size);
+  std::vector<int64_t> BatchGetInto(const std::vector<std::string>& keys,
+                                    const std::vector<uint64_t>& ptrs,
+                                    const std::vector<uint64_t>& sizes);
+  // The object's bytes scattered over the key's buffers in order.
+  std::vector<int64_t> BatchGetIntoMultiBuffers(const std::vector<std::string>& keys,
+                                                const std::vector<std::vector<uint64_t>>& ptrs,
+                                                const std::vector<std::vector<uint64_t>>& sizes);
+  // Mooncake's shape: buffer i, key j of buffer i, fragment k of key j:
+  // copies object keys[i][j] [src[i][j][k], + lengths[i][j][k]) to
+  // ptrs[i] + dst[i][j][k]. Answers per fragment: its length or a code.
+  std::vector<std::vector<std::vector<int64_t>>> GetIntoRanges(
+      const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
+      const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& lengths);
+
+  // --- registered memory ---------------------------------------------------
+  int RegisterBuffer(uint64_t ptr, uint64_t size);
+  int UnregisterBuffer(uint64_t ptr);  // INVALID_PARAMS when not registered
+  bool IsRegistered(uint64_t ptr, uint64_t size) const;
+
+  // --- metadata ------------------------------------------------------------
+  int IsExist(const std::string& key);  // 1, 0, or a negative code
+  std::vector<int> BatchIsExist(const std::vector<std::string>& keys);
+  int64_t GetSize(const std::string& key);  // size or a negative code
+  int GetReplicas(const std::string& key, std::vector<ReplicaInfo>* replicas);
+  int Remove(const std::string& key, bool force);
+  std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
+  // The number of objects removed (of this store's tenant), or a negative code.
+  int64_t RemoveAll(bool force);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> Acquire() const;
+
+  const RdmaPlugin rdma_;
+  mutable Mutex mu_;
+  std::shared_ptr<Impl> impl_ GUARDED_BY(mu_);
+};
+
+}  // namespace shelfmark::python

@@ -1,0 +1,66 @@
+"""Helpers shared by `shelfmark` and `mooncake.store`: size strings and the
+memory behind Python buffers (bytes-likes, numpy arrays, torch tensors)."""
+
+import ctypes
+import re
+
+import _shelfmark as _native
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+
+
+def parse_size(value, name="size"):
+    """Bytes from an int or a size string: 4096, "4096", "16MB", "16 MB",
+    "1.5gb", "512k", "2GiB" (binary units, as Mooncake's config reads them).
+    Refuses anything else, such as "50%" or a negative size (ValueError)."""
+    if isinstance(value, bool):
+        raise ValueError("%s: %r is not a size" % (name, value))
+    if isinstance(value, int):
+        size = value
+    elif isinstance(value, float):
+        size = int(value)
+    elif isinstance(value, str):
+        m = _SIZE.match(value)
+        unit = m.group(2).lower() if m else None
+        if not m or unit not in _UNITS:
+            raise ValueError("%s: %r is not a size (bytes, or a number with "
+                             "B, KB, MB, GB or TB)" % (name, value))
+        size = int(float(m.group(1)) * _UNITS[unit])
+    else:
+        raise ValueError("%s: %r is not a size" % (name, value))
+    if size < 0:
+        raise ValueError("%s: %r is negative" % (name, value))
+    return size
+
+
+def _is_tensor(obj):
+    return type(obj).__name__ in ("Tensor", "Parameter") and hasattr(obj, "data_ptr")
+
+
+def address_of(obj, writable=False):
+    """(address, nbytes) of the memory of a C-contiguous buffer: a bytes-like
+    object, a numpy array, or a torch CPU tensor. The caller keeps `obj`
+    alive while the address is in use."""
+    if _is_tensor(obj):
+        if obj.device.type != "cpu":
+            raise ValueError("only CPU tensors are supported (got %s)" % obj.device)
+        if not obj.is_contiguous():
+            raise ValueError("the tensor is not contiguous")
+        return obj.data_ptr(), obj.numel() * obj.element_size()
+    return tuple(_native.buffer_address(obj, writable))
+
+
+def as_buffer(obj):
+    """An object with the buffer protocol over obj's bytes (torch tensors
+    become a ctypes view of their memory; the caller keeps `obj` alive)."""
+    if _is_tensor(obj):
+        ptr, n = address_of(obj)
+        return (ctypes.c_char * n).from_address(ptr) if n else b""
+    return obj
