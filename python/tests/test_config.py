@@ -1,0 +1,43 @@
+"""mooncake.mooncake_config: Mooncake's configuration file and variables."""
+
+import json
+
+import pytest
+
+from mooncake.mooncake_config import (DEFAULT_GLOBAL_SEGMENT_SIZE, DEFAULT_LOCAL_BUFFER_SIZE,
+                                      MooncakeConfig)
+
+
+def test_from_file_with_defaults(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"local_hostname": "h", "metadata_server": "m",
+                             "master_server_address": "x:1"}))
+    c = MooncakeConfig.from_file(str(p))
+    assert c.global_segment_size == DEFAULT_GLOBAL_SEGMENT_SIZE
+    assert c.local_buffer_size == DEFAULT_LOCAL_BUFFER_SIZE
+    assert (c.protocol, c.device_name, c.tenant_id) == ("tcp", "", "default")
+
+
+def test_required_fields_and_bad_values():
+    with pytest.raises(ValueError, match="master_server_address"):
+        MooncakeConfig.from_dict({"local_hostname": "h"})
+    with pytest.raises(ValueError, match="Invalid protocol"):
+        MooncakeConfig.from_dict({"local_hostname": "h", "master_server_address": "x:1",
+                                  "protocol": "rmda"})
+    with pytest.raises(ValueError):
+        MooncakeConfig.from_dict({"local_hostname": "h", "master_server_address": "x:1",
+                                  "local_buffer_size": "50%"})
+
+
+def test_env(monkeypatch):
+    monkeypatch.delenv("MOONCAKE_CONFIG_PATH", raising=False)
+    monkeypatch.setenv("MOONCAKE_MASTER", "m:2")
+    monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", "2 GB")
+    monkeypatch.setenv("MOONCAKE_LOCAL_BUFFER_SIZE", "16MB")
+    monkeypatch.setenv("MOONCAKE_PROTOCOL", "rdma")
+    monkeypatch.setenv("MOONCAKE_DEVICE", "mlx5_0,mlx5_1")
+    c = MooncakeConfig.load_from_env()
+    assert (c.master_server_address, c.global_segment_size, c.local_buffer_size) == \
+        ("m:2", 2 << 30, 16 << 20)
+    assert (c.protocol, c.device_name, c.metadata_server) == ("rdma", "mlx5_0,mlx5_1",
+                                                              "P2PHANDSHAKE")
