@@ -17,6 +17,11 @@ PACKAGES=(
   qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers ibverbs-utils perftest
   # shelfmark-perf get --plot draws with gnuplot.
   gnuplot-nox
+  # The Python package (python/, docs/python.md): pybind11 builds the native
+  # module; its tests run pytest with numpy and torch (CPU tensors), and the
+  # pip install check uses a venv. python3-torch is large (~1 GB installed
+  # with its dependencies); it is installed once, like everything here.
+  python3-dev pybind11-dev python3-pytest python3-numpy python3-torch python3-venv python3-pip
   # Operations: promtool checks /metrics and deploy/prometheus rules; the
   # package tests build .deb files (dpkg-shlibdeps) and verify systemd units.
   prometheus dpkg-dev systemd
