@@ -178,7 +178,8 @@ PYBIND11_MODULE(_shelfmark, m) {
           py::gil_scoped_release release;
           rc = s.Get(key, &handle->bytes);
         }
-        return py::make_tuple(rc, rc == 0 ? py::cast(handle) : py::none());
+        py::object value = rc == 0 ? py::cast(handle) : py::object(py::none());
+        return py::make_tuple(rc, value);
       })
       .def("get_batch", [](Store& s, const std::vector<std::string>& keys) {
         std::vector<std::string> values;

@@ -50,7 +50,7 @@ struct Store::Impl {
     if (it == buffers.begin()) return false;
     --it;
     const uint64_t end = it->first + it->second;
-    return ptr >= it->first && size <= end - ptr;
+    return ptr >= it->first && ptr <= end && size <= end - ptr;
   }
 
   // The bytes of registered memory, or nullopt.

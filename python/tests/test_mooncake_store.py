@@ -385,24 +385,35 @@ def test_threads_put_get(store, prefix):
     assert errors == []
 
 
-def test_gil_released_while_waiting(store, prefix):
-    """A thread blocked in a store call lets the main thread run Python."""
-    value = b"g" * (4 * MiB)
-    done = threading.Event()
-    ticks = 0
+def test_gil_released_while_waiting():
+    """A thread blocked in a store call (setup against a master that accepts
+    connections and never answers) lets the other threads run Python, and
+    the call gives up with RPC_FAIL after its rpc_timeout_ms."""
+    import socket
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # connections complete; nothing ever answers
+    addr = "127.0.0.1:%d" % silent.getsockname()[1]
+    entered, result = threading.Event(), []
 
-    def writer():
-        for i in range(10):
-            store.put("%sgil%d" % (prefix, i), value)
-        done.set()
+    def blocked():
+        s = MooncakeDistributedStore()
+        entered.set()
+        result.append(s.setup("localhost", "", 0, MiB, "tcp", "", addr, rpc_timeout_ms=1500))
 
-    th = threading.Thread(target=writer)
+    start = time.monotonic()
+    th = threading.Thread(target=blocked)
     th.start()
-    while not done.is_set():
+    entered.wait(10)
+    ticks, until = 0, time.monotonic() + 0.5
+    while time.monotonic() < until:
         ticks += 1
-        time.sleep(0)
-    th.join()
-    assert ticks > 10
+    ran_while_blocked = th.is_alive()
+    th.join(30)
+    silent.close()
+    assert ran_while_blocked and ticks > 1000
+    assert result == [RPC_FAIL]
+    assert time.monotonic() - start < 10
 
 
 def test_master_not_running_answers_rpc_fail(tmp_cluster):
