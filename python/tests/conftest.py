@@ -2,7 +2,7 @@
 binaries, from $SHELFMARK_MASTER_BIN and $SHELFMARK_NODE_BIN, which ctest
 sets), started on free ports and stopped by pid; every wait has a deadline.
 
-The session cluster: one master (read lease 2 s) and one node with a
+The session cluster: one master (read lease 5 s) and one node with a
 256 MiB DRAM segment over UCX. Tests use their own key prefixes, and force
 removes where a read's lease would keep an object (OBJECT_HAS_LEASE).
 """
@@ -117,7 +117,7 @@ def cluster():
     tmp = tempfile.mkdtemp(prefix="shelfmark-py-")
     c = Cluster(tmp)
     try:
-        c.master, c.master_addr = c.start_master("--default_kv_lease_ttl=2000")
+        c.master, c.master_addr = c.start_master("--default_kv_lease_ttl=5000")
         c.start_node(c.master_addr, "py-node")
         yield c
     finally:

@@ -67,7 +67,7 @@ def test_put_get_exist_size_remove(store, prefix):
     assert store.is_exist(k) == 1
     assert store.get_size(k) == 14
     assert store.get(k) == b"hello mooncake"
-    # The read holds a lease (2 s on the test master): a plain remove waits for it.
+    # The read holds a lease (5 s on the test master): a plain remove waits for it.
     assert store.remove(k) == OBJECT_HAS_LEASE
     assert store.remove(k, force=True) == OK
     assert store.is_exist(k) == 0
@@ -383,6 +383,34 @@ def test_threads_put_get(store, prefix):
         th.join(timeout=120)
     assert not any(th.is_alive() for th in threads)
     assert errors == []
+
+
+def test_close_while_other_threads_call(master_addr, prefix):
+    """close() while threads are in calls: each call finishes on the old
+    client or answers INVALID_PARAMS; nothing crashes."""
+    s = open_store(master_addr)
+    assert s.put(prefix + "c", b"x" * 65536) == OK
+    answers, stop = [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            answers.append(len(s.get(prefix + "c")) or s.is_exist(prefix + "c"))
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for th in threads:
+        th.start()
+    wait_until = time.monotonic() + 10
+    while len(answers) < 20 and time.monotonic() < wait_until:
+        time.sleep(0.001)
+    assert s.close() == OK
+    n = len(answers)
+    while len(answers) < n + 20 and time.monotonic() < wait_until:
+        time.sleep(0.001)
+    stop.set()
+    for th in threads:
+        th.join(30)
+    assert set(answers) <= {65536, INVALID_PARAMS}
+    assert answers.count(INVALID_PARAMS) >= 20
 
 
 def test_gil_released_while_waiting():
