@@ -25,6 +25,25 @@ __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "Repl
 BufferHandle = _native.BufferHandle
 
 _INVALID_PARAMS = -600
+
+# Shelfmark's ErrorCode follows Mooncake's numbering except for a few codes
+# Mooncake has since numbered differently; those are answered with
+# Mooncake's numbers here (docs/python.md, "Return codes").
+_TO_MOONCAKE = {
+    -1000: -601,   # ILLEGAL_CLIENT (Mooncake's -1000 is ETCD_OPERATION_ERROR)
+    -1002: -1010,  # UNAVAILABLE_IN_CURRENT_STATUS (Mooncake's -1002: ETCD_TRANSACTION_FAIL)
+}
+_SHELFMARK_ONLY = frozenset(_TO_MOONCAKE)
+
+
+def _c(code):
+    return _TO_MOONCAKE.get(code, code)
+
+
+def _cs(codes):
+    if _SHELFMARK_ONLY.isdisjoint(codes):
+        return codes
+    return [_TO_MOONCAKE.get(c, c) for c in codes]
 # A soft pin without a TTL lasts this long (Mooncake's default soft-pin TTL).
 DEFAULT_SOFT_PIN_TTL_MS = 30 * 60 * 1000
 
@@ -216,7 +235,7 @@ class MooncakeDistributedStore:
                            else os.environ.get("SHELFMARK_CLUSTER_TOKEN", ""))
         o.master_token = (master_token if master_token is not None
                           else os.environ.get("SHELFMARK_MASTER_TOKEN", ""))
-        return self._store.setup(o)
+        return _c(self._store.setup(o))
 
     def close(self):
         return self._store.close()
@@ -226,33 +245,33 @@ class MooncakeDistributedStore:
 
     def health_check(self):
         """0 when the master answers, else a negative code."""
-        return self._store.health_check()
+        return _c(self._store.health_check())
 
     # --- writes ---------------------------------------------------------------
     def put(self, key, value, config=None):
-        return self._store.put(key, as_buffer(value), _config(config))
+        return _c(self._store.put(key, as_buffer(value), _config(config)))
 
     def put_parts(self, key, *parts, config=None):
-        return self._store.put_parts(key, _config(config), *[as_buffer(p) for p in parts])
+        return _c(self._store.put_parts(key, _config(config), *[as_buffer(p) for p in parts]))
 
     def put_batch(self, keys, values, config=None):
         """0, or the first failing item's code."""
         if len(keys) != len(values):
             return _INVALID_PARAMS
         codes = self._store.put_batch(list(keys), [as_buffer(v) for v in values], _config(config))
-        return next((c for c in codes if c != 0), 0)
+        return _c(next((c for c in codes if c != 0), 0))
 
     def put_from(self, key, buffer_ptr, size, config=None):
-        return self._store.put_from(key, buffer_ptr, size, _config(config))
+        return _c(self._store.put_from(key, buffer_ptr, size, _config(config)))
 
     def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
-        return self._store.batch_put_from(list(keys), list(buffer_ptrs), list(sizes),
-                                          _config(config))
+        return _cs(self._store.batch_put_from(list(keys), list(buffer_ptrs), list(sizes),
+                                              _config(config)))
 
     def batch_put_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
-        return self._store.batch_put_from_multi_buffers(
+        return _cs(self._store.batch_put_from_multi_buffers(
             list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes],
-            _config(config))
+            _config(config)))
 
     # --- reads ----------------------------------------------------------------
     def get(self, key):
@@ -276,38 +295,39 @@ class MooncakeDistributedStore:
     def get_into(self, key, buffer_ptr, size):
         """Bytes read into the registered buffer, or a negative code
         (-10 BUFFER_OVERFLOW when the object is larger than size)."""
-        return self._store.get_into(key, buffer_ptr, size)
+        return _c(self._store.get_into(key, buffer_ptr, size))
 
     def batch_get_into(self, keys, buffer_ptrs, sizes):
-        return self._store.batch_get_into(list(keys), list(buffer_ptrs), list(sizes))
+        return _cs(self._store.batch_get_into(list(keys), list(buffer_ptrs), list(sizes)))
 
     def batch_get_into_multi_buffers(self, keys, all_buffer_ptrs, all_sizes,
                                      prefer_alloc_in_same_node=False):
-        return self._store.batch_get_into_multi_buffers(
-            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes])
+        return _cs(self._store.batch_get_into_multi_buffers(
+            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes]))
 
     def get_into_ranges(self, buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets,
                         all_sizes):
-        return self._store.get_into_ranges(list(buffer_ptrs), all_keys, all_dst_offsets,
-                                           all_src_offsets, all_sizes)
+        results = self._store.get_into_ranges(list(buffer_ptrs), all_keys, all_dst_offsets,
+                                              all_src_offsets, all_sizes)
+        return [[_cs(fragments) for fragments in per_key] for per_key in results]
 
     # --- registered memory ----------------------------------------------------
     def register_buffer(self, buffer_ptr, size):
-        return self._store.register_buffer(buffer_ptr, size)
+        return _c(self._store.register_buffer(buffer_ptr, size))
 
     def unregister_buffer(self, buffer_ptr):
-        return self._store.unregister_buffer(buffer_ptr)
+        return _c(self._store.unregister_buffer(buffer_ptr))
 
     # --- metadata -------------------------------------------------------------
     def is_exist(self, key):
         """1 exists, 0 not, a negative code on error."""
-        return self._store.is_exist(key)
+        return _c(self._store.is_exist(key))
 
     def batch_is_exist(self, keys):
-        return self._store.batch_is_exist(list(keys))
+        return _cs(self._store.batch_is_exist(list(keys)))
 
     def get_size(self, key):
-        return self._store.get_size(key)
+        return _c(self._store.get_size(key))
 
     def get_replica_desc(self, key):
         _, replicas = self._store.get_replicas(key)
@@ -317,11 +337,11 @@ class MooncakeDistributedStore:
         return {k: self.get_replica_desc(k) for k in keys}
 
     def remove(self, key, force=False):
-        return self._store.remove(key, force)
+        return _c(self._store.remove(key, force))
 
     def batch_remove(self, keys, force=False):
-        return self._store.batch_remove(list(keys), force)
+        return _cs(self._store.batch_remove(list(keys), force))
 
     def remove_all(self, force=False):
         """The number of objects removed, or a negative code."""
-        return self._store.remove_all(force)
+        return _c(self._store.remove_all(force))

@@ -41,3 +41,12 @@ def test_env(monkeypatch):
         ("m:2", 2 << 30, 16 << 20)
     assert (c.protocol, c.device_name, c.metadata_server) == ("rdma", "mlx5_0,mlx5_1",
                                                               "P2PHANDSHAKE")
+
+
+def test_codes_mooncake_numbers_differently():
+    from mooncake import store
+    assert store._c(-1002) == -1010 and store._c(-1000) == -601
+    assert store._c(-704) == -704 and store._c(0) == 0
+    codes = [0, -704, -900]
+    assert store._cs(codes) is codes
+    assert store._cs([0, -1002]) == [0, -1010]
