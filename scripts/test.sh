@@ -2,7 +2,7 @@
 # Runs Shelfmark's whole test suite from a fresh clone: installs the Debian
 # packages it needs (scripts/setup.sh), then runs these passes in order:
 #   1. RelWithDebInfo build, then every ctest label (unit, process, s3,
-#      cluster, softroce), one ctest run per label;
+#      cluster, softroce, python, ...), one ctest run per label;
 #   2. Sanitize build (ASan + UBSan), labels unit and process;
 #   3. Tsan build (ThreadSanitizer), label unit, with UCX's memory hooks off
 #      (UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none: with them every
