@@ -43,7 +43,7 @@ struct PinnedBuffers {
     return pinned;
   }
   void Add(const py::handle& b) {
-    // PyBUF_C_CONTIGUOUS | PyBUF_ND: refuses strided views instead of copying them wrong.
+    // PyBUF_C_CONTIGUOUS: a strided view raises BufferError (never read wrong).
     auto view = std::make_unique<Py_buffer>();
     if (PyObject_GetBuffer(b.ptr(), view.get(), PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
       throw py::error_already_set();
@@ -65,7 +65,7 @@ struct BufferHandle {
 
 py::dict ErrorCodes() {
   py::dict codes;
-  for (int v = 0; v >= -1400; --v) {
+  for (int v = 0; v >= -10000; --v) {  // every value of the enum (common/error_code.h)
     const ErrorCode code = ErrorCodeFromInt(v);
     if (code == ErrorCode::OK && v != 0) continue;
     if (code == ErrorCode::INTERNAL_ERROR && v != -1) continue;
