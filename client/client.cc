@@ -118,7 +118,32 @@ Result<EngineRegions> Client::Impl::RegisterAll(void* addr, uint64_t size) {
   return regions;
 }
 
+bool Client::Impl::Registered(const void* addr, uint64_t size) {
+  if (size == 0) return true;
+  const auto* p = static_cast<const uint8_t*>(addr);
+  if (p == nullptr) return false;
+  MutexLock lock(&buffers_mu);
+  auto it = buffers.upper_bound(const_cast<uint8_t*>(p));  // the first buffer after p
+  if (it == buffers.begin()) return false;
+  --it;
+  const uint64_t into = static_cast<uint64_t>(p - it->first);
+  return into < it->second.size && size <= it->second.size - into;
+}
+
+TransferStatus Client::Impl::Move(TransferKind kind, std::span<const TransferOp> ops) {
+  std::vector<TransferOp> remote;
+  for (const TransferOp& op : ops) {
+    if (!local.TryCopy(kind, op)) remote.push_back(op);
+  }
+  if (remote.empty()) return {};
+  return transports.Transfer(kind, remote, options.transfer_timeout_ms);
+}
+
 StagingBlock::StagingBlock(Client::Impl* impl, uint64_t size) : impl_(impl), size_(size) {
+  if (impl->staging == nullptr) {  // staging_bytes = 0: this client has none
+    error_ = ErrorCode::INVALID_PARAMS;
+    return;
+  }
   const uint64_t aligned = StagingSize(size);
   if (aligned <= impl->options.staging_bytes) {
     MutexLock lock(&impl->staging_mu);
@@ -129,6 +154,7 @@ StagingBlock::StagingBlock(Client::Impl* impl, uint64_t size) : impl_(impl), siz
     data_ = impl->staging + offset_;
     return;
   }
+  error_ = ErrorCode::NO_AVAILABLE_HANDLE;
   void* mem = MapAnonymous(size);
   if (mem == nullptr) return;
   auto regions = impl->RegisterAll(mem, size);
@@ -136,6 +162,7 @@ StagingBlock::StagingBlock(Client::Impl* impl, uint64_t size) : impl_(impl), siz
     munmap(mem, size);
     return;
   }
+  error_ = ErrorCode::OK;
   data_ = static_cast<uint8_t*>(mem);
   temp_regions_ = std::move(regions).value();
 }
@@ -185,6 +212,7 @@ ErrorCode Client::Impl::OpenEngines() {
 }
 
 ErrorCode Client::Impl::SetUpStaging() {
+  if (options.staging_bytes == 0) return ErrorCode::OK;  // no staging (client.h)
   if (options.staging_bytes < kStagingAlignment) return ErrorCode::INVALID_PARAMS;
   options.staging_bytes &= ~(kStagingAlignment - 1);
   staging = static_cast<uint8_t*>(MapAnonymous(options.staging_bytes));
@@ -197,26 +225,31 @@ ErrorCode Client::Impl::SetUpStaging() {
   return ErrorCode::OK;
 }
 
-// Keeps the MEMORY replicas, this host's first (stable otherwise), and the
-// LOCAL_DISK ones after them.
+// Keeps the MEMORY replicas, those in this process's own segments first,
+// then this host's (stable otherwise), and the LOCAL_DISK ones after them.
 ObjectLocation Client::Impl::Order(std::string_view tenant, std::string_view key,
                                    GetReplicaListResponse info, int64_t start_ms) const {
   ObjectLocation loc;
   loc.tenant = std::string(tenant);
   loc.key = std::string(key);
-  std::vector<ReplicaDescriptor> local, remote, disk;
+  std::vector<ReplicaDescriptor> own, same_host, remote, disk;
   for (ReplicaDescriptor& r : info.replicas) {
     if (r.type == ReplicaType::LOCAL_DISK) {
       disk.push_back(std::move(r));
       continue;
     }
     if (r.type != ReplicaType::MEMORY) continue;
+    if (local.Holds(r.memory)) {
+      own.push_back(std::move(r));
+      continue;
+    }
     auto hp = ParseHostPort(r.memory.endpoint);
     bool is_local = hp && local_hosts.count(hp->host) > 0;
-    (is_local ? local : remote).push_back(std::move(r));
+    (is_local ? same_host : remote).push_back(std::move(r));
   }
   info.replicas.clear();
-  std::move(local.begin(), local.end(), std::back_inserter(info.replicas));
+  std::move(own.begin(), own.end(), std::back_inserter(info.replicas));
+  std::move(same_host.begin(), same_host.end(), std::back_inserter(info.replicas));
   std::move(remote.begin(), remote.end(), std::back_inserter(info.replicas));
   std::move(disk.begin(), disk.end(), std::back_inserter(info.replicas));
   loc.lease_deadline_ms = start_ms + info.lease_ttl_ms;
@@ -255,30 +288,41 @@ Result<std::shared_ptr<const ObjectLocation>> Client::Impl::LookUp(std::string_v
   return loc;
 }
 
-ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const uint8_t* bytes) const {
+ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan& plan) const {
   if (clock->NowMs() >= loc.lease_deadline_ms) return ErrorCode::LEASE_EXPIRED;
-  if (loc.info.checksum &&
-      ObjectChecksum({reinterpret_cast<const char*>(bytes), loc.info.size}) != *loc.info.checksum) {
+  if (plan.whole && loc.info.checksum && PlanChecksum(plan) != *loc.info.checksum) {
     return ErrorCode::CHECKSUM_MISMATCH;
   }
   return ErrorCode::OK;
 }
 
 ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
-                                    uint8_t* dst) {
-  TransferOp op = WholeObjectOp(replica, dst, loc.info.size);
-  TransferStatus st = transports.Transfer(TransferKind::READ, {&op, 1}, options.transfer_timeout_ms);
+                                    const TransferPlan& plan) {
+  std::vector<TransferOp> ops;
+  AppendOps(plan, replica, &ops);
+  TransferStatus st = Move(TransferKind::READ, ops);
   if (!st.ok()) return st.code;
-  return CheckRead(loc, dst);
+  return CheckRead(loc, plan);
 }
 
 ErrorCode Client::Impl::ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica,
-                                        uint8_t* dst) {
+                                        const TransferPlan& plan) {
   if (messages == nullptr) return ErrorCode::INVALID_PARAMS;  // no engine to reach the node
-  auto read = ReadLocalDiskInto(*messages, replica.endpoint, loc.tenant, loc.key, dst,
-                                loc.info.size, options.transfer_timeout_ms);
+  const uint64_t size = loc.info.size;
+  const bool direct = plan.whole && plan.pieces.size() == 1;
+  std::string temp;  // the whole object, when the plan is not one piece of it
+  if (!direct) temp.resize(size);
+  uint8_t* dst = direct ? plan.pieces[0].local : reinterpret_cast<uint8_t*>(temp.data());
+  auto read = ReadLocalDiskInto(*messages, replica.endpoint, loc.tenant, loc.key, dst, size,
+                                options.transfer_timeout_ms);
   if (!read.ok()) return read.error();
-  return CheckRead(loc, dst);
+  if (direct) return CheckRead(loc, plan);
+  TransferPlan whole;
+  whole.whole = true;
+  if (size > 0) whole.pieces.push_back({0, size, dst});
+  const ErrorCode rc = CheckRead(loc, whole);
+  if (rc == ErrorCode::OK) CopyPieces(plan, dst);
+  return rc;
 }
 
 ErrorCode Client::Impl::ReadEach(const ObjectLocation& loc, const ReplicaReader& read) {
@@ -291,11 +335,20 @@ ErrorCode Client::Impl::ReadEach(const ObjectLocation& loc, const ReplicaReader&
   return last;
 }
 
-ErrorCode Client::Impl::Read(const ObjectLocation& loc, uint8_t* dst) {
+ErrorCode Client::Impl::Read(const ObjectLocation& loc, const TransferPlan& plan) {
   return ReadEach(loc, [&](const ReplicaDescriptor& r) {
-    return r.type == ReplicaType::LOCAL_DISK ? ReadDiskReplica(loc, r.disk, dst)
-                                             : ReadReplica(loc, r.memory, dst);
+    return r.type == ReplicaType::LOCAL_DISK ? ReadDiskReplica(loc, r.disk, plan)
+                                             : ReadReplica(loc, r.memory, plan);
   });
+}
+
+Result<uint64_t> Client::Impl::ReadInto(const ObjectLocation& loc,
+                                        std::span<const MutableBuffer> parts) {
+  auto plan = ScatterPlan(parts, loc.info.size);
+  if (!plan.ok()) return plan.error();
+  const ErrorCode rc = Read(loc, *plan);
+  if (rc != ErrorCode::OK) return rc;
+  return loc.info.size;
 }
 
 Result<std::string> Client::Impl::ReadToString(const ObjectLocation& loc) {
@@ -304,11 +357,13 @@ Result<std::string> Client::Impl::ReadToString(const ObjectLocation& loc) {
   ErrorCode rc = ReadEach(loc, [&](const ReplicaDescriptor& r) {
     if (r.type == ReplicaType::LOCAL_DISK) {
       out.resize(loc.info.size);
-      return ReadDiskReplica(loc, r.disk, reinterpret_cast<uint8_t*>(out.data()));
+      const MutableBuffer into{out.data(), out.size()};
+      return ReadDiskReplica(loc, r.disk, ScatterPlan({&into, 1}, loc.info.size).value());
     }
     if (!block) block.emplace(this, loc.info.size);
-    if (block->data() == nullptr) return ErrorCode::NO_AVAILABLE_HANDLE;
-    ErrorCode read = ReadReplica(loc, r.memory, block->data());
+    if (block->data() == nullptr) return block->error();
+    const MutableBuffer into{block->data(), loc.info.size};
+    ErrorCode read = ReadReplica(loc, r.memory, ScatterPlan({&into, 1}, loc.info.size).value());
     if (read == ErrorCode::OK) out.assign(reinterpret_cast<const char*>(block->data()), loc.info.size);
     return read;
   });
@@ -316,33 +371,32 @@ Result<std::string> Client::Impl::ReadToString(const ObjectLocation& loc) {
   return out;
 }
 
-Result<std::string> Client::Impl::ReadLocated(std::string_view tenant, std::string_view key,
-                                              const GetOptions& options, const Located& found) {
-  auto got = ReadToString(*found.location);
-  if (got.ok()) return got;
-  cache->Invalidate(tenant, key);
-  if (!found.cached) return got;
-  return GetFresh(tenant, key, options);
-}
-
-Result<std::string> Client::Impl::GetFresh(std::string_view tenant, std::string_view key,
-                                           const GetOptions& options) {
-  GetOptions fresh = options;
-  fresh.use_location_cache = false;
-  auto found = Locate(tenant, key, fresh);
-  if (!found.ok()) return found.error();
-  return ReadLocated(tenant, key, fresh, *found);  // not cached: no further retry
-}
-
 ErrorCode Client::Impl::WriteReplicas(const std::vector<ReplicaDescriptor>& replicas,
-                                      uint8_t* src, uint64_t size) {
+                                      const TransferPlan& plan) {
   std::vector<TransferOp> ops;
   for (const ReplicaDescriptor& r : replicas) {
     if (r.type != ReplicaType::MEMORY) return ErrorCode::INVALID_REPLICA;
-    ops.push_back(WholeObjectOp(r.memory, src, size));
+    AppendOps(plan, r.memory, &ops);
   }
-  TransferStatus st = transports.Transfer(TransferKind::WRITE, ops, options.transfer_timeout_ms);
-  return st.code;
+  return Move(TransferKind::WRITE, ops).code;
+}
+
+ErrorCode Client::Impl::PutPlanned(std::string_view tenant, std::string_view key,
+                                   const TransferPlan& plan, const PutOptions& options) {
+  PutConfig config = options.config;
+  if (options.compute_checksum) config.checksum = PlanChecksum(plan);
+  MasterClient& m = master();
+  auto replicas = m.PutStart(tenant, key, PlanBytes(plan), config);
+  if (!replicas.ok()) return replicas.error();
+  ErrorCode rc = WriteReplicas(*replicas, plan);
+  if (rc != ErrorCode::OK) {
+    (void)m.PutRevoke(tenant, key);
+    return rc;
+  }
+  rc = m.PutEnd(tenant, key);
+  // A new object: a cached location of the key would be of a removed one.
+  if (rc == ErrorCode::OK) cache->Invalidate(tenant, key);
+  return rc;
 }
 
 // --- Client ------------------------------------------------------------------
@@ -395,27 +449,24 @@ std::optional<EngineCounters> Client::TransferCounters(std::string_view protocol
 
 ErrorCode Client::Put(std::string_view tenant, std::string_view key, std::string_view value,
                       const PutOptions& options) {
-  PutConfig config = options.config;
-  if (options.compute_checksum) config.checksum = ObjectChecksum(value);
-  MasterClient& master = impl_->master();
-  auto replicas = master.PutStart(tenant, key, value.size(), config);
-  if (!replicas.ok()) return replicas.error();
-  ErrorCode rc = ErrorCode::NO_AVAILABLE_HANDLE;
-  {
-    StagingBlock block(impl_.get(), value.size());
-    if (block.data() != nullptr) {
-      std::memcpy(block.data(), value.data(), value.size());
-      rc = impl_->WriteReplicas(*replicas, block.data(), value.size());
-    }
-  }
-  if (rc != ErrorCode::OK) {
-    (void)master.PutRevoke(tenant, key);
-    return rc;
-  }
-  rc = master.PutEnd(tenant, key);
-  // A new object: a cached location of the key would be of a removed one.
-  if (rc == ErrorCode::OK) impl_->cache->Invalidate(tenant, key);
-  return rc;
+  StagingBlock block(impl_.get(), value.size());
+  if (block.data() == nullptr) return block.error();
+  std::memcpy(block.data(), value.data(), value.size());
+  const ConstBuffer staged{block.data(), value.size()};
+  return impl_->PutPlanned(tenant, key, GatherPlan({&staged, 1}).value(), options);
+}
+
+ErrorCode Client::PutFrom(std::string_view tenant, std::string_view key, const void* buffer,
+                          uint64_t size, const PutOptions& options) {
+  return PutParts(tenant, key, {ConstBuffer{buffer, size}}, options);
+}
+
+ErrorCode Client::PutParts(std::string_view tenant, std::string_view key,
+                           const std::vector<ConstBuffer>& parts, const PutOptions& options) {
+  if (ErrorCode rc = impl_->CheckRegistered(parts); rc != ErrorCode::OK) return rc;
+  auto plan = GatherPlan(parts);
+  if (!plan.ok()) return plan.error();
+  return impl_->PutPlanned(tenant, key, *plan, options);
 }
 
 Result<ObjectLocation> Client::Locate(std::string_view tenant, std::string_view key,
@@ -429,14 +480,56 @@ Result<std::string> Client::Get(std::string_view tenant, std::string_view key,
                                 const GetOptions& options) {
   auto found = impl_->Locate(tenant, key, options);
   if (!found.ok()) return found.error();
-  return impl_->ReadLocated(tenant, key, options, *found);
+  return impl_->ReadFound<std::string>(
+      tenant, key, options, *found,
+      [this](const ObjectLocation& loc) { return impl_->ReadToString(loc); });
+}
+
+Result<uint64_t> Client::GetInto(std::string_view tenant, std::string_view key, void* dst,
+                                 uint64_t capacity, const GetOptions& options) {
+  const MutableBuffer into{dst, capacity};
+  if (!impl_->Registered(dst, capacity)) return ErrorCode::INVALID_PARAMS;
+  auto found = impl_->Locate(tenant, key, options);
+  if (!found.ok()) return found.error();
+  if (capacity < found->location->info.size) return ErrorCode::BUFFER_OVERFLOW;
+  return impl_->ReadFound<uint64_t>(
+      tenant, key, options, *found,
+      [&](const ObjectLocation& loc) { return impl_->ReadInto(loc, {&into, 1}); });
+}
+
+ErrorCode Client::GetIntoRanges(std::string_view tenant, std::string_view key,
+                                const std::vector<ReadRange>& ranges, const GetOptions& options) {
+  for (const ReadRange& r : ranges) {
+    if (!impl_->Registered(r.dst, r.length)) return ErrorCode::INVALID_PARAMS;
+  }
+  auto found = impl_->Locate(tenant, key, options);
+  if (!found.ok()) return found.error();
+  auto read = [&](const ObjectLocation& loc) -> Result<bool> {
+    auto plan = RangePlan(ranges, loc.info.size);
+    if (!plan.ok()) return plan.error();
+    const ErrorCode rc = impl_->Read(loc, *plan);
+    if (rc != ErrorCode::OK) return rc;
+    return true;
+  };
+  // A range past the end is the caller's error, not the location's.
+  if (auto plan = RangePlan(ranges, found->location->info.size); !plan.ok()) return plan.error();
+  auto got = impl_->ReadFound<bool>(tenant, key, options, *found, read);
+  return got.ok() ? ErrorCode::OK : got.error();
+}
+
+Result<uint64_t> Client::GetSize(std::string_view tenant, std::string_view key) {
+  auto found = impl_->Locate(tenant, key, {});
+  if (!found.ok()) return found.error();
+  return found->location->info.size;
 }
 
 ErrorCode Client::Read(const ObjectLocation& location, void* dst, uint64_t capacity) {
-  if (capacity < location.info.size) return ErrorCode::BUFFER_OVERFLOW;
-  const ErrorCode rc = impl_->Read(location, static_cast<uint8_t*>(dst));
-  if (rc != ErrorCode::OK) impl_->cache->Invalidate(location.tenant, location.key);
-  return rc;
+  const MutableBuffer into{dst, capacity};
+  auto read = impl_->ReadInto(location, {&into, 1});
+  if (!read.ok() && read.error() != ErrorCode::BUFFER_OVERFLOW) {
+    impl_->cache->Invalidate(location.tenant, location.key);
+  }
+  return read.ok() ? ErrorCode::OK : read.error();
 }
 
 ErrorCode Client::Remove(std::string_view tenant, std::string_view key, bool force) {
@@ -447,7 +540,29 @@ ErrorCode Client::Remove(std::string_view tenant, std::string_view key, bool for
   return rc;
 }
 
+std::vector<ErrorCode> Client::BatchRemove(std::string_view tenant,
+                                           const std::vector<std::string>& keys, bool force) {
+  auto answers = impl_->master().BatchRemove(tenant, keys, force);
+  for (const std::string& key : keys) impl_->cache->Invalidate(tenant, key);  // as in Remove
+  if (!answers.ok()) return std::vector<ErrorCode>(keys.size(), answers.error());
+  return std::move(answers).value();
+}
+
+Result<uint64_t> Client::RemoveAll(std::string_view tenant, bool force) {
+  auto removed = impl_->master().RemoveAll(tenant, /*all_tenants=*/false, force);
+  impl_->cache->InvalidateAll();
+  return removed;
+}
+
 LocationCacheStats Client::location_cache_stats() const { return impl_->cache->stats(); }
+
+ErrorCode Client::AttachLocalSegment(const UUID& segment_id, void* base, uint64_t size) {
+  return impl_->local.Attach(segment_id, base, size);
+}
+
+void Client::DetachLocalSegment(const UUID& segment_id) { impl_->local.Detach(segment_id); }
+
+LocalCopyStats Client::local_stats() const { return impl_->local.stats(); }
 
 Result<bool> Client::Exist(std::string_view tenant, std::string_view key) {
   return impl_->master().ExistKey(tenant, key);
@@ -465,7 +580,8 @@ ErrorCode Client::RegisterBuffer(void* addr, uint64_t size) {
   auto regions = impl_->RegisterAll(addr, size);
   if (!regions.ok()) return regions.error();
   MutexLock lock(&impl_->buffers_mu);
-  auto [it, inserted] = impl_->buffers.try_emplace(addr, std::move(regions).value());
+  auto [it, inserted] = impl_->buffers.try_emplace(static_cast<uint8_t*>(addr),
+                                                   Impl::Registration{size, *regions});
   if (!inserted) {
     for (auto& [e, r] : regions.value()) e->UnregisterMemory(r);
     return ErrorCode::INVALID_PARAMS;
@@ -477,9 +593,9 @@ void Client::UnregisterBuffer(void* addr) {
   EngineRegions regions;
   {
     MutexLock lock(&impl_->buffers_mu);
-    auto it = impl_->buffers.find(addr);
+    auto it = impl_->buffers.find(static_cast<uint8_t*>(addr));
     if (it == impl_->buffers.end()) return;
-    regions = std::move(it->second);
+    regions = std::move(it->second.regions);
     impl_->buffers.erase(it);
   }
   for (auto& [e, r] : regions) e->UnregisterMemory(r);

@@ -66,6 +66,34 @@
 // Staging: `staging_bytes` of anonymous memory registered once with every
 // engine; calls take blocks from it (waiting while it is full). A value
 // larger than the staging buffer uses a buffer registered for that call.
+// staging_bytes = 0: no staging at all; the calls that need it (Put,
+// BatchPut, and Get / BatchGet of a MEMORY replica) answer INVALID_PARAMS,
+// the zero-copy calls below work as ever.
+//
+// Zero-copy calls (PutFrom, PutParts, GetInto, their batch forms,
+// GetIntoRanges): the bytes move one-sided between the replicas and the
+// caller's memory, which must lie inside buffers registered with
+// RegisterBuffer (checked before anything is sent: INVALID_PARAMS
+// otherwise, never a crash); no staging, no copy. Every read and write,
+// staged or not, is a TransferPlan (client/transfer_plan.h): a list of
+// pieces of the object and the memory each lands in or comes from. Put is
+// PutFrom over a staging block, Get a read into a staging block.
+//   - Parts: an object made of several pieces (a KV block of per-layer
+//     parts) is their concatenation; a put writes each part to every
+//     replica at its offset (one op per part per replica, one Transfer), a
+//     get scatters the object over the pieces in order (their sum must be
+//     >= its size, else BUFFER_OVERFLOW). The checksum covers the
+//     concatenation.
+//   - Ranged reads (GetIntoRanges) read only the ranges asked for, so the
+//     object's checksum cannot be verified and is not: the lease is. A
+//     LOCAL_DISK replica is read whole into a temporary buffer (checksum
+//     verified), then the ranges are copied out.
+//
+// Local segments: AttachLocalSegment names a segment this process hosts (an
+// embedded node, embedded/embedded_client.h); a MEMORY replica inside it is
+// read and written with memcpy instead of a transfer (client/
+// local_segments.h), and read before any other replica. local_stats()
+// counts those copies; the engines' counters do not move.
 //
 // Transfer counters: TransferCounters(protocol) reads the engine's own
 // counters of posted work and moved bytes through ClientOptions::
@@ -91,6 +119,8 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "client/buffers.h"
+#include "client/local_segments.h"
 #include "client/location_cache.h"
 #include "transport/transport_set.h"
 
@@ -111,7 +141,7 @@ struct ClientOptions {
   TransportFactory rdma_factory;     // empty: this binary has no rdma engine
   bool rdma_device_present = false;  // what ibv_get_device_list said
   EngineCountersReader engine_counters;  // for TransferCounters (empty: none)
-  uint64_t staging_bytes = 64ull << 20;
+  uint64_t staging_bytes = 64ull << 20;  // 0: no staging (above); else >= 64
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
   const Clock* clock = nullptr;  // lease accounting; nullptr: a steady clock
@@ -178,10 +208,69 @@ class Client {
                                             const std::vector<std::string>& keys);
   std::vector<Result<bool>> BatchExist(std::string_view tenant,
                                        const std::vector<std::string>& keys);
+  // The object's size (a lookup like Get's: the location cache's entry, else
+  // GetReplicaList, which grants a read lease).
+  Result<uint64_t> GetSize(std::string_view tenant, std::string_view key);
+  // One BatchRemove RPC; the keys' cached locations are dropped.
+  std::vector<ErrorCode> BatchRemove(std::string_view tenant,
+                                     const std::vector<std::string>& keys, bool force = false);
+  // Removes every object of `tenant` (leased ones only with `force`); the
+  // number removed. Drops the whole location cache.
+  Result<uint64_t> RemoveAll(std::string_view tenant, bool force = false);
+
+  // --- zero-copy puts and gets (registered caller memory, above) ----------
+  // The value is [buffer, buffer + size).
+  ErrorCode PutFrom(std::string_view tenant, std::string_view key, const void* buffer,
+                    uint64_t size, const PutOptions& options = {});
+  // The value is the concatenation of `parts`.
+  ErrorCode PutParts(std::string_view tenant, std::string_view key,
+                     const std::vector<ConstBuffer>& parts, const PutOptions& options = {});
+  // One BatchPutStart and one BatchPutEnd (BatchPutRevoke for failed items)
+  // RPC, every item's WRITEs in one Transfer (an item of a failed Transfer
+  // is written alone). With compute_checksum, single puts (the batch RPC
+  // carries one PutConfig). Whole-batch failures are repeated in every item.
+  std::vector<ErrorCode> BatchPutFrom(std::string_view tenant, const std::vector<std::string>& keys,
+                                      const std::vector<ConstBuffer>& buffers,
+                                      const PutOptions& options = {});
+  std::vector<ErrorCode> BatchPutParts(std::string_view tenant,
+                                       const std::vector<std::string>& keys,
+                                       const std::vector<std::vector<ConstBuffer>>& parts,
+                                       const PutOptions& options = {});
+  // Reads the object into [dst, dst + capacity) with Get's rules (order,
+  // lease, checksum, failover, location cache); the bytes read.
+  // BUFFER_OVERFLOW when capacity < size.
+  Result<uint64_t> GetInto(std::string_view tenant, std::string_view key, void* dst,
+                           uint64_t capacity, const GetOptions& options = {});
+  // One lookup RPC for the keys the location cache lacks, every item's
+  // first-replica READs in one Transfer (then failover item by item), with
+  // the rules of BatchGet. Answers per item: the bytes read, or its error.
+  std::vector<Result<uint64_t>> BatchGetInto(std::string_view tenant,
+                                             const std::vector<std::string>& keys,
+                                             const std::vector<MutableBuffer>& dsts);
+  // The same, each object scattered over its pieces in order.
+  std::vector<Result<uint64_t>> BatchGetIntoParts(
+      std::string_view tenant, const std::vector<std::string>& keys,
+      const std::vector<std::vector<MutableBuffer>>& parts);
+  // Reads [offset, offset + length) of the object into each range's dst
+  // (INVALID_PARAMS for a range past the object's end); the checksum is not
+  // verified (above).
+  ErrorCode GetIntoRanges(std::string_view tenant, std::string_view key,
+                          const std::vector<ReadRange>& ranges, const GetOptions& options = {});
+
+  // --- local segments -----------------------------------------------------
+  // The segment `segment_id`, mapped in this process at `base` (its
+  // Segment::base) for `size` bytes, is read and written with memcpy
+  // (above). INVALID_PARAMS for a null base or zero size. Detach before the
+  // memory stops being this segment's.
+  ErrorCode AttachLocalSegment(const UUID& segment_id, void* base, uint64_t size);
+  void DetachLocalSegment(const UUID& segment_id);
+  LocalCopyStats local_stats() const;
 
   // --- zero-copy reads ----------------------------------------------------
   // Registers [addr, addr + size) with every engine (local access), so Read
-  // can land bytes there. Unregister before freeing the memory.
+  // and the zero-copy calls can use it. Unregister before freeing the
+  // memory. INVALID_PARAMS for a null or empty range, or one already
+  // registered at `addr`.
   ErrorCode RegisterBuffer(void* addr, uint64_t size);
   void UnregisterBuffer(void* addr);
   // The location cache's entry when it holds the key, else GetReplicaList's

@@ -3,6 +3,8 @@
 // the staging buffer (one Transfer per round), items of a failed round
 // retried alone. See client/client.h.
 #include <cstring>
+#include <memory>
+#include <span>
 #include <utility>
 
 #include "client/client_impl.h"
@@ -42,7 +44,7 @@ uint64_t Layout(const std::vector<size_t>& round, const std::vector<uint64_t>& s
 
 // Runs `body(round, at)` for each round of `pending` in its own staging
 // block, `at[k]` being where item round[k] lies in it; items of a round whose
-// block cannot be had get NO_AVAILABLE_HANDLE in *out. (`Impl` is
+// block cannot be had get its error in *out (StagingBlock::error). (`Impl` is
 // Client::Impl, deduced: the name is private to Client.)
 template <typename Impl, typename Out, typename Body>
 void ForEachRound(Impl* impl, const std::vector<size_t>& pending,
@@ -52,7 +54,7 @@ void ForEachRound(Impl* impl, const std::vector<size_t>& pending,
     const uint64_t total = Layout(round, sizes, &offsets);
     StagingBlock block(impl, total);
     if (block.data() == nullptr) {
-      for (size_t i : round) (*out)[i] = ErrorCode::NO_AVAILABLE_HANDLE;
+      for (size_t i : round) (*out)[i] = block.error();
       continue;
     }
     std::vector<uint8_t*> at;
@@ -63,17 +65,17 @@ void ForEachRound(Impl* impl, const std::vector<size_t>& pending,
 
 }  // namespace
 
-std::vector<Client::Impl::Located> Client::Impl::LocateAll(
-    std::string_view tenant, const std::vector<std::string>& keys,
-    std::vector<Result<std::string>>* out) {
-  std::vector<Located> found(keys.size());
+std::vector<Result<Client::Impl::Located>> Client::Impl::LocateAll(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  std::vector<Result<Located>> found(keys.size(), ErrorCode::INTERNAL_ERROR);
   std::vector<std::string> missing;
   std::vector<size_t> missing_at;
   std::vector<uint64_t> epochs;  // before the RPC: see LocationCache
   for (size_t i = 0; i < keys.size(); ++i) {
-    found[i].location = cache->Lookup(tenant, keys[i]);
-    found[i].cached = found[i].location != nullptr;
-    if (found[i].cached) continue;
+    if (auto hit = cache->Lookup(tenant, keys[i])) {
+      found[i] = Located{std::move(hit), /*cached=*/true};
+      continue;
+    }
     missing.push_back(keys[i]);
     missing_at.push_back(i);
     epochs.push_back(cache->Epoch(tenant, keys[i]));
@@ -84,63 +86,199 @@ std::vector<Client::Impl::Located> Client::Impl::LocateAll(
   for (size_t k = 0; k < missing.size(); ++k) {
     const size_t i = missing_at[k];
     if (!answers.ok() || !(*answers)[k].ok()) {
-      (*out)[i] = answers.ok() ? (*answers)[k].error() : answers.error();
+      found[i] = answers.ok() ? (*answers)[k].error() : answers.error();
       continue;
     }
-    found[i].location = std::make_shared<const ObjectLocation>(
+    auto loc = std::make_shared<const ObjectLocation>(
         Order(tenant, keys[i], std::move((*answers)[k]).value(), start));
-    cache->Insert(found[i].location, epochs[k]);
+    cache->Insert(loc, epochs[k]);
+    found[i] = Located{std::move(loc), /*cached=*/false};
   }
   return found;
 }
+
+std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
+                                               const std::vector<BatchRead>& items,
+                                               std::vector<size_t>* stale) {
+  std::vector<TransferOp> ops;
+  for (const BatchRead& item : items) {
+    AppendOps(item.plan, item.found->location->info.replicas[0].memory, &ops);
+  }
+  const TransferStatus st = Move(TransferKind::READ, ops);
+  std::vector<ErrorCode> rc;
+  for (const BatchRead& item : items) {
+    const ObjectLocation& loc = *item.found->location;
+    ErrorCode code = st.ok() ? CheckRead(loc, item.plan) : st.code;
+    // The first replica failed in the batch: the item alone, with failover.
+    if (code != ErrorCode::OK && code != ErrorCode::LEASE_EXPIRED) code = Read(loc, item.plan);
+    if (code != ErrorCode::OK) {
+      cache->Invalidate(tenant, loc.key);
+      if (item.found->cached) stale->push_back(item.index);
+    }
+    rc.push_back(code);
+  }
+  return rc;
+}
+
+namespace {
+
+// Whether a batch read can take the item's first replica in its round
+// (MEMORY); else the item is read alone (LOCAL_DISK only, or none).
+bool FirstReplicaIsMemory(const ObjectLocation& loc) {
+  return !loc.info.replicas.empty() && loc.info.replicas[0].type == ReplicaType::MEMORY;
+}
+
+}  // namespace
 
 std::vector<Result<std::string>> Client::BatchGet(std::string_view tenant,
                                                   const std::vector<std::string>& keys) {
   Impl& impl = *impl_;
   std::vector<Result<std::string>> out(keys.size(), ErrorCode::INTERNAL_ERROR);
-  const std::vector<Impl::Located> found = impl.LocateAll(tenant, keys, &out);
+  const auto found = impl.LocateAll(tenant, keys);
+  auto to_string = [&](const ObjectLocation& loc) { return impl.ReadToString(loc); };
   std::vector<uint64_t> sizes(keys.size(), 0);
   std::vector<size_t> pending;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (found[i].location == nullptr) continue;  // *out holds the lookup's error
-    const ObjectLocation& loc = *found[i].location;
-    sizes[i] = loc.info.size;
-    if (loc.info.replicas.empty()) {
-      out[i] = ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-    } else if (loc.info.replicas[0].type != ReplicaType::MEMORY) {
-      // LOCAL_DISK only: not an RMA round.
-      out[i] = impl.ReadLocated(tenant, keys[i], {}, found[i]);
+    if (!found[i].ok()) {
+      out[i] = found[i].error();
+    } else if (!FirstReplicaIsMemory(*found[i]->location)) {
+      out[i] = impl.ReadFound<std::string>(tenant, keys[i], {}, *found[i], to_string);
     } else {
+      sizes[i] = found[i]->location->info.size;
       pending.push_back(i);
     }
   }
   std::vector<size_t> stale;  // cached locations that failed: read afresh after the rounds
   ForEachRound(&impl, pending, sizes, &out,
                [&](const std::vector<size_t>& round, const std::vector<uint8_t*>& at) {
-    std::vector<TransferOp> ops;
+    std::vector<Impl::BatchRead> items;
     for (size_t k = 0; k < round.size(); ++k) {
-      const ObjectLocation& loc = *found[round[k]].location;
-      ops.push_back(WholeObjectOp(loc.info.replicas[0].memory, at[k], loc.info.size));
+      const MutableBuffer slot{at[k], sizes[round[k]]};
+      items.push_back({round[k], &*found[round[k]], ScatterPlan({&slot, 1}, sizes[round[k]]).value()});
     }
-    const TransferStatus st =
-        impl.transports.Transfer(TransferKind::READ, ops, impl.options.transfer_timeout_ms);
+    const std::vector<ErrorCode> rc = impl.ReadBatch(tenant, items, &stale);
     for (size_t k = 0; k < round.size(); ++k) {
       const size_t i = round[k];
-      const ObjectLocation& loc = *found[i].location;
-      ErrorCode rc = st.ok() ? impl.CheckRead(loc, at[k]) : st.code;
-      // The first replica failed in the batch: the item alone, with failover.
-      if (rc != ErrorCode::OK && rc != ErrorCode::LEASE_EXPIRED) rc = impl.Read(loc, at[k]);
-      if (rc == ErrorCode::OK) {
+      if (rc[k] == ErrorCode::OK) {
         out[i] = std::string(reinterpret_cast<const char*>(at[k]), sizes[i]);
-        continue;
+      } else {
+        out[i] = rc[k];
       }
-      impl.cache->Invalidate(tenant, keys[i]);
-      out[i] = rc;
-      // Not here: the fresh read needs a staging block of its own.
-      if (found[i].cached) stale.push_back(i);
     }
   });
-  for (size_t i : stale) out[i] = impl.GetFresh(tenant, keys[i], {});
+  // Not in the rounds: the fresh read needs a staging block of its own.
+  for (size_t i : stale) out[i] = impl.ReadFresh<std::string>(tenant, keys[i], {}, to_string);
+  return out;
+}
+
+std::vector<Result<uint64_t>> Client::BatchGetInto(std::string_view tenant,
+                                                   const std::vector<std::string>& keys,
+                                                   const std::vector<MutableBuffer>& dsts) {
+  std::vector<std::vector<MutableBuffer>> parts;
+  for (const MutableBuffer& dst : dsts) parts.push_back({dst});
+  return BatchGetIntoParts(tenant, keys, parts);
+}
+
+std::vector<Result<uint64_t>> Client::BatchGetIntoParts(
+    std::string_view tenant, const std::vector<std::string>& keys,
+    const std::vector<std::vector<MutableBuffer>>& parts) {
+  Impl& impl = *impl_;
+  if (keys.size() != parts.size()) {
+    return std::vector<Result<uint64_t>>(keys.size(), ErrorCode::INVALID_PARAMS);
+  }
+  std::vector<Result<uint64_t>> out(keys.size(), ErrorCode::INTERNAL_ERROR);
+  const auto found = impl.LocateAll(tenant, keys);
+  auto into = [&](size_t i) {
+    return [&impl, &parts, i](const ObjectLocation& loc) { return impl.ReadInto(loc, parts[i]); };
+  };
+  std::vector<Impl::BatchRead> items;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!found[i].ok()) {
+      out[i] = found[i].error();
+      continue;
+    }
+    if (ErrorCode rc = impl.CheckRegistered(parts[i]); rc != ErrorCode::OK) {
+      out[i] = rc;
+      continue;
+    }
+    const ObjectLocation& loc = *found[i]->location;
+    auto plan = ScatterPlan(parts[i], loc.info.size);
+    if (!plan.ok()) {
+      out[i] = plan.error();
+    } else if (!FirstReplicaIsMemory(loc)) {
+      out[i] = impl.ReadFound<uint64_t>(tenant, keys[i], {}, *found[i], into(i));
+    } else {
+      items.push_back({i, &*found[i], std::move(plan).value()});
+    }
+  }
+  std::vector<size_t> stale;
+  const std::vector<ErrorCode> rc = impl.ReadBatch(tenant, items, &stale);
+  for (size_t k = 0; k < items.size(); ++k) {
+    const size_t i = items[k].index;
+    if (rc[k] == ErrorCode::OK) {
+      out[i] = found[i]->location->info.size;
+    } else {
+      out[i] = rc[k];
+    }
+  }
+  for (size_t i : stale) out[i] = impl.ReadFresh<uint64_t>(tenant, keys[i], {}, into(i));
+  return out;
+}
+
+void Client::Impl::WriteBatch(const std::vector<size_t>& items,
+                              const std::vector<const TransferPlan*>& plans,
+                              const StartedReplicas& started, std::vector<ErrorCode>* out) {
+  std::vector<TransferOp> ops;
+  bool all_memory = true;
+  for (size_t k = 0; k < items.size(); ++k) {
+    for (const ReplicaDescriptor& r : *started[items[k]]) {
+      all_memory &= r.type == ReplicaType::MEMORY;
+      AppendOps(*plans[k], r.memory, &ops);
+    }
+  }
+  if (all_memory && Move(TransferKind::WRITE, ops).ok()) return;
+  // The batch failed as a whole: each item alone, so only bad ones fail.
+  for (size_t k = 0; k < items.size(); ++k) {
+    (*out)[items[k]] = WriteReplicas(*started[items[k]], *plans[k]);
+  }
+}
+
+std::vector<ErrorCode> Client::Impl::BatchPutWith(std::string_view tenant,
+                                                  const std::vector<std::string>& keys,
+                                                  const std::vector<uint64_t>& sizes,
+                                                  const PutConfig& config,
+                                                  const BatchWriter& write) {
+  auto started = master().BatchPutStart(tenant, keys, sizes, config);
+  if (!started.ok()) return std::vector<ErrorCode>(keys.size(), started.error());
+  std::vector<ErrorCode> out(keys.size(), ErrorCode::OK);
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!(*started)[i].ok()) {
+      out[i] = (*started)[i].error();
+    } else {
+      pending.push_back(i);
+    }
+  }
+  write(pending, *started, &out);
+  std::vector<std::string> done, failed;
+  std::vector<size_t> done_at;
+  for (size_t i : pending) {
+    if (out[i] == ErrorCode::OK) {
+      done.push_back(keys[i]);
+      done_at.push_back(i);
+    } else {
+      failed.push_back(keys[i]);
+    }
+  }
+  if (!failed.empty()) (void)master().BatchPutRevoke(tenant, failed);
+  if (!done.empty()) {
+    auto ended = master().BatchPutEnd(tenant, done);
+    for (size_t k = 0; k < done_at.size(); ++k) {
+      out[done_at[k]] = ended.ok() ? (*ended)[k] : ended.error();
+      // A new object: as in Put.
+      if (out[done_at[k]] == ErrorCode::OK) cache->Invalidate(tenant, done[k]);
+    }
+  }
   return out;
 }
 
@@ -160,61 +298,79 @@ std::vector<ErrorCode> Client::BatchPut(std::string_view tenant,
     return out;
   }
   Impl& impl = *impl_;
+  if (impl.staging == nullptr) return std::vector<ErrorCode>(keys.size(), ErrorCode::INVALID_PARAMS);
   std::vector<uint64_t> sizes;
   for (std::string_view v : values) sizes.push_back(v.size());
-  auto started = impl.master().BatchPutStart(tenant, keys, sizes, options.config);
-  if (!started.ok()) return std::vector<ErrorCode>(keys.size(), started.error());
+  return impl.BatchPutWith(
+      tenant, keys, sizes, options.config,
+      [&](const std::vector<size_t>& pending, const Impl::StartedReplicas& started,
+          std::vector<ErrorCode>* out) {
+        ForEachRound(&impl, pending, sizes, out,
+                     [&](const std::vector<size_t>& round, const std::vector<uint8_t*>& at) {
+          std::vector<TransferPlan> plans;
+          std::vector<const TransferPlan*> plan_of;
+          plans.reserve(round.size());
+          for (size_t k = 0; k < round.size(); ++k) {
+            std::memcpy(at[k], values[round[k]].data(), sizes[round[k]]);
+            const ConstBuffer staged{at[k], sizes[round[k]]};
+            plans.push_back(GatherPlan({&staged, 1}).value());
+            plan_of.push_back(&plans.back());
+          }
+          impl.WriteBatch(round, plan_of, started, out);
+        });
+      });
+}
+
+std::vector<ErrorCode> Client::BatchPutFrom(std::string_view tenant,
+                                            const std::vector<std::string>& keys,
+                                            const std::vector<ConstBuffer>& buffers,
+                                            const PutOptions& options) {
+  std::vector<std::vector<ConstBuffer>> parts;
+  for (const ConstBuffer& b : buffers) parts.push_back({b});
+  return BatchPutParts(tenant, keys, parts, options);
+}
+
+std::vector<ErrorCode> Client::BatchPutParts(std::string_view tenant,
+                                             const std::vector<std::string>& keys,
+                                             const std::vector<std::vector<ConstBuffer>>& parts,
+                                             const PutOptions& options) {
+  if (keys.size() != parts.size()) {
+    return std::vector<ErrorCode>(keys.size(), ErrorCode::INVALID_PARAMS);
+  }
+  if (options.compute_checksum) {  // as in BatchPut
+    std::vector<ErrorCode> out;
+    for (size_t i = 0; i < keys.size(); ++i) out.push_back(PutParts(tenant, keys[i], parts[i], options));
+    return out;
+  }
+  Impl& impl = *impl_;
+  // Bad items fail alone, before the RPC: only the good ones are started.
   std::vector<ErrorCode> out(keys.size(), ErrorCode::OK);
-  std::vector<size_t> pending;
+  std::vector<TransferPlan> plans;
+  std::vector<size_t> good;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (!(*started)[i].ok()) {
-      out[i] = (*started)[i].error();
-    } else {
-      pending.push_back(i);
-    }
+    auto plan = GatherPlan(parts[i]);
+    out[i] = impl.CheckRegistered(parts[i]);
+    if (out[i] == ErrorCode::OK && !plan.ok()) out[i] = plan.error();
+    if (out[i] != ErrorCode::OK) continue;
+    good.push_back(i);
+    plans.push_back(std::move(plan).value());
   }
-  ForEachRound(&impl, pending, sizes, &out,
-               [&](const std::vector<size_t>& round, const std::vector<uint8_t*>& at) {
-    std::vector<TransferOp> ops;
-    bool all_memory = true;
-    for (size_t k = 0; k < round.size(); ++k) {
-      const size_t i = round[k];
-      std::memcpy(at[k], values[i].data(), sizes[i]);
-      for (const ReplicaDescriptor& r : *(*started)[i]) {
-        all_memory &= r.type == ReplicaType::MEMORY;
-        ops.push_back(WholeObjectOp(r.memory, at[k], sizes[i]));
-      }
-    }
-    TransferStatus st;
-    if (all_memory) {
-      st = impl.transports.Transfer(TransferKind::WRITE, ops, impl.options.transfer_timeout_ms);
-    }
-    if (all_memory && st.ok()) return;
-    // The round failed as a whole: each item alone, so only bad ones fail.
-    for (size_t k = 0; k < round.size(); ++k) {
-      const size_t i = round[k];
-      out[i] = impl.WriteReplicas(*(*started)[i], at[k], sizes[i]);
-    }
-  });
-  std::vector<std::string> done, failed;
-  std::vector<size_t> done_at;
-  for (size_t i : pending) {
-    if (out[i] == ErrorCode::OK) {
-      done.push_back(keys[i]);
-      done_at.push_back(i);
-    } else {
-      failed.push_back(keys[i]);
-    }
+  if (good.empty()) return out;
+  std::vector<std::string> good_keys;
+  std::vector<uint64_t> sizes;
+  for (size_t k = 0; k < good.size(); ++k) {
+    good_keys.push_back(keys[good[k]]);
+    sizes.push_back(PlanBytes(plans[k]));
   }
-  if (!failed.empty()) (void)impl.master().BatchPutRevoke(tenant, failed);
-  if (!done.empty()) {
-    auto ended = impl.master().BatchPutEnd(tenant, done);
-    for (size_t k = 0; k < done_at.size(); ++k) {
-      out[done_at[k]] = ended.ok() ? (*ended)[k] : ended.error();
-      // A new object: as in Put.
-      if (out[done_at[k]] == ErrorCode::OK) impl.cache->Invalidate(tenant, done[k]);
-    }
-  }
+  const std::vector<ErrorCode> answers = impl.BatchPutWith(
+      tenant, good_keys, sizes, options.config,
+      [&](const std::vector<size_t>& pending, const Impl::StartedReplicas& started,
+          std::vector<ErrorCode>* rc) {
+        std::vector<const TransferPlan*> plan_of;
+        for (size_t k : pending) plan_of.push_back(&plans[k]);
+        impl.WriteBatch(pending, plan_of, started, rc);
+      });
+  for (size_t k = 0; k < good.size(); ++k) out[good[k]] = answers[k];
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <set>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@
 #include "common/mutex.h"
 #include "client/client.h"
 #include "client/location_cache.h"
+#include "client/transfer_plan.h"
 #include "rpc/master_client.h"
 #include "common/offset_allocator.h"
 #include "transport/am_transport.h"
@@ -52,10 +54,16 @@ struct Client::Impl {
   std::condition_variable_any staging_cv;
   std::optional<OffsetAllocator> staging_alloc GUARDED_BY(staging_mu);
 
+  // Caller buffers registered with RegisterBuffer, by address.
+  struct Registration {
+    uint64_t size = 0;
+    EngineRegions regions;
+  };
   Mutex buffers_mu;
-  std::map<void*, EngineRegions> buffers GUARDED_BY(buffers_mu);
+  std::map<uint8_t*, Registration> buffers GUARDED_BY(buffers_mu);
 
   std::optional<LocationCache> cache;  // made in Create (on `clock`)
+  LocalSegments local;                 // segments this process hosts
 
   // This thread's connection to the master (made on first use).
   MasterClient& master();
@@ -63,11 +71,26 @@ struct Client::Impl {
   Result<EngineRegions> RegisterAll(void* addr, uint64_t size);
   ErrorCode OpenEngines();
   ErrorCode SetUpStaging();
+  // True when [addr, addr + size) lies inside one registered caller buffer
+  // (size 0: always).
+  bool Registered(const void* addr, uint64_t size);
+  // INVALID_PARAMS unless every buffer is Registered.
+  template <typename Buffers>
+  ErrorCode CheckRegistered(const Buffers& buffers) {
+    for (const auto& b : buffers) {
+      if (!Registered(b.data, b.size)) return ErrorCode::INVALID_PARAMS;
+    }
+    return ErrorCode::OK;
+  }
+  // Every move of bytes: ops inside a local segment by memcpy, the rest in
+  // one TransportSet::Transfer.
+  TransferStatus Move(TransferKind kind, std::span<const TransferOp> ops);
 
   // --- locations ---
-  // MEMORY replicas (this host's first), then LOCAL_DISK ones: the order of
-  // client.h without prefer_local_disk (the order the cache keeps); the
-  // lease counted from start_ms.
+  // Replicas in an attached local segment, then this host's MEMORY
+  // replicas, then the others, then LOCAL_DISK ones: the order of client.h
+  // without prefer_local_disk (the order the cache keeps); the lease
+  // counted from start_ms.
   ObjectLocation Order(std::string_view tenant, std::string_view key, GetReplicaListResponse info,
                        int64_t start_ms) const;
   // Where an object is, and whether the location cache said so.
@@ -81,45 +104,101 @@ struct Client::Impl {
   // GetReplicaList, its answer ordered and inserted into the cache.
   Result<std::shared_ptr<const ObjectLocation>> LookUp(std::string_view tenant,
                                                        std::string_view key);
-  // BatchGet's Locate: the cache's entries, and one BatchGetReplicaList for
-  // the other keys (answers cached); an item left without a location has
-  // its error in *out.
-  std::vector<Located> LocateAll(std::string_view tenant, const std::vector<std::string>& keys,
-                                 std::vector<Result<std::string>>* out);
+  // The batch calls' Locate: the cache's entries, and one
+  // BatchGetReplicaList for the other keys (answers cached).
+  std::vector<Result<Located>> LocateAll(std::string_view tenant,
+                                         const std::vector<std::string>& keys);
 
-  // --- reads (dst: registered memory of at least loc.info.size bytes) ---
-  // Lease, then checksum, of bytes already read.
-  ErrorCode CheckRead(const ObjectLocation& loc, const uint8_t* bytes) const;
-  ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica, uint8_t* dst);
-  // ReadLocalDiskInto from the replica's node: the reply lands in dst (any
-  // memory), then CheckRead.
-  ErrorCode ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica, uint8_t* dst);
+  // --- reads (a plan of pieces of the object, client/transfer_plan.h) ---
+  // Lease, then (for a whole plan) checksum, of bytes already read.
+  ErrorCode CheckRead(const ObjectLocation& loc, const TransferPlan& plan) const;
+  ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
+                        const TransferPlan& plan);
+  // ReadLocalDiskInto from the replica's node: straight into the plan's one
+  // piece when it is the whole object, else into a temporary buffer (whole
+  // object, checksum verified) whose ranges are copied out.
+  ErrorCode ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica,
+                            const TransferPlan& plan);
   // Calls `read` for every replica in order until one succeeds or answers
   // LEASE_EXPIRED (see client.h, Failover); the last replica's code.
   using ReplicaReader = std::function<ErrorCode(const ReplicaDescriptor&)>;
   ErrorCode ReadEach(const ObjectLocation& loc, const ReplicaReader& read);
-  ErrorCode Read(const ObjectLocation& loc, uint8_t* dst);
+  ErrorCode Read(const ObjectLocation& loc, const TransferPlan& plan);
+  // Read scattered over `parts`; the bytes read.
+  Result<uint64_t> ReadInto(const ObjectLocation& loc, std::span<const MutableBuffer> parts);
   // Read into a new string: LOCAL_DISK replies land in the string itself,
   // MEMORY reads go through a staging block (RMA needs registered memory).
   Result<std::string> ReadToString(const ObjectLocation& loc);
-  // Get's read of what Locate found: ReadToString; when that fails the
-  // key's entry is dropped and, if `found` came from the cache, GetFresh.
-  Result<std::string> ReadLocated(std::string_view tenant, std::string_view key,
-                                  const GetOptions& options, const Located& found);
-  // Get with a master lookup, whatever the cache holds.
-  Result<std::string> GetFresh(std::string_view tenant, std::string_view key,
-                               const GetOptions& options);
+  // Get's rule for reading what Locate found with `read(location)`: when it
+  // fails, the key's entry is dropped and, if `found` came from the cache,
+  // ReadFresh.
+  template <typename T, typename ReadFn>
+  Result<T> ReadFound(std::string_view tenant, std::string_view key, const GetOptions& options,
+                      const Located& found, const ReadFn& read) {
+    Result<T> got = read(*found.location);
+    if (got.ok()) return got;
+    cache->Invalidate(tenant, key);
+    if (!found.cached) return got;
+    return ReadFresh<T>(tenant, key, options, read);
+  }
+  // `read` of a location the master is asked for, whatever the cache holds;
+  // a failed read drops the key's entry.
+  template <typename T, typename ReadFn>
+  Result<T> ReadFresh(std::string_view tenant, std::string_view key, const GetOptions& options,
+                      const ReadFn& read) {
+    GetOptions fresh = options;
+    fresh.use_location_cache = false;
+    auto found = Locate(tenant, key, fresh);
+    if (!found.ok()) return found.error();
+    Result<T> got = read(*found->location);
+    if (!got.ok()) cache->Invalidate(tenant, key);
+    return got;
+  }
+  // The batch reads: each item's first replica into its plan, in one Move;
+  // an item that fails is read alone with failover. rc[k] for items[k];
+  // a failed item's entry is dropped and, when its location came from the
+  // cache, its index is added to *stale (the caller reads it afresh).
+  struct BatchRead {
+    size_t index = 0;  // in the caller's keys
+    const Located* found = nullptr;
+    TransferPlan plan;
+  };
+  std::vector<ErrorCode> ReadBatch(std::string_view tenant, const std::vector<BatchRead>& items,
+                                   std::vector<size_t>* stale);
 
   // --- writes ---
-  // One WRITE of [src, src + size) to every replica, in one Transfer.
-  ErrorCode WriteReplicas(const std::vector<ReplicaDescriptor>& replicas, uint8_t* src,
-                          uint64_t size);
+  // The plan's pieces to every replica (one op per piece per replica), in
+  // one Move. INVALID_REPLICA for a replica that is not MEMORY.
+  ErrorCode WriteReplicas(const std::vector<ReplicaDescriptor>& replicas,
+                          const TransferPlan& plan);
+  // PutStart, WriteReplicas, PutEnd (PutRevoke and the write's code when it
+  // fails); the checksum, when asked for, over the plan's bytes.
+  ErrorCode PutPlanned(std::string_view tenant, std::string_view key, const TransferPlan& plan,
+                       const PutOptions& options);
+  // One BatchPutStart of `sizes`, `write(pending, started, &out)` for the
+  // started items, then one BatchPutRevoke of the failed ones and one
+  // BatchPutEnd of the written ones (their cached locations dropped).
+  using StartedReplicas = std::vector<Result<std::vector<ReplicaDescriptor>>>;
+  using BatchWriter = std::function<void(const std::vector<size_t>& pending,
+                                         const StartedReplicas& started,
+                                         std::vector<ErrorCode>* out)>;
+  std::vector<ErrorCode> BatchPutWith(std::string_view tenant,
+                                      const std::vector<std::string>& keys,
+                                      const std::vector<uint64_t>& sizes,
+                                      const PutConfig& config, const BatchWriter& write);
+  // Writes items (indexes into `started`, each with its plan) in one Move;
+  // when that fails, each item alone, so only bad ones fail.
+  void WriteBatch(const std::vector<size_t>& items, const std::vector<const TransferPlan*>& plans,
+                  const StartedReplicas& started, std::vector<ErrorCode>* out);
 };
 
 // A range of registered memory a call moves bytes through: a block of the
 // staging buffer (waiting while it is full), or, for a value larger than
 // the staging buffer, memory mapped and registered for the call. Given back
 // on destruction.
+//
+// A client without staging (staging_bytes = 0) gives none: data() is
+// nullptr and error() INVALID_PARAMS.
 class StagingBlock {
  public:
   StagingBlock(Client::Impl* impl, uint64_t size);
@@ -127,26 +206,20 @@ class StagingBlock {
   StagingBlock(const StagingBlock&) = delete;
   StagingBlock& operator=(const StagingBlock&) = delete;
 
-  // nullptr when temporary memory could not be mapped or registered.
+  // nullptr when there is no staging, or temporary memory could not be
+  // mapped or registered (error() says which).
   uint8_t* data() const { return data_; }
+  ErrorCode error() const { return error_; }
 
  private:
   Client::Impl* const impl_;
   const uint64_t size_;
   uint8_t* data_ = nullptr;
+  ErrorCode error_ = ErrorCode::OK;
   uint64_t offset_ = 0;
   uint64_t pooled_size_ = 0;  // 0: temporary memory
   EngineRegions temp_regions_;
 };
-
-// The single op of reading or writing a whole object at `replica`.
-inline TransferOp WholeObjectOp(const MemoryDescriptor& replica, void* local, uint64_t size) {
-  TransferOp op;
-  op.remote = &replica;
-  op.local = local;
-  op.length = size;
-  return op;
-}
 
 // The staging size `size` takes (64-byte aligned, at least one unit).
 inline uint64_t StagingSize(uint64_t size) {

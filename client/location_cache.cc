@@ -101,6 +101,14 @@ void LocationCache::Invalidate(std::string_view tenant, std::string_view key) {
   EraseLocked(it->second);
 }
 
+void LocationCache::InvalidateAll() {
+  if (!enabled()) return;
+  MutexLock lock(&mu_);
+  for (uint64_t& epoch : epochs_) ++epoch;
+  counters_.invalidated += lru_.size();
+  while (!lru_.empty()) EraseLocked(lru_.begin());
+}
+
 LocationCacheStats LocationCache::stats() const {
   MutexLock lock(&mu_);
   LocationCacheStats s = counters_;

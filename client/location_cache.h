@@ -100,6 +100,9 @@ class LocationCache {
   void Insert(std::shared_ptr<const ObjectLocation> location, uint64_t epoch);
   // Drops the key's entry and moves its epoch (see Races above).
   void Invalidate(std::string_view tenant, std::string_view key);
+  // Drops every entry and moves every epoch (after RemoveAll: coarser than
+  // the tenant's keys, which the cache cannot list cheaply, and as sound).
+  void InvalidateAll();
 
   LocationCacheStats stats() const;
 

@@ -156,6 +156,21 @@ TEST_F(LocationCacheTest, InvalidateDropsTheEntry) {
   EXPECT_EQ(cache.stats().bytes, 0u);
 }
 
+// After RemoveAll: every entry goes, and no answer older than that comes back.
+TEST_F(LocationCacheTest, InvalidateAllDropsEveryEntryAndMovesEveryEpoch) {
+  LocationCache cache(Options(), &clock_);
+  Put(cache, "a");
+  Put(cache, "b");
+  const uint64_t before = cache.Epoch("t", "c");
+  cache.InvalidateAll();
+  cache.Insert(Located("t", "c"), before);
+  EXPECT_EQ(cache.Lookup("t", "a"), nullptr);
+  EXPECT_EQ(cache.Lookup("t", "c"), nullptr);
+  EXPECT_EQ(cache.stats().invalidated, 2u);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+}
+
 // A lookup in flight while the key is invalidated (a Remove on another
 // thread) must not bring the old location back.
 TEST_F(LocationCacheTest, AnAnswerOlderThanAnInvalidateIsNotInserted) {
