@@ -1,0 +1,196 @@
+// EmbeddedClient against the real master service in-process (RpcServer +
+// Directory on 127.0.0.1:0, Cap'n Proto) and real UCX engines on
+// 127.0.0.1: two embedded clients of one process, each hosting a segment.
+#include "embedded/embedded_client.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "directory/directory.h"
+#include "directory/directory_test_util.h"
+#include "master/rpc_server.h"
+#include "rpc/master_client.h"
+#include "transport/transport_test_util.h"
+
+namespace shelfmark {
+namespace {
+
+class EmbeddedClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DirectoryOptions options;
+    // Reads are timed on the client's real clock against this lease: far
+    // longer than any read, so no test depends on speed.
+    options.default_kv_lease_ttl_ms = 600'000;
+    dir_ = MakeTestDirectory(&master_clock_, options);
+    RpcServerOptions rpc;
+    rpc.bind_address = "127.0.0.1";
+    rpc.port = 0;
+    server_ = std::make_unique<RpcServer>(*dir_, nullptr, rpc);
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok());
+    address_ = "127.0.0.1:" + std::to_string(*port);
+  }
+
+  void TearDown() override { server_->Stop(); }
+
+  EmbeddedOptions Options(const std::string& segment_name, uint64_t segment_size = 16 << 20) {
+    EmbeddedOptions o;
+    o.master = address_;
+    o.protocol = "ucx";
+    o.cluster_token = "token";
+    o.segment_size = segment_size;
+    o.segment_name = segment_name;
+    o.staging_bytes = 4 << 20;
+    o.ping_interval_ms = 1000;
+    return o;
+  }
+
+  std::unique_ptr<EmbeddedClient> Make(const EmbeddedOptions& options) {
+    auto made = EmbeddedClient::Create(options);
+    EXPECT_TRUE(made.ok()) << ErrorCodeName(made.error());
+    return made.ok() ? std::move(made).value() : nullptr;
+  }
+
+  // The master's answer, bypassing every client's cache.
+  Result<GetReplicaListResponse> AtMaster(const std::string& key) {
+    MasterClientOptions mo;
+    mo.address = address_;
+    MasterClient master(mo);
+    return master.GetReplicaList("t", key);
+  }
+
+  static uint64_t RmaOps(Client& client) {
+    auto c = client.TransferCounters("ucx");
+    return c ? c->reads_posted + c->writes_posted + c->local_reads : 0;
+  }
+
+  ManualClock master_clock_;
+  std::unique_ptr<Directory> dir_;
+  std::unique_ptr<RpcServer> server_;
+  std::string address_;
+};
+
+TEST_F(EmbeddedClientTest, TwoProcessesWorthOfSegmentsShareObjects) {
+  auto a = Make(Options("emb-a"));
+  auto b = Make(Options("emb-b"));
+  ASSERT_TRUE(a && b);
+  Client& ca = *a->client();
+  Client& cb = *b->client();
+  ASSERT_TRUE(a->segment().has_value());
+  EXPECT_EQ(a->node_counters().mounts, 1u);
+
+  // replica_num = 2: one replica in each process's segment.
+  const std::string value = testing::TestPattern(300'000, 'a');
+  PutOptions two;
+  two.config.replica_num = 2;
+  two.compute_checksum = true;
+  ASSERT_EQ(ca.Put("t", "both", value, two), ErrorCode::OK);
+  auto both = AtMaster("both");
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->replicas.size(), 2u);
+  std::vector<UUID> segments = {both->replicas[0].memory.segment_id,
+                                both->replicas[1].memory.segment_id};
+  EXPECT_TRUE((segments[0] == a->segment()->id && segments[1] == b->segment()->id) ||
+              (segments[0] == b->segment()->id && segments[1] == a->segment()->id));
+  // Each process reads its own replica by memcpy.
+  for (Client* c : {&ca, &cb}) {
+    const uint64_t copies = c->local_stats().copies, rma = RmaOps(*c);
+    auto got = c->Get("t", "both");
+    ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, value);
+    EXPECT_EQ(c->local_stats().copies, copies + 1);
+    EXPECT_EQ(RmaOps(*c), rma);
+  }
+
+  // An object in b's segment only is read by a over UCX, by b with memcpy.
+  PutOptions on_b;
+  on_b.config.preferred_segments = {"emb-b"};
+  ASSERT_EQ(ca.Put("t", "on-b", "bytes in b", on_b), ErrorCode::OK);
+  const uint64_t a_copies = ca.local_stats().copies, a_rma = RmaOps(ca);
+  EXPECT_EQ(*ca.Get("t", "on-b"), "bytes in b");
+  EXPECT_EQ(ca.local_stats().copies, a_copies);
+  EXPECT_GT(RmaOps(ca), a_rma);
+  const uint64_t b_copies = cb.local_stats().copies, b_rma = RmaOps(cb);
+  EXPECT_EQ(*cb.Get("t", "on-b"), "bytes in b");
+  EXPECT_EQ(cb.local_stats().copies, b_copies + 1);
+  EXPECT_EQ(RmaOps(cb), b_rma);
+
+  // b closes: the master drops b's replicas (and the object b alone held);
+  // the other replica still serves the object.
+  EXPECT_EQ(b->Close(), ErrorCode::OK);
+  EXPECT_EQ(b->client(), nullptr);
+  auto after = AtMaster("both");
+  ASSERT_TRUE(after.ok()) << ErrorCodeName(after.error());
+  ASSERT_EQ(after->replicas.size(), 1u);
+  EXPECT_EQ(after->replicas[0].memory.segment_id, a->segment()->id);
+  EXPECT_EQ(AtMaster("on-b").error(), ErrorCode::OBJECT_NOT_FOUND);
+  GetOptions fresh;
+  fresh.use_location_cache = false;
+  auto got = ca.Get("t", "both", fresh);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, value);
+}
+
+TEST_F(EmbeddedClientTest, WithoutStagingOnlyRegisteredBuffersArePut) {
+  EmbeddedOptions options = Options("emb-nostage");
+  options.staging_bytes = 0;
+  auto e = Make(options);
+  ASSERT_TRUE(e);
+  Client& c = *e->client();
+  EXPECT_EQ(c.Put("t", "k", "staged"), ErrorCode::INVALID_PARAMS);
+  std::vector<char> buffer(1 << 16);
+  ASSERT_EQ(c.RegisterBuffer(buffer.data(), buffer.size()), ErrorCode::OK);
+  std::memcpy(buffer.data(), "registered", 10);
+  ASSERT_EQ(c.PutFrom("t", "k", buffer.data(), 10), ErrorCode::OK);
+  auto got = c.GetInto("t", "k", buffer.data() + 100, 100);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(std::string(buffer.data() + 100, *got), "registered");
+  EXPECT_EQ(c.local_stats().copies, 2u);  // the put and the get, in its own segment
+  c.UnregisterBuffer(buffer.data());
+}
+
+TEST_F(EmbeddedClientTest, CloseThenCreateAgain) {
+  auto first = Make(Options("emb-again"));
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->client()->Put("t", "gone", "with the segment"), ErrorCode::OK);
+  EXPECT_EQ(first->Close(), ErrorCode::OK);
+  EXPECT_EQ(first->Close(), ErrorCode::OK);  // closing twice is harmless
+  EXPECT_FALSE(first->segment().has_value());
+  EXPECT_EQ(AtMaster("gone").error(), ErrorCode::OBJECT_NOT_FOUND);
+  auto second = Make(Options("emb-again"));  // the same segment name is free again
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->client()->Put("t", "back", "again"), ErrorCode::OK);
+  EXPECT_EQ(*second->client()->Get("t", "back"), "again");
+}
+
+TEST_F(EmbeddedClientTest, WithoutASegmentItIsAPlainClient) {
+  auto host = Make(Options("emb-host"));
+  auto plain = Make(Options("", /*segment_size=*/0));
+  ASSERT_TRUE(host && plain);
+  EXPECT_FALSE(plain->segment().has_value());
+  ASSERT_EQ(plain->client()->Put("t", "k", "value"), ErrorCode::OK);
+  EXPECT_EQ(*plain->client()->Get("t", "k"), "value");
+  EXPECT_EQ(plain->client()->local_stats().copies, 0u);
+}
+
+TEST_F(EmbeddedClientTest, BadOptionsAndAnUnreachableMaster) {
+  EmbeddedOptions options = Options("emb-bad");
+  options.protocol = "loopback";  // a segment needs ucx or rdma
+  EXPECT_EQ(EmbeddedClient::Create(options).error(), ErrorCode::INVALID_PARAMS);
+  options = Options("emb-bad");
+  options.master = "no-port";
+  EXPECT_EQ(EmbeddedClient::Create(options).error(), ErrorCode::INVALID_PARAMS);
+  options = Options("emb-bad");
+  server_->Stop();
+  options.mount_timeout_ms = 200;
+  EXPECT_EQ(EmbeddedClient::Create(options).error(), ErrorCode::RPC_FAIL);
+}
+
+}  // namespace
+}  // namespace shelfmark
