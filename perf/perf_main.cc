@@ -6,6 +6,7 @@
 //   shelfmark-perf disk --objects=N [...]   SSD backends: batch writes and restart (index rebuild) time
 //   shelfmark-perf connect --master=HOST:PORT [...]   master connection set-up (with its handshake) and call cost
 //   shelfmark-perf hit --master=HOST:PORT --key=KEY [...]   one key read repeatedly: served by SSD, then promoted
+//   shelfmark-perf batchget --master=HOST:PORT [...]   zero-copy BatchGetInto and same-process get vs memcpy
 // The subcommand is the first positional argument; its flags follow anywhere.
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "perf/batchget_bench.h"
 #include "perf/connect_bench.h"
 #include "perf/hit_bench.h"
 #include "perf/disk_bench.h"
@@ -45,6 +47,8 @@ constexpr Subcommand kSubcommands[] = {
      shelfmark::RunConnectBench},
     {"hit", "one key read repeatedly, each get attributed to the replica that served it (promotion)",
      shelfmark::RunHitBench},
+    {"batchget", "zero-copy BatchGetInto of N objects, and a same-process get vs memcpy",
+     shelfmark::RunBatchGetBench},
 };
 
 void PrintUsage(FILE* out) {
