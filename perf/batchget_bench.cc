@@ -33,6 +33,7 @@ struct Options {
   std::string tenant = "perf-batchget";
   std::string device;
   bool json = false;
+  bool location_cache = false;
   auth::CredentialFlags credential_flags;
   auth::Credentials credentials;
 };
@@ -53,6 +54,8 @@ bool ParseOptions(int argc, const char* const* argv, Options* o) {
   flags.AddString("tenant", &o->tenant, "tenant of the benchmark objects");
   flags.AddString("device", &o->device, "RDMA device (\"\" = the first)");
   flags.AddBool("json", &o->json, "one JSON line");
+  flags.AddBool("location_cache", &o->location_cache,
+                "serve lookups from the client's location cache (off: a master RPC per get)");
   o->credential_flags.Add(flags);
   flags.ParseOrExit(argc, argv);
   if (!ParseHostPort(o->master)) {
@@ -137,6 +140,7 @@ class BatchGetBench {
     eo.segment_size = o_.segment_size >= 0 ? static_cast<uint64_t>(o_.segment_size)
                                            : Bytes() + (16ull << 20);
     eo.staging_bytes = 0;  // every byte moves through registered memory
+    if (o_.location_cache) eo.location_cache.max_entries = kLocationCacheEntries;
     const RdmaPlugin rdma = LinkedRdmaPlugin();
     eo.rdma_factory = rdma.factory;
     eo.rdma_device_present = rdma.device_present;

@@ -5,7 +5,7 @@
 //       [--objects=64] [--size=262144] [--iters=20] [--warmup=2]
 //       [--segment_size=BYTES] [--listen_ip=127.0.0.1] [--tenant=T]
 //       [--cluster_token_file=PATH] [--master_token_file=PATH] [--device=NAME]
-//       [--json]
+//       [--location_cache] [--json]
 //
 // Needs a running master. The benchmark is an EmbeddedClient
 // (embedded/embedded_client.h): with --segment_size > 0 (the default: room
@@ -19,6 +19,8 @@
 // With a hosted segment it also times GetInto of one object in that
 // segment (the client copies it with memcpy: Client::local_stats) against a
 // plain memcpy of the same size, interleaved: GB/s of each and the ratio.
+// Every get includes its lookup: a master RPC, unless --location_cache
+// (then the timed loop asks the master about once per lease).
 // Output: one JSON line (perf/batchget_report.h) or a short table. The
 // objects are removed at the end (and with the segment when it closes).
 #pragma once
