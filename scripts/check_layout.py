@@ -57,13 +57,14 @@ LAYOUT = [
         "master client directory"),
     Row("client", "rpc transport common", "",
         "node master directory ssdstore"),
+    Row("embedded", "client node transport common", "", "master directory rpc"),
     Row("tools", "", "client rpc transport auth common", ""),
-    Row("python", "client rpc transport common", "", ""),
+    Row("python", "embedded client node rpc transport common", "", ""),
     Row("testing", "service common", "", ""),
     Row("perf", "auth common",
-        "client node master rpc service ssdstore transport snapshot directory schemas", ""),
+        "embedded client node master rpc service ssdstore transport snapshot directory schemas", ""),
     Row("tests", "", "",
-        "tools perf client node master rpc service ssdstore transport snapshot "
+        "tools perf embedded client node master rpc service ssdstore transport snapshot "
         "directory schemas auth common"),
 ]
 
