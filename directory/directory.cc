@@ -78,6 +78,11 @@ uint64_t Directory::RemoveAll(std::string_view tenant, bool all_tenants, bool fo
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->RemoveAll(tenant, all_tenants, force);
 }
+Result<uint64_t> Directory::RemoveByRegex(std::string_view tenant, std::string_view pattern,
+                                          bool force) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->RemoveByRegex(tenant, pattern, force);
+}
 
 // Batches answer per item, in order; each item is an independent call (the
 // snapshot lock is taken once for the whole batch).

@@ -137,6 +137,13 @@ class Directory {
   // Removes every removable object of the tenant (every tenant when
   // `all_tenants`); returns how many were removed.
   uint64_t RemoveAll(std::string_view tenant, bool all_tenants, bool force);
+  // Removes the tenant's objects whose key matches `pattern` under
+  // RemoveAll's rules (unless `force`: only objects without a live lease or
+  // a reference and with a COMPLETE replica); returns how many were removed.
+  // The pattern is a POSIX extended regular expression searched anywhere in
+  // the key (directory/key_pattern.h: syntax and bounds). INVALID_PARAMS for
+  // an invalid tenant or a pattern KeyPattern::Compile refuses.
+  Result<uint64_t> RemoveByRegex(std::string_view tenant, std::string_view pattern, bool force);
 
   // --- batches: one answer per item, in order ---------------------------------
   std::vector<Result<std::vector<ReplicaDescriptor>>> BatchPutStart(

@@ -59,6 +59,7 @@ class DirectoryImpl {
                                                 std::string_view group_id);
   ErrorCode Remove(std::string_view tenant, std::string_view key, bool force);
   uint64_t RemoveAll(std::string_view tenant, bool all_tenants, bool force);
+  Result<uint64_t> RemoveByRegex(std::string_view tenant, std::string_view pattern, bool force);
 
   // segments and clients (directory_nodes.cc)
   ErrorCode MountSegment(const UUID& client, const Segment& segment);
@@ -138,6 +139,12 @@ class DirectoryImpl {
   // objects were picked.
   size_t SweepShard(MetadataShard& shard, const SelectVictims& select,
                     const std::function<bool(const Replica&)>& pred);
+  // RemoveAll's sweep, restricted to the keys `match` accepts: removes every
+  // object of the tenant (every tenant when `all_tenants`) that is removable
+  // (`force`, or no live lease, no reference and a COMPLETE replica) and
+  // matches. Returns how many were removed.
+  uint64_t RemoveMatching(std::string_view tenant, bool all_tenants, bool force,
+                          const std::function<bool(std::string_view key)>& match);
   // Scans every shard and removes the replicas whose owner is in `owners`.
   void PurgeOwners(const std::vector<const void*>& owners);
   void AddGroupMember(std::string_view tenant, const std::string& group, std::string_view key);

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "common/object_key.h"
+#include "directory/key_pattern.h"
 
 namespace shelfmark {
 namespace {
@@ -321,6 +322,20 @@ ErrorCode DirectoryImpl::Remove(std::string_view tenant, std::string_view key, b
 }
 
 uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, bool force) {
+  return RemoveMatching(tenant, all_tenants, force, [](std::string_view) { return true; });
+}
+
+Result<uint64_t> DirectoryImpl::RemoveByRegex(std::string_view tenant, std::string_view pattern,
+                                              bool force) {
+  if (ValidateTenant(EffectiveTenant(tenant)) != ErrorCode::OK) return ErrorCode::INVALID_PARAMS;
+  Result<KeyPattern> compiled = KeyPattern::Compile(pattern);  // once per call
+  if (!compiled.ok()) return compiled.error();
+  return RemoveMatching(tenant, /*all_tenants=*/false, force,
+                        [&](std::string_view key) { return compiled->Matches(key); });
+}
+
+uint64_t DirectoryImpl::RemoveMatching(std::string_view tenant, bool all_tenants, bool force,
+                                       const std::function<bool(std::string_view)>& match) {
   tenant = EffectiveTenant(tenant);
   uint64_t removed = 0;
   for (MetadataShard& shard : shards_) {
@@ -332,7 +347,7 @@ uint64_t DirectoryImpl::RemoveAll(std::string_view tenant, bool all_tenants, boo
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
           bool removable = force || (!meta.LeaseLive(now) && meta.ReferenceCount() == 0 &&
                                      meta.HasComplete());
-          if (removable) victims.emplace_back(name, key);
+          if (removable && match(key)) victims.emplace_back(name, key);
         });
       });
       return victims;

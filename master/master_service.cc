@@ -45,6 +45,7 @@ constexpr uint32_t kAdmin = auth::kRoleAdmin;
   X(kStat, "Stat", kReader) X(kListKeys, "ListKeys", kClient)                          \
   X(kCountKeys, "CountKeys", kClient) X(kGroupMembers, "GroupMembers", kReader)        \
   X(kRemove, "Remove", kClient) X(kRemoveAll, "RemoveAll", kAdmin)                     \
+  X(kRemoveByRegex, "RemoveByRegex", kClient)                                          \
   X(kBatchPutStart, "BatchPutStart", kClient) X(kBatchPutEnd, "BatchPutEnd", kClient)  \
   X(kBatchPutRevoke, "BatchPutRevoke", kClient)                                        \
   X(kBatchGetReplicaList, "BatchGetReplicaList", kReader)                              \
@@ -265,6 +266,16 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       if (ErrorCode c = InScope({View(p.getTenant()), p.getAllTenants(), p.getForce()}); c != ErrorCode::OK) return c;
       ctx.getResults(kSmallReply).setRemoved(
           dir_.RemoveAll(View(p.getTenant()), p.getAllTenants(), p.getForce()));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> removeByRegex(RemoveByRegexContext ctx) override {
+    return Serve(kRemoveByRegex, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant()), false, p.getForce()}); c != ErrorCode::OK) return c;
+      auto r = dir_.RemoveByRegex(View(p.getTenant()), View(p.getPattern()), p.getForce());
+      if (!r.ok()) return r.error();
+      ctx.getResults(kSmallReply).setRemoved(*r);
       return ErrorCode::OK;
     });
   }

@@ -255,6 +255,8 @@ std::vector<Call> EveryCall() {
       {"remove", kClient, [](MasterClient& m, auto& t) { return m.Remove(t, "k", false); }},
       {"removeAll", kRoleAdmin,
        [](MasterClient& m, auto& t) { return CodeOf(m.RemoveAll(t, false, false)); }},
+      {"removeByRegex", kClient,
+       [](MasterClient& m, auto& t) { return CodeOf(m.RemoveByRegex(t, "^k", false)); }},
       {"batchPutStart", kClient,
        [=](MasterClient& m, auto& t) {
          return CodeOf(m.BatchPutStart(t, keys, {64, 64}, PutConfig{}));
@@ -318,6 +320,9 @@ TEST_F(RpcAuthTest, ForceAndAllTenantsNeedAnAdmin) {
   EXPECT_EQ(client.Remove("t", "k", /*force=*/true), ErrorCode::PERMISSION_DENIED);
   EXPECT_EQ(CodeOf(client.BatchRemove("t", {"k"}, /*force=*/true)), ErrorCode::PERMISSION_DENIED);
   EXPECT_EQ(CodeOf(client.CountKeys("t", /*all_tenants=*/true)), ErrorCode::PERMISSION_DENIED);
+  EXPECT_EQ(CodeOf(client.RemoveByRegex("t", "k", /*force=*/true)), ErrorCode::PERMISSION_DENIED);
+  EXPECT_EQ(CodeOf(client.RemoveByRegex("t", "k", /*force=*/false)), ErrorCode::OK);
+  EXPECT_EQ(CodeOf(admin.RemoveByRegex("t", "k", true)), ErrorCode::OK);
   EXPECT_EQ(admin.Remove("t", "k", true), ErrorCode::OBJECT_NOT_FOUND);
   EXPECT_EQ(CodeOf(admin.CountKeys("t", true)), ErrorCode::OK);
   EXPECT_EQ(CodeOf(admin.RemoveAll("t", true, true)), ErrorCode::OK);

@@ -240,6 +240,25 @@ TEST_F(RpcServerTest, ListCountRemoveGroupsTenants) {
   EXPECT_EQ(*client.CountKeys("", true), 0u);
 }
 
+TEST_F(RpcServerTest, RemoveByRegexOverRpc) {
+  MasterClient client(ClientOptions());
+  ASSERT_EQ(client.MountSegment(MakeSegment("seg")), ErrorCode::OK);
+  for (const char* key : {"run1/a", "run1/b", "run2/a"}) Put(client, key);
+  Put(client, "run1/a", 64, "tenant-b");
+  ASSERT_TRUE(client.GetReplicaList("", "run1/b").ok());  // leased
+  auto removed = client.RemoveByRegex("", "^run1/");
+  ASSERT_TRUE(removed.ok()) << ErrorCodeName(removed.error());
+  EXPECT_EQ(*removed, 1u) << "the leased key stays unless forced";
+  removed = client.RemoveByRegex("", "^run1/", /*force=*/true);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 1u);
+  EXPECT_EQ(*client.ListKeys("", "", 10), std::vector<std::string>{"run2/a"});
+  EXPECT_EQ(*client.CountKeys("tenant-b", false), 1u);
+  EXPECT_EQ(client.RemoveByRegex("", "(a)\\1").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(client.RemoveByRegex("", "").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(client.RemoveByRegex("", std::string(300, 'a')).error(), ErrorCode::INVALID_PARAMS);
+}
+
 TEST_F(RpcServerTest, PingMountLocalDiskAndOffload) {
   MasterClient node(ClientOptions());
   MasterClient writer(ClientOptions());

@@ -534,6 +534,26 @@ Result<uint64_t> MasterClient::RemoveAll(std::string_view tenant, bool all_tenan
       });
 }
 
+Result<uint64_t> MasterClient::RemoveByRegex(std::string_view tenant, std::string_view pattern,
+                                             bool force) {
+  using Ret = Result<uint64_t>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.removeByRegexRequest(
+            capnp::MessageSize{8 + (tenant.size() + pattern.size()) / 8, 0});
+        CopyText(req.initTenant(tenant.size()), tenant);
+        CopyText(req.initPattern(pattern.size()), pattern);
+        req.setForce(force);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return static_cast<uint64_t>(r.getRemoved());
+      });
+}
+
 // --- batches ------------------------------------------------------------------
 
 Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchPutStart(

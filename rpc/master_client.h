@@ -70,6 +70,9 @@ class MasterClient {
                                                 std::string_view group_id);
   ErrorCode Remove(std::string_view tenant, std::string_view key, bool force = false);
   Result<uint64_t> RemoveAll(std::string_view tenant, bool all_tenants, bool force = false);
+  // The number of objects removed; `pattern` is a POSIX ERE (Directory::RemoveByRegex).
+  Result<uint64_t> RemoveByRegex(std::string_view tenant, std::string_view pattern,
+                                 bool force = false);
 
   // Batch forms: the outer Result fails only as a whole (RPC_FAIL or
   // INVALID_PARAMS for mismatched lengths); otherwise one answer per key, in order.

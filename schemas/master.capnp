@@ -237,6 +237,12 @@ interface MasterService {
   # --- removal ----------------------------------------------------------------
   remove @13 (tenant :Text, key :Text, force :Bool) -> (code :Int32);
   removeAll @14 (tenant :Text, allTenants :Bool, force :Bool) -> (code :Int32, removed :UInt64);
+  # RemoveAll's rules over the tenant's keys that `pattern` matches: a POSIX
+  # extended regular expression searched anywhere in the key (not
+  # ECMAScript: use [0-9] for \d). INVALID_PARAMS for a pattern that is
+  # empty, over 256 bytes, holds a NUL or a back-reference, expands past the
+  # repetition bounds, or does not compile (docs/limits.md).
+  removeByRegex @28 (tenant :Text, pattern :Text, force :Bool) -> (code :Int32, removed :UInt64);
 
   # --- batches: one answer per key, in order ----------------------------------
   batchPutStart @15 (clientId :Uuid, tenant :Text, keys :List(Text), sizes :List(UInt64),
