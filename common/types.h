@@ -76,6 +76,10 @@ struct PutConfig {
   int64_t soft_pin_ttl_ms = 0;
   // Non-empty: the object joins this group (same tenant).
   std::string group_id;
+  // Upsert: a put of a key that exists replaces it atomically instead of
+  // failing with OBJECT_ALREADY_EXISTS (docs/directory.md, "Upsert"). The
+  // live version stays readable until PutEnd swaps the new one in.
+  bool replace = false;
 };
 
 struct GetReplicaListResponse {
@@ -190,6 +194,11 @@ struct DirectoryStats {
   uint64_t promotions_refused = 0;
   uint64_t promotions_abandoned = 0;
   uint64_t promotions_inflight = 0;
+  // Upserts (PutConfig::replace): MEMORY bytes of replaced versions held
+  // until their readers' leases end, now; and versions swapped in by
+  // PutEnd since start.
+  uint64_t retired_bytes = 0;
+  uint64_t upserts = 0;
 };
 
 }  // namespace shelfmark

@@ -23,6 +23,7 @@
 #include "directory/client_registry.h"
 #include "directory/directory.h"
 #include "directory/promotion_table.h"
+#include "directory/retired_ranges.h"
 #include "directory/segment_table.h"
 #include "directory/shard.h"
 #include "directory/snapshot_lock.h"
@@ -35,6 +36,11 @@ using GroupDrops = std::vector<std::pair<std::string, std::string>>;  // group, 
 // Objects picked by a sweep of one shard: (tenant, key) pairs.
 using Victims = std::vector<std::pair<std::string, std::string>>;
 using SelectVictims = std::function<Victims(const KeyMap<TenantState>& tenants)>;
+
+// How long a node may take to report an offload before its pin is dropped
+// (directory_offload.cc); a replaced version's pinned range is retired at
+// least this long (directory_upsert.cc).
+inline constexpr int64_t kOffloadTimeoutMs = 60'000;
 
 class DirectoryImpl {
  public:
@@ -88,6 +94,39 @@ class DirectoryImpl {
   // Gives back the ranges of promotions not reported in time.
   void ExpirePromotions();
 
+  // upserts (directory_upsert.cc). The TenantState& ones: the caller holds
+  // the state's shard exclusively.
+  // PutStart with replace on a key whose live object has a COMPLETE
+  // replica: places the pending version. OBJECT_ALREADY_EXISTS while
+  // another (not stale) is pending.
+  Result<std::vector<ReplicaDescriptor>> StartReplacement(TenantState& state,
+                                                          std::string_view key,
+                                                          const UUID& client, uint64_t size,
+                                                          const PutConfig& config,
+                                                          ObjectMetadata& live, int64_t now);
+  // PutEnd of a pending version: swaps it in, retires the old one. Group
+  // changes for after the lock: the old group to leave in *drops, the new
+  // one to join in *joined.
+  ErrorCode FinishReplacement(TenantState& state, std::string_view tenant, std::string_view key,
+                              const UUID& client, ObjectMetadata& live, GroupDrops* drops,
+                              std::string* joined);
+  // PutRevoke of a pending version (ILLEGAL_CLIENT for another writer).
+  ErrorCode RevokeReplacement(TenantState& state, std::string_view key, const UUID& client);
+  // Frees the key's pending version, if any, and clears its live object's
+  // has_pending.
+  void DropPending(TenantState& state, std::string_view key);
+  // The replaced version's MEMORY ranges: to RetiredRanges until its lease
+  // deadline (and an offload pin's timeout), or freed now when none is live.
+  void RetireVersion(const ObjectMetadata& old, int64_t now);
+  // Removes the pending versions' replicas that `owned` picks (their owner
+  // goes); drops the versions left without one.
+  void PurgePendingReplicas(MetadataShard& shard,
+                            const std::function<bool(const Replica&)>& owned);
+  // Drops the shard's pending versions started before `cutoff`.
+  void ReclaimStaleReplacements(MetadataShard& shard, int64_t cutoff);
+  // Gives back the retired ranges whose deadline passed.
+  void ReleaseRetired();
+
   // eviction (eviction.cc)
   void EvictIfNeeded();
   // Lease deadline at or below which evicting candidates frees about
@@ -123,6 +162,18 @@ class DirectoryImpl {
   ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key)
       REQUIRES_SHARED(shard.mu);
   ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
+  // Places `config.replica_num` MEMORY replicas of `size` bytes. On failure
+  // wakes eviction when it could help, else counts an unplaceable put.
+  Result<std::vector<Placement>> PlaceReplicas(uint64_t size, const PutConfig& config);
+  // Fills a fresh version from a put (writer, start, size, checksum, pins,
+  // data type, group) with PROCESSING replicas at `placed`; returns their
+  // descriptors.
+  std::vector<ReplicaDescriptor> InitVersion(ObjectMetadata& meta, const UUID& client,
+                                             uint64_t size, const PutConfig& config,
+                                             int64_t now, const std::vector<Placement>& placed);
+  // PutEnd of an ordinary put: its PROCESSING replicas of `type` COMPLETE.
+  ErrorCode FinishPut(TenantState& state, std::string_view tenant, std::string_view key,
+                      const UUID& client, ObjectMetadata& meta, ReplicaType type);
   void FreeReplica(const ObjectMetadata& meta, const Replica& r);
   // Frees every replica, erases the object and, when its tenant becomes
   // empty, the tenant. Caller holds the shard exclusively.
@@ -175,6 +226,12 @@ class DirectoryImpl {
   // promotions in flight (before their replicas are purged and they are
   // erased; see PromotionTable).
   void DropPromotionsOn(const std::vector<SegmentEntry*>& segments);
+  // Unmount's step after the purge, before the erase: drops the retired
+  // ranges in the segments. After, not before, the purge: a PutEnd swapping
+  // in a new version retires the old one's range while its shard still
+  // holds a replica in the segment, which the purge's sweep of that shard
+  // ends; so no range of the segment is retired once the purge returned.
+  void DropRetiredOn(const std::vector<SegmentEntry*>& segments);
   void BackgroundLoop();
   // Raises next_replica_id_ to at least `id`.
   void RaiseNextReplicaId(uint64_t id);
@@ -187,6 +244,7 @@ class DirectoryImpl {
   SegmentTable segments_;
   ClientRegistry clients_;
   PromotionTable promotions_;
+  RetiredRanges retired_;
   const uint64_t initial_view_version_;
   std::atomic<uint64_t> view_version_;
   std::atomic<uint64_t> next_replica_id_{1};
@@ -202,6 +260,7 @@ class DirectoryImpl {
   std::atomic<uint64_t> promotions_refused_{0};
   std::atomic<uint64_t> promotions_abandoned_{0};
   std::atomic<uint64_t> unplaceable_puts_{0};
+  std::atomic<uint64_t> upserts_{0};
   std::atomic<uint64_t> background_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};
 

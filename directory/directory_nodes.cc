@@ -18,6 +18,7 @@ ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_
   if (!entry.ok()) return entry.error();
   DropPromotionsOn({*entry});
   PurgeOwners({*entry});
+  DropRetiredOn({*entry});
   segments_.Erase(*entry);
   return ErrorCode::OK;
 }
@@ -54,6 +55,7 @@ void DirectoryImpl::ExpireClients() {
   }
   DropPromotionsOn(segments);
   PurgeOwners(owners);
+  DropRetiredOn(segments);
   for (SegmentEntry* s : segments) segments_.Erase(s);
 }
 
@@ -61,11 +63,20 @@ void DirectoryImpl::DropPromotionsOn(const std::vector<SegmentEntry*>& segments)
   if (!segments.empty()) promotions_.DropSegments({segments.begin(), segments.end()});
 }
 
+void DirectoryImpl::DropRetiredOn(const std::vector<SegmentEntry*>& segments) {
+  if (!segments.empty()) retired_.DropSegments({segments.begin(), segments.end()});
+}
+
 void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
   if (owners.empty()) return;
   std::unordered_set<const void*> gone(owners.begin(), owners.end());
   auto owned = [&gone](const Replica& r) { return gone.count(r.owner) != 0; };
   for (MetadataShard& shard : shards_) {
+    // Pending versions first: a PutEnd between the two steps then swaps in
+    // a version without replicas in `owners`, and the sweep sees the old one.
+    // (The other order could swap a pending replica in `owners` into an
+    // object the sweep already passed.)
+    PurgePendingReplicas(shard, owned);
     SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
       Victims hit;
       tenants.ForEach([&](std::string_view name, const TenantState& state) {

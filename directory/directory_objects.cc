@@ -84,6 +84,7 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
   if (t == nullptr) return;
   TenantState& state = *t;
   if (ObjectMetadata* meta = state.objects.Find(key)) {
+    if (meta->has_pending) DropPending(state, key);  // a removed key takes its upsert along
     for (const Replica& r : meta->replicas) FreeReplica(*meta, r);
     if (meta->group) drops->emplace_back(*meta->group, std::string(key));
     state.objects.Erase(key);
@@ -114,6 +115,46 @@ size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tena
   return removed;
 }
 
+Result<std::vector<Placement>> DirectoryImpl::PlaceReplicas(uint64_t size,
+                                                            const PutConfig& config) {
+  auto placed = segments_.Allocate(config.replica_num, size, config.preferred_segments);
+  if (placed.ok()) return placed;
+  // Evict only for a put that eviction can help: one that can never be
+  // placed (more replicas than segments, larger than any segment) must not
+  // cost live objects.
+  if (segments_.CouldEverPlace(config.replica_num, size)) {
+    allocation_failed_ = true;
+    background_cv_.notify_one();
+  } else {
+    unplaceable_puts_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return placed;
+}
+
+std::vector<ReplicaDescriptor> DirectoryImpl::InitVersion(ObjectMetadata& meta,
+                                                          const UUID& client, uint64_t size,
+                                                          const PutConfig& config, int64_t now,
+                                                          const std::vector<Placement>& placed) {
+  meta.writer = client;
+  meta.put_start_s = CeilSeconds(now);
+  meta.size = size;
+  meta.has_checksum = config.checksum.has_value();
+  meta.checksum = config.checksum.value_or(0);
+  meta.data_type = config.data_type;
+  meta.hard_pin = config.hard_pin;
+  meta.soft_pin_deadline_s =
+      config.soft_pin_ttl_ms > 0 ? CeilSeconds(now + config.soft_pin_ttl_ms) : 0;
+  if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
+  std::vector<ReplicaDescriptor> out;
+  for (const Placement& p : placed) {
+    uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
+    meta.replicas.push_back(MakeReplica(id, ReplicaStatus::PROCESSING, ReplicaType::MEMORY,
+                                        p.segment, p.offset));
+    out.push_back(Describe(meta, meta.replicas[meta.replicas.size() - 1]));
+  }
+  return out;
+}
+
 Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& client,
                                                                std::string_view tenant,
                                                                std::string_view key,
@@ -133,42 +174,21 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
     WriterLock lock(&shard.mu);
     int64_t now = Now();
     if (ObjectMetadata* old = Find(shard, tenant, key)) {
+      // An upsert of a readable object: a pending version beside it. (One
+      // mid-put is no object to replace yet: the rules below apply.)
+      if (config.replace && old->HasComplete()) {
+        return StartReplacement(*shard.tenants.Find(tenant), key, client, size, config, *old,
+                                now);
+      }
       bool stale = !old->HasComplete() &&
                    old->put_start_ms() + options_.put_start_discard_timeout_ms < now;
       if (!stale) return ErrorCode::OBJECT_ALREADY_EXISTS;
       EraseObject(shard, tenant, key, &drops);
     }
-    auto placed = segments_.Allocate(config.replica_num, size, config.preferred_segments);
-    if (!placed.ok()) {
-      // Evict only for a put that eviction can help: one that can never be
-      // placed (more replicas than segments, larger than any segment) must
-      // not cost live objects.
-      if (segments_.CouldEverPlace(config.replica_num, size)) {
-        allocation_failed_ = true;
-        background_cv_.notify_one();
-      } else {
-        unplaceable_puts_.fetch_add(1, std::memory_order_relaxed);
-      }
-      return placed.error();
-    }
+    auto placed = PlaceReplicas(size, config);
+    if (!placed.ok()) return placed.error();
     TenantState& state = *shard.tenants.TryEmplace(tenant).first;
-    ObjectMetadata& meta = *state.objects.TryEmplace(key).first;
-    meta.writer = client;
-    meta.put_start_s = CeilSeconds(now);
-    meta.size = size;
-    meta.has_checksum = config.checksum.has_value();
-    meta.checksum = config.checksum.value_or(0);
-    meta.data_type = config.data_type;
-    meta.hard_pin = config.hard_pin;
-    meta.soft_pin_deadline_s =
-        config.soft_pin_ttl_ms > 0 ? CeilSeconds(now + config.soft_pin_ttl_ms) : 0;
-    if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
-    for (const Placement& p : *placed) {
-      uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
-      meta.replicas.push_back(MakeReplica(id, ReplicaStatus::PROCESSING, ReplicaType::MEMORY,
-                                          p.segment, p.offset));
-      out.push_back(Describe(meta, meta.replicas[meta.replicas.size() - 1]));
-    }
+    out = InitVersion(*state.objects.TryEmplace(key).first, client, size, config, now, *placed);
     state.processing.emplace(key);
     key_count_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -177,28 +197,45 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
   return out;
 }
 
-ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
-                                std::string_view key, ReplicaType type) {
-  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
-  tenant = EffectiveTenant(tenant);
-  MetadataShard& shard = ShardOf(tenant, key);
-  WriterLock lock(&shard.mu);
-  ObjectMetadata* meta = Find(shard, tenant, key);
-  if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
-  if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
+ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
+                                   std::string_view key, const UUID& client,
+                                   ObjectMetadata& meta, ReplicaType type) {
+  if (meta.writer != client) return ErrorCode::ILLEGAL_CLIENT;
   size_t finished = 0;
-  for (Replica& r : meta->replicas) {
+  for (Replica& r : meta.replicas) {
     if (r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING) {
       r.status = static_cast<uint64_t>(ReplicaStatus::COMPLETE);
       ++finished;
     }
   }
-  if (finished == 0) return meta->HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
-  if (!meta->HasProcessing()) shard.tenants.Find(tenant)->processing.erase(std::string(key));
+  if (finished == 0) return meta.HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
+  if (!meta.HasProcessing()) state.processing.erase(std::string(key));
   if (type == ReplicaType::MEMORY && !options_.offload_on_evict) {
-    QueueOffloadFor(tenant, key, *meta);
+    QueueOffloadFor(tenant, key, meta);
   }
   return ErrorCode::OK;
+}
+
+ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
+                                std::string_view key, ReplicaType type) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
+  tenant = EffectiveTenant(tenant);
+  MetadataShard& shard = ShardOf(tenant, key);
+  GroupDrops drops;
+  std::string joined;
+  ErrorCode rc;
+  {
+    WriterLock lock(&shard.mu);
+    ObjectMetadata* meta = Find(shard, tenant, key);
+    if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+    TenantState& state = *shard.tenants.Find(tenant);
+    rc = meta->has_pending && type == ReplicaType::MEMORY
+             ? FinishReplacement(state, tenant, key, client, *meta, &drops, &joined)
+             : FinishPut(state, tenant, key, client, *meta, type);
+  }
+  DropGroupMembers(tenant, drops);
+  if (!joined.empty()) AddGroupMember(tenant, joined, key);
+  return rc;
 }
 
 ErrorCode DirectoryImpl::PutRevoke(const UUID& client, std::string_view tenant,
@@ -212,6 +249,9 @@ ErrorCode DirectoryImpl::PutRevoke(const UUID& client, std::string_view tenant,
     WriterLock lock(&shard.mu);
     ObjectMetadata* meta = Find(shard, tenant, key);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+    if (meta->has_pending && type == ReplicaType::MEMORY) {
+      return RevokeReplacement(*shard.tenants.Find(tenant), key, client);
+    }
     if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
     removed = RemoveReplicas(shard, tenant, key, [type](const Replica& r) {
       return r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING;
@@ -423,6 +463,7 @@ void DirectoryImpl::ReclaimStalePuts() {
   auto processing = [](const Replica& r) { return r.status_enum() == ReplicaStatus::PROCESSING; };
   for (MetadataShard& shard : shards_) {
     int64_t cutoff = Now() - options_.put_start_release_timeout_ms;
+    ReclaimStaleReplacements(shard, cutoff);
     {
       ReaderLock peek(&shard.mu);  // the common case: nothing to do
       if (StalePuts(shard.tenants, cutoff).empty()) continue;
@@ -437,6 +478,7 @@ void DirectoryImpl::RunBackgroundOnce() {
   ExpireClients();
   ExpireInflightOffloads();
   ExpirePromotions();
+  ReleaseRetired();
   ReclaimStalePuts();
   EvictIfNeeded();
   background_runs_.fetch_add(1, std::memory_order_relaxed);
@@ -477,6 +519,8 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.promotions_refused = promotions_refused_.load();
   s.promotions_abandoned = promotions_abandoned_.load();
   s.promotions_inflight = promotions_.size();
+  s.retired_bytes = retired_.bytes();
+  s.upserts = upserts_.load();
   return s;
 }
 

@@ -8,8 +8,6 @@
 namespace shelfmark {
 namespace {
 
-// How long a node may take to report an offload before its pin is dropped.
-constexpr int64_t kOffloadTimeoutMs = 60'000;
 // A queued copy not handed out within this long is queued again by eviction
 // (its task may have been lost with a node's queue).
 constexpr int64_t kRequeueAfterMs = kOffloadTimeoutMs;

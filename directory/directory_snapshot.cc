@@ -172,20 +172,45 @@ ShardState DirectoryImpl::ExportShard(uint32_t index) const {
   return out;
 }
 
+// Records the range [offset, offset + aligned size) of `segment` as free
+// (unsorted: the caller sorts once).
+static void ExportFree(const SegmentEntry* segment, uint64_t offset, uint64_t size,
+                       std::vector<SegmentState>* segments) {
+  for (SegmentState& s : *segments) {
+    if (s.segment.id == segment->segment.id) {
+      s.free_extents.emplace_back(offset, segment->AlignedSize(size));
+    }
+  }
+}
+
 SegmentsState DirectoryImpl::ExportSegments() const {
   SegmentsState out;
   out.view_version = view_version_.load();
   out.next_replica_id = next_replica_id_.load();
   out.segments = segments_.Export();
-  // A restored master knows no promotion in flight: their ranges are
-  // exported free (a late PromoteEnd then finds nothing and is refused).
+  // Ranges held outside any object are exported free: a restored master
+  // knows no promotion in flight (a late PromoteEnd then finds nothing and
+  // is refused), no pending upsert version (like an unfinished put: its
+  // PutEnd finds the old version and the writer's client retries) and no
+  // retired range (the readers of a replaced version are long gone once a
+  // master restarted: their leases were granted by the old process).
   for (const InflightPromotion& p : promotions_.Export()) {
-    for (SegmentState& s : out.segments) {
-      if (s.segment.id != p.segment->segment.id) continue;
-      s.free_extents.emplace_back(p.offset, p.segment->AlignedSize(p.size));
-      std::sort(s.free_extents.begin(), s.free_extents.end());
-    }
+    ExportFree(p.segment, p.offset, p.size, &out.segments);
   }
+  for (const RetiredRange& r : retired_.Export()) {
+    ExportFree(r.segment, r.offset, r.size, &out.segments);
+  }
+  for (const MetadataShard& shard : shards_) {
+    ReaderLock lock(&shard.mu);
+    shard.tenants.ForEach([&](std::string_view, const TenantState& state) {
+      state.replacing.ForEach([&](std::string_view, const ObjectMetadata& pending) {
+        for (const Replica& r : pending.replicas) {
+          if (r.is_memory()) ExportFree(r.segment(), r.offset, pending.size, &out.segments);
+        }
+      });
+    });
+  }
+  for (SegmentState& s : out.segments) std::sort(s.free_extents.begin(), s.free_extents.end());
   out.disks = clients_.ExportDisks();
   return out;
 }
@@ -407,6 +432,7 @@ void DirectoryImpl::Clear() {
   }
   key_count_ = 0;
   promotions_.Clear();
+  retired_.Clear();
   segments_.Clear();
   clients_.Clear();
   next_replica_id_ = 1;

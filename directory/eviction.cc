@@ -3,7 +3,7 @@
 // lease deadline: a sample of candidates gives the lease cutoff, then every
 // shard evicts candidates at or below it. Candidates: COMPLETE MEMORY
 // replicas of objects whose lease expired, without hard pin or references,
-// not mid-put; soft-pinned objects only in a second pass. With an SSD tier
+// not mid-put (nor mid-upsert; a pending version is never a candidate); soft-pinned objects only in a second pass. With an SSD tier
 // (docs/directory.md), a candidate without a LOCAL_DISK copy keeps its
 // MEMORY replicas until the copy exists (MayEvictNow queues it).
 #include <algorithm>
@@ -19,7 +19,8 @@ constexpr int64_t kFruitlessBackoffMs = 1000;
 
 bool Evictable(const ObjectMetadata& meta, int64_t now, bool allow_soft_pinned) {
   if (meta.hard_pin || meta.LeaseLive(now) || meta.ReferenceCount() > 0) return false;
-  if (meta.HasProcessing() || !meta.HasCompleteMemory()) return false;
+  // An upsert in progress counts as mid-put: its PutEnd swaps the object.
+  if (meta.HasProcessing() || meta.has_pending || !meta.HasCompleteMemory()) return false;
   return allow_soft_pinned || !meta.SoftPinned(now);
 }
 

@@ -1,6 +1,7 @@
 #include "directory/object_metadata.h"
 
 #include <cstring>
+#include <utility>
 
 namespace shelfmark {
 
@@ -34,6 +35,35 @@ void ReplicaList::push_back(const Replica& r) {
   heap_ = grown;
   cap_ = new_cap;
   heap_[size_++] = r;
+}
+
+void ReplicaList::swap(ReplicaList& other) noexcept {
+  // The union holds either the inline replica or the heap pointer; its
+  // bytes move as they are, with the size and capacity that say which.
+  unsigned char tmp[sizeof(inline_)];
+  std::memcpy(tmp, static_cast<void*>(&inline_), sizeof(inline_));
+  std::memcpy(static_cast<void*>(&inline_), static_cast<void*>(&other.inline_), sizeof(inline_));
+  std::memcpy(static_cast<void*>(&other.inline_), tmp, sizeof(inline_));
+  std::swap(size_, other.size_);
+  std::swap(cap_, other.cap_);
+}
+
+void SwapVersions(ObjectMetadata& a, ObjectMetadata& b) {
+  std::swap(a.writer, b.writer);
+  std::swap(a.size, b.size);
+  std::swap(a.checksum, b.checksum);
+  const int64_t lease = a.lease_deadline_ms.load();
+  a.lease_deadline_ms = b.lease_deadline_ms.load();
+  b.lease_deadline_ms = lease;
+  std::swap(a.group, b.group);
+  std::swap(a.put_start_s, b.put_start_s);
+  std::swap(a.soft_pin_deadline_s, b.soft_pin_deadline_s);
+  a.replicas.swap(b.replicas);
+  std::swap(a.data_type, b.data_type);
+  std::swap(a.has_checksum, b.has_checksum);
+  std::swap(a.hard_pin, b.hard_pin);
+  std::swap(a.has_pending, b.has_pending);
+  std::swap(a.offload_queued_stamp, b.offload_queued_stamp);
 }
 
 bool ObjectMetadata::HasComplete() const {

@@ -59,6 +59,8 @@ class ReplicaList {
   const Replica* end() const { return data() + size_; }
   Replica& operator[](size_t i) { return data()[i]; }
   void push_back(const Replica& r);
+  // Exchanges the contents of two lists (no allocation).
+  void swap(ReplicaList& other) noexcept;
   // Removes every replica for which pred(r) is true; returns how many.
   template <typename Pred>
   size_t erase_if(Pred pred) {
@@ -102,6 +104,9 @@ struct ObjectMetadata {
   DataType data_type = DataType::UNKNOWN;
   bool has_checksum = false;
   bool hard_pin = false;
+  // A pending version of this key waits in its tenant's `replacing` map (an
+  // upsert between PutStart and PutEnd; directory_upsert.cc).
+  bool has_pending = false;
   // When an offload of this object was last queued, as OffloadStamp()
   // (0: never). Written under the shard's writer lock (eviction's sweep
   // sees the object const, hence mutable); in the tail padding.
@@ -119,5 +124,9 @@ struct ObjectMetadata {
   // lease = max(lease, deadline). Safe under a shared shard lock.
   void ExtendLease(int64_t deadline_ms);
 };
+
+// Exchanges everything two versions of one key hold: writer, size, checksum,
+// lease, group, times, replicas, flags. Caller holds the shard exclusively.
+void SwapVersions(ObjectMetadata& a, ObjectMetadata& b);
 
 }  // namespace shelfmark

@@ -30,6 +30,43 @@ TEST(ReplicaList, FieldsRoundTripThroughBitfields) {
   EXPECT_EQ(r.refcnt, 0u);
 }
 
+TEST(ReplicaList, SwapExchangesInlineAndHeapLists) {
+  ReplicaList one, three;
+  one.push_back(MakeReplica(1, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, nullptr, 64));
+  for (uint64_t i = 10; i < 13; ++i) {
+    three.push_back(MakeReplica(i, ReplicaStatus::PROCESSING, ReplicaType::MEMORY, nullptr, i));
+  }
+  one.swap(three);
+  ASSERT_EQ(one.size(), 3u);
+  ASSERT_EQ(three.size(), 1u);
+  EXPECT_EQ(one[2].id, 12u);
+  EXPECT_EQ(three[0].id, 1u);
+  three.push_back(MakeReplica(2, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, nullptr, 128));
+  EXPECT_EQ(three[1].id, 2u);  // the inline list grows as before
+}
+
+TEST(ObjectMetadata, SwapVersionsExchangesEverything) {
+  ObjectMetadata live, pending;
+  live.size = 100;
+  live.lease_deadline_ms = 5000;
+  live.has_pending = true;
+  live.group = std::make_unique<const std::string>("old");
+  pending.size = 300;
+  pending.hard_pin = true;
+  pending.replicas.push_back(MakeReplica(7, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, nullptr, 0));
+  SwapVersions(live, pending);
+  EXPECT_EQ(live.size, 300u);
+  EXPECT_TRUE(live.hard_pin);
+  EXPECT_EQ(live.lease_deadline_ms.load(), 0);
+  EXPECT_FALSE(live.has_pending);
+  EXPECT_EQ(live.group, nullptr);
+  ASSERT_EQ(live.replicas.size(), 1u);
+  EXPECT_EQ(pending.size, 100u);
+  EXPECT_EQ(pending.lease_deadline_ms.load(), 5000);
+  EXPECT_EQ(*pending.group, "old");
+  EXPECT_TRUE(pending.replicas.empty());
+}
+
 TEST(ObjectMetadata, LeaseOnlyGrows) {
   ObjectMetadata m;
   m.ExtendLease(100);

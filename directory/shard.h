@@ -40,8 +40,14 @@ struct TenantState {
   KeyMap<ObjectMetadata> objects;
   StringSet processing;  // keys with an unfinished put
   StringMap<std::set<std::string>> groups;  // group id -> member keys
+  // Pending versions of upserts (PutConfig::replace), kept apart from the
+  // live objects until PutEnd swaps them in (directory_upsert.cc). Every key
+  // here is in `objects` too, with has_pending set.
+  KeyMap<ObjectMetadata> replacing;
 
-  bool Empty() const { return objects.empty() && processing.empty() && groups.empty(); }
+  bool Empty() const {
+    return objects.empty() && processing.empty() && groups.empty() && replacing.empty();
+  }
 };
 
 struct MetadataShard {

@@ -193,6 +193,7 @@ void Encode(const PutConfig& v, wire::PutConfig::Builder b) {
   b.setHardPin(v.hard_pin);
   b.setSoftPinTtlMs(v.soft_pin_ttl_ms);
   b.setGroupId(AsText(v.group_id));
+  b.setReplace(v.replace);
 }
 
 ErrorCode Decode(wire::PutConfig::Reader r, PutConfig* out) {
@@ -209,6 +210,7 @@ ErrorCode Decode(wire::PutConfig::Reader r, PutConfig* out) {
   SM_DECODE_OR_RETURN(DecodeEnum(r.getDataType(), &out->data_type));
   out->hard_pin = r.getHardPin();
   out->soft_pin_ttl_ms = r.getSoftPinTtlMs();
+  out->replace = r.getReplace();
   return CopyBlob(r.getGroupId(), kMaxBlobBytes, &out->group_id);
 }
 

@@ -215,6 +215,7 @@ TEST(RpcConvertTest, PutConfigRoundTrip) {
   c.hard_pin = true;
   c.soft_pin_ttl_ms = 12345;
   c.group_id = "layer-7";
+  c.replace = true;
   capnp::MallocMessageBuilder b;
   Encode(c, b.initRoot<wire::PutConfig>());
   Wire w(b);
@@ -227,6 +228,7 @@ TEST(RpcConvertTest, PutConfigRoundTrip) {
   EXPECT_TRUE(out.hard_pin);
   EXPECT_EQ(out.soft_pin_ttl_ms, 12345);
   EXPECT_EQ(out.group_id, "layer-7");
+  EXPECT_TRUE(out.replace);
 
   // Defaults: no checksum, one replica.
   capnp::MallocMessageBuilder b2;
@@ -238,6 +240,7 @@ TEST(RpcConvertTest, PutConfigRoundTrip) {
   EXPECT_FALSE(out2.checksum.has_value());
   EXPECT_EQ(out2.replica_num, 1u);
   EXPECT_TRUE(out2.preferred_segments.empty());
+  EXPECT_FALSE(out2.replace);
 
   // A PutConfig never set by the sender reads as the defaults too.
   capnp::MallocMessageBuilder b3;
@@ -248,6 +251,7 @@ TEST(RpcConvertTest, PutConfigRoundTrip) {
             ErrorCode::OK);
   EXPECT_EQ(out3.replica_num, 1u);
   EXPECT_FALSE(out3.checksum.has_value());
+  EXPECT_FALSE(out3.replace) << "an older client's PutConfig is a plain put";
 }
 
 TEST(RpcConvertTest, GetReplicaListResponseRoundTrip) {

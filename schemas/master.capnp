@@ -118,6 +118,7 @@ struct PutConfig {
   hardPin @5 :Bool;                    # never evicted
   softPinTtlMs @6 :Int64;              # > 0: soft-pinned until put end + ttl
   groupId @7 :Text;                    # non-empty: joins this group (same tenant)
+  replace @8 :Bool;                    # upsert: replace an existing key atomically at putEnd
 }
 
 # Answer of GetReplicaList (shelfmark::GetReplicaListResponse).
