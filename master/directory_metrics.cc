@@ -55,6 +55,12 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
   registry.AddGauge("shelfmark_master_promotions_inflight",
                     "Promotions granted and not yet reported.",
                     read(&DirectoryStats::promotions_inflight));
+  registry.AddGauge("shelfmark_master_retired_bytes",
+                    "Bytes of versions replaced by upserts, held until their readers' leases end.",
+                    read(&DirectoryStats::retired_bytes));
+  registry.AddCounterFunc("shelfmark_master_upserts_total",
+                          "Upserts whose PutEnd swapped a new version in.",
+                          read(&DirectoryStats::upserts));
   registry.AddCounterFunc("shelfmark_master_background_runs_total",
                           "Completed passes of the background work (client expiry, offload "
                           "time-outs, stale puts, eviction).",

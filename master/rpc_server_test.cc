@@ -259,6 +259,27 @@ TEST_F(RpcServerTest, RemoveByRegexOverRpc) {
   EXPECT_EQ(client.RemoveByRegex("", std::string(300, 'a')).error(), ErrorCode::INVALID_PARAMS);
 }
 
+TEST_F(RpcServerTest, UpsertOverRpc) {
+  MasterClient client(ClientOptions());
+  ASSERT_EQ(client.MountSegment(MakeSegment("seg")), ErrorCode::OK);
+  Put(client, "k", 1000);
+  PutConfig replace;
+  replace.replace = true;
+  auto started = client.PutStart("", "k", 3000, replace);
+  ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+  EXPECT_EQ(client.GetReplicaList("", "k")->size, 1000u) << "the old version until PutEnd";
+  ASSERT_EQ(client.PutEnd("", "k"), ErrorCode::OK);
+  EXPECT_EQ(client.GetReplicaList("", "k")->size, 3000u);
+  EXPECT_EQ(client.PutStart("", "k", 10, PutConfig{}).error(), ErrorCode::OBJECT_ALREADY_EXISTS)
+      << "without replace a key that exists is refused";
+  auto batch = client.BatchPutStart("", {"k"}, {20}, replace);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE((*batch)[0].ok());
+  EXPECT_EQ((*client.BatchPutEnd("", {"k"}))[0], ErrorCode::OK);
+  EXPECT_EQ(client.GetReplicaList("", "k")->size, 20u);
+  EXPECT_EQ(dir_->Stats().upserts, 2u);
+}
+
 TEST_F(RpcServerTest, PingMountLocalDiskAndOffload) {
   MasterClient node(ClientOptions());
   MasterClient writer(ClientOptions());
