@@ -554,6 +554,13 @@ Result<uint64_t> Client::RemoveAll(std::string_view tenant, bool force) {
   return removed;
 }
 
+Result<uint64_t> Client::RemoveByRegex(std::string_view tenant, std::string_view pattern,
+                                       bool force) {
+  auto removed = impl_->master().RemoveByRegex(tenant, pattern, force);
+  impl_->cache->InvalidateAll();
+  return removed;
+}
+
 LocationCacheStats Client::location_cache_stats() const { return impl_->cache->stats(); }
 
 ErrorCode Client::AttachLocalSegment(const UUID& segment_id, void* base, uint64_t size) {

@@ -217,6 +217,12 @@ class Client {
   // Removes every object of `tenant` (leased ones only with `force`); the
   // number removed. Drops the whole location cache.
   Result<uint64_t> RemoveAll(std::string_view tenant, bool force = false);
+  // The tenant's objects whose key matches `pattern` (a POSIX extended
+  // regular expression, searched anywhere in the key; docs/directory.md has
+  // its bounds), under RemoveAll's rules; the number removed. INVALID_PARAMS
+  // for a pattern the master refuses.
+  Result<uint64_t> RemoveByRegex(std::string_view tenant, std::string_view pattern,
+                                 bool force = false);
 
   // --- zero-copy puts and gets (registered caller memory, above) ----------
   // The value is [buffer, buffer + size).

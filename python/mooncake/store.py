@@ -111,6 +111,13 @@ def _config(config):
     return _DEFAULT_CONFIG if config is None else config._native()
 
 
+def _replacing(config):
+    """The PutConfig of an upsert: `config`'s, replacing an existing object."""
+    c = _native.PutConfig() if config is None else config._native()
+    c.replace = True
+    return c
+
+
 class BufferDescriptor:
     def __init__(self, size, buffer_address, protocol, transport_endpoint):
         self.size = size
@@ -273,6 +280,35 @@ class MooncakeDistributedStore:
             list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes],
             _config(config)))
 
+    # --- upserts: replace an existing object atomically ------------------------
+    # Readers that looked the old object up finish reading it; lookups after
+    # the call see the new one; a missing key is simply put (docs/python.md).
+    def upsert(self, key, value, config=None):
+        return _c(self._store.put(key, as_buffer(value), _replacing(config)))
+
+    def upsert_parts(self, key, *parts, config=None):
+        return _c(self._store.put_parts(key, _replacing(config), *[as_buffer(p) for p in parts]))
+
+    def upsert_batch(self, keys, values, config=None):
+        """0, or the first failing item's code."""
+        if len(keys) != len(values):
+            return _INVALID_PARAMS
+        codes = self._store.put_batch(list(keys), [as_buffer(v) for v in values],
+                                      _replacing(config))
+        return _c(next((c for c in codes if c != 0), 0))
+
+    def upsert_from(self, key, buffer_ptr, size, config=None):
+        return _c(self._store.put_from(key, buffer_ptr, size, _replacing(config)))
+
+    def batch_upsert_from(self, keys, buffer_ptrs, sizes, config=None):
+        return _cs(self._store.batch_put_from(list(keys), list(buffer_ptrs), list(sizes),
+                                              _replacing(config)))
+
+    def batch_upsert_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
+        return _cs(self._store.batch_put_from_multi_buffers(
+            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes],
+            _replacing(config)))
+
     # --- reads ----------------------------------------------------------------
     def get(self, key):
         """The bytes, or b"" when the key is missing (or the read failed)."""
@@ -345,3 +381,9 @@ class MooncakeDistributedStore:
     def remove_all(self, force=False):
         """The number of objects removed, or a negative code."""
         return _c(self._store.remove_all(force))
+
+    def remove_by_regex(self, regex, force=False):
+        """The number of objects whose key matches `regex` removed, or a
+        negative code (-600 for a pattern the master refuses). The syntax is
+        POSIX extended, not ECMAScript: docs/python.md."""
+        return _c(self._store.remove_by_regex(regex, force))

@@ -96,7 +96,8 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def_readwrite("preferred_segments", &PutConfig::preferred_segments)
       .def_readwrite("hard_pin", &PutConfig::hard_pin)
       .def_readwrite("soft_pin_ttl_ms", &PutConfig::soft_pin_ttl_ms)
-      .def_readwrite("group_id", &PutConfig::group_id);
+      .def_readwrite("group_id", &PutConfig::group_id)
+      .def_readwrite("replace", &PutConfig::replace);
 
   py::class_<StoreOptions>(m, "StoreOptions")
       .def(py::init<>())
@@ -234,5 +235,8 @@ PYBIND11_MODULE(_shelfmark, m) {
       })
       .def("remove", &Store::Remove, Release())
       .def("batch_remove", &Store::BatchRemove, Release())
-      .def("remove_all", &Store::RemoveAll, Release());
+      .def("local_copies", &Store::LocalCopies)
+      .def("remove_all", &Store::RemoveAll, Release())
+      .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
+           Release());
 }

@@ -1,5 +1,9 @@
 #include "python/native/store.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -8,7 +12,7 @@
 #include <utility>
 
 #include "client/client.h"
-#include "rpc/master_client.h"
+#include "embedded/embedded_client.h"
 
 namespace shelfmark::python {
 namespace {
@@ -20,10 +24,64 @@ int Code(ErrorCode code) { return static_cast<int>(code); }
 // found or not, proves it is up.
 constexpr std::string_view kHealthKey = "__shelfmark_health_check__";
 
-// The smallest staging buffer the Client accepts is 64 bytes; with
-// local_buffer_bytes = 0 the staging calls are refused above the Client,
-// which still needs one for its own use.
+// A local buffer smaller than this is raised to it (the Client refuses
+// staging buffers under 64 bytes; a few KiB would only make every call wait
+// for blocks). 0 stays 0: no staging at all.
 constexpr uint64_t kMinStagingBytes = 64 << 10;
+
+// Where other clients reach this store's segment: Mooncake's
+// local_hostname as an IPv4 address ("" and "localhost": 127.0.0.1; a name:
+// its first IPv4 address); nullopt when it names none.
+std::optional<std::string> ListenIp(const std::string& hostname) {
+  if (hostname.empty() || hostname == "localhost") return std::string("127.0.0.1");
+  in_addr parsed{};
+  if (inet_pton(AF_INET, hostname.c_str(), &parsed) == 1) return hostname;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(hostname.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  const auto* address = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  const bool ok = inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text)) != nullptr;
+  freeaddrinfo(found);
+  return ok ? std::optional<std::string>(text) : std::nullopt;
+}
+
+std::vector<int> Codes(const std::vector<ErrorCode>& codes) {
+  std::vector<int> out;
+  out.reserve(codes.size());
+  for (ErrorCode c : codes) out.push_back(Code(c));
+  return out;
+}
+
+// Sizes read, or negative codes.
+std::vector<int64_t> Sizes(const std::vector<Result<uint64_t>>& answers) {
+  std::vector<int64_t> out;
+  out.reserve(answers.size());
+  for (const Result<uint64_t>& a : answers) {
+    out.push_back(a.ok() ? static_cast<int64_t>(*a) : Code(a.error()));
+  }
+  return out;
+}
+
+// The registered pieces of each key: ptrs[i][j], sizes[i][j] as buffers;
+// false when the shapes differ.
+template <typename Buffer, typename Pointer>
+bool Pieces(const std::vector<std::vector<uint64_t>>& ptrs,
+            const std::vector<std::vector<uint64_t>>& sizes, size_t keys,
+            std::vector<std::vector<Buffer>>* out) {
+  if (ptrs.size() != keys || sizes.size() != keys) return false;
+  out->resize(keys);
+  for (size_t i = 0; i < keys; ++i) {
+    if (ptrs[i].size() != sizes[i].size()) return false;
+    for (size_t j = 0; j < ptrs[i].size(); ++j) {
+      (*out)[i].push_back(Buffer{reinterpret_cast<Pointer>(ptrs[i][j]), sizes[i][j]});
+    }
+  }
+  return true;
+}
 
 PutOptions MakePutOptions(const PutConfig& config) {
   PutOptions options;
@@ -35,7 +93,10 @@ PutOptions MakePutOptions(const PutConfig& config) {
 
 struct Store::Impl {
   StoreOptions options;
-  std::unique_ptr<Client> client;
+  // Hosts the segment (global_segment_bytes > 0) and owns the Client;
+  // destroyed (unmounting the segment) with the last call holding it.
+  std::unique_ptr<EmbeddedClient> embedded;
+  Client* client = nullptr;
 
   Mutex buffers_mu;
   std::map<uint64_t, uint64_t> buffers GUARDED_BY(buffers_mu);  // start -> size
@@ -59,17 +120,10 @@ struct Store::Impl {
     return std::string_view(reinterpret_cast<const char*>(ptr), size);
   }
 
-  // Today: Locate + Read into the registered destination.
-  // Becomes Client::GetInto once it lands.
   int64_t GetInto(const std::string& key, uint64_t ptr, uint64_t size) {
     if (!Registered(ptr, size)) return Code(ErrorCode::INVALID_PARAMS);
-    auto location = client->Locate(tenant(), key);
-    if (!location.ok()) return Code(location.error());
-    const uint64_t object_size = location->info.size;
-    if (object_size > size) return Code(ErrorCode::BUFFER_OVERFLOW);
-    const ErrorCode rc = client->Read(*location, reinterpret_cast<void*>(ptr), size);
-    if (rc != ErrorCode::OK) return Code(rc);
-    return static_cast<int64_t>(object_size);
+    auto read = client->GetInto(tenant(), key, reinterpret_cast<void*>(ptr), size);
+    return read.ok() ? static_cast<int64_t>(*read) : Code(read.error());
   }
 };
 
@@ -86,22 +140,31 @@ int Store::Setup(const StoreOptions& options) {
   Close();
   auto impl = std::make_shared<Impl>();
   impl->options = options;
-  ClientOptions client_options;
-  client_options.master = options.master;
-  client_options.protocol = options.protocol;
-  client_options.transport.device = options.device;
-  client_options.transport.cluster_token = options.cluster_token;
-  client_options.master_token = options.master_token;
-  client_options.staging_bytes = std::max(options.local_buffer_bytes, kMinStagingBytes);
-  client_options.rpc_timeout_ms = options.rpc_timeout_ms;
-  client_options.transfer_timeout_ms = options.transfer_timeout_ms;
-  client_options.rdma_factory = rdma_.factory;
-  client_options.rdma_device_present = rdma_.device_present;
-  client_options.engine_counters = rdma_.counters;
   if (options.protocol == "rdma" && !rdma_.factory) return Code(ErrorCode::INVALID_PARAMS);
-  auto client = Client::Create(std::move(client_options));
-  if (!client.ok()) return Code(client.error());
-  impl->client = std::move(client).value();
+  // Without a segment nothing listens: local_hostname is only reported.
+  auto listen_ip = options.global_segment_bytes > 0 ? ListenIp(options.local_hostname)
+                                                    : std::optional<std::string>("127.0.0.1");
+  if (!listen_ip) return Code(ErrorCode::INVALID_PARAMS);
+  EmbeddedOptions eo;
+  eo.master = options.master;
+  eo.protocol = options.protocol;
+  eo.device = options.device;
+  eo.listen_ip = *listen_ip;
+  eo.cluster_token = options.cluster_token;
+  eo.master_token = options.master_token;
+  eo.segment_size = options.global_segment_bytes;
+  eo.staging_bytes =
+      options.local_buffer_bytes == 0 ? 0 : std::max(options.local_buffer_bytes, kMinStagingBytes);
+  eo.rpc_timeout_ms = options.rpc_timeout_ms;
+  eo.mount_timeout_ms = options.rpc_timeout_ms;
+  eo.transfer_timeout_ms = options.transfer_timeout_ms;
+  eo.rdma_factory = rdma_.factory;
+  eo.rdma_device_present = rdma_.device_present;
+  eo.engine_counters = rdma_.counters;
+  auto embedded = EmbeddedClient::Create(std::move(eo));
+  if (!embedded.ok()) return Code(embedded.error());
+  impl->embedded = std::move(embedded).value();
+  impl->client = impl->embedded->client();
   if (options.check_master) {
     auto probe = impl->client->Exist(impl->tenant(), kHealthKey);
     if (!probe.ok()) return Code(probe.error());
@@ -137,6 +200,13 @@ uint64_t Store::global_segment_bytes() const {
   auto impl = Acquire();                   \
   if (impl == nullptr) return value
 
+std::pair<uint64_t, uint64_t> Store::LocalCopies() const {
+  auto impl = Acquire();
+  if (impl == nullptr) return {0, 0};
+  const LocalCopyStats stats = impl->client->local_stats();
+  return {stats.copies, stats.bytes};
+}
+
 int Store::HealthCheck() {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
   auto probe = impl->client->Exist(impl->tenant(), kHealthKey);
@@ -152,7 +222,8 @@ int Store::Put(const std::string& key, const char* data, uint64_t size, const Pu
                                 MakePutOptions(config)));
 }
 
-// Today: the parts joined, then Put. Becomes Client::PutParts.
+// The parts are Python objects, not registered memory: joined and put
+// through the staging buffer like put's bytes.
 int Store::PutParts(const std::string& key, const std::vector<const char*>& datas,
                     const std::vector<uint64_t>& sizes, const PutConfig& config) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
@@ -181,69 +252,39 @@ std::vector<int> Store::PutBatch(const std::vector<std::string>& keys,
   return out;
 }
 
-// Today: Put of the registered bytes (copied through staging).
-// Becomes Client::PutFrom(buffer).
 int Store::PutFrom(const std::string& key, uint64_t ptr, uint64_t size, const PutConfig& config) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
-  auto value = impl->View(ptr, size);
-  if (!value) return Code(ErrorCode::INVALID_PARAMS);
-  return Code(impl->client->Put(impl->tenant(), key, *value, MakePutOptions(config)));
+  if (size == 0 || !impl->Registered(ptr, size)) return Code(ErrorCode::INVALID_PARAMS);
+  return Code(impl->client->PutFrom(impl->tenant(), key, reinterpret_cast<const void*>(ptr), size,
+                                    MakePutOptions(config)));
 }
 
-// Today: BatchPut of the registered bytes. Becomes Client::BatchPutFrom.
 std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys,
                                      const std::vector<uint64_t>& ptrs,
                                      const std::vector<uint64_t>& sizes,
                                      const PutConfig& config) {
   SHELFMARK_STORE_OR(impl, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
-  std::vector<int> out(keys.size(), Code(ErrorCode::INVALID_PARAMS));
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
-  std::vector<std::string> batch_keys;
-  std::vector<std::string_view> values;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto value = impl->View(ptrs[i], sizes[i]);
-    if (!value) continue;
-    batch_keys.push_back(keys[i]);
-    values.push_back(*value);
-    index.push_back(i);
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) {
+    return std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
   }
-  if (batch_keys.empty()) return out;
-  auto answers = impl->client->BatchPut(impl->tenant(), batch_keys, values, MakePutOptions(config));
-  for (size_t i = 0; i < index.size(); ++i) out[index[i]] = Code(answers[i]);
-  return out;
+  std::vector<ConstBuffer> buffers;
+  buffers.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    buffers.push_back(ConstBuffer{reinterpret_cast<const void*>(ptrs[i]), sizes[i]});
+  }
+  return Codes(impl->client->BatchPutFrom(impl->tenant(), keys, buffers, MakePutOptions(config)));
 }
 
-// Today: each key's parts joined, then BatchPut. Becomes Client::BatchPutParts.
 std::vector<int> Store::BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
                                                  const std::vector<std::vector<uint64_t>>& ptrs,
                                                  const std::vector<std::vector<uint64_t>>& sizes,
                                                  const PutConfig& config) {
   SHELFMARK_STORE_OR(impl, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
-  std::vector<int> out(keys.size(), Code(ErrorCode::INVALID_PARAMS));
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
-  std::vector<std::string> batch_keys;
-  std::vector<std::string> joined;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (ptrs[i].size() != sizes[i].size() || ptrs[i].empty()) continue;
-    std::string value;
-    bool ok = true;
-    for (size_t j = 0; j < ptrs[i].size() && ok; ++j) {
-      auto part = impl->View(ptrs[i][j], sizes[i][j]);
-      if (part) value.append(*part);
-      ok = part.has_value();
-    }
-    if (!ok) continue;
-    batch_keys.push_back(keys[i]);
-    joined.push_back(std::move(value));
-    index.push_back(i);
+  std::vector<std::vector<ConstBuffer>> parts;
+  if (!Pieces<ConstBuffer, const void*>(ptrs, sizes, keys.size(), &parts)) {
+    return std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
   }
-  if (batch_keys.empty()) return out;
-  std::vector<std::string_view> values(joined.begin(), joined.end());
-  auto answers = impl->client->BatchPut(impl->tenant(), batch_keys, values, MakePutOptions(config));
-  for (size_t i = 0; i < index.size(); ++i) out[index[i]] = Code(answers[i]);
-  return out;
+  return Codes(impl->client->BatchPutParts(impl->tenant(), keys, parts, MakePutOptions(config)));
 }
 
 // --- reads -----------------------------------------------------------------
@@ -276,7 +317,6 @@ int64_t Store::GetInto(const std::string& key, uint64_t ptr, uint64_t size) {
   return impl->GetInto(key, ptr, size);
 }
 
-// Today: GetInto per key. Becomes Client::BatchGetInto.
 std::vector<int64_t> Store::BatchGetInto(const std::vector<std::string>& keys,
                                          const std::vector<uint64_t>& ptrs,
                                          const std::vector<uint64_t>& sizes) {
@@ -284,51 +324,65 @@ std::vector<int64_t> Store::BatchGetInto(const std::vector<std::string>& keys,
   if (ptrs.size() != keys.size() || sizes.size() != keys.size()) {
     return std::vector<int64_t>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
   }
-  std::vector<int64_t> out;
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out.push_back(impl->GetInto(keys[i], ptrs[i], sizes[i]));
-  return out;
+  std::vector<MutableBuffer> dsts;
+  dsts.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    dsts.push_back(MutableBuffer{reinterpret_cast<void*>(ptrs[i]), sizes[i]});
+  }
+  return Sizes(impl->client->BatchGetInto(impl->tenant(), keys, dsts));
 }
 
-// Today: Get, then the bytes copied over the key's buffers in order.
-// Becomes Client::BatchGetIntoParts.
 std::vector<int64_t> Store::BatchGetIntoMultiBuffers(
     const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
     const std::vector<std::vector<uint64_t>>& sizes) {
   SHELFMARK_STORE_OR(impl, std::vector<int64_t>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
-  std::vector<int64_t> out(keys.size(), Code(ErrorCode::INVALID_PARAMS));
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (ptrs[i].size() != sizes[i].size()) continue;
-    uint64_t capacity = 0;
-    bool ok = true;
-    for (size_t j = 0; j < ptrs[i].size() && ok; ++j) {
-      ok = impl->Registered(ptrs[i][j], sizes[i][j]);
-      capacity += sizes[i][j];
-    }
-    if (!ok) continue;
-    auto value = impl->client->Get(impl->tenant(), keys[i]);
-    if (!value.ok()) {
-      out[i] = Code(value.error());
-      continue;
-    }
-    if (value->size() > capacity) {
-      out[i] = Code(ErrorCode::BUFFER_OVERFLOW);
-      continue;
-    }
-    uint64_t done = 0;
-    for (size_t j = 0; j < ptrs[i].size() && done < value->size(); ++j) {
-      const uint64_t n = std::min<uint64_t>(sizes[i][j], value->size() - done);
-      std::memcpy(reinterpret_cast<void*>(ptrs[i][j]), value->data() + done, n);
-      done += n;
-    }
-    out[i] = static_cast<int64_t>(value->size());
+  std::vector<std::vector<MutableBuffer>> parts;
+  if (!Pieces<MutableBuffer, void*>(ptrs, sizes, keys.size(), &parts)) {
+    return std::vector<int64_t>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
   }
+  return Sizes(impl->client->BatchGetIntoParts(impl->tenant(), keys, parts));
+}
+
+// One key's fragments of GetIntoRanges: ranged one-sided reads into
+// registered memory, answers per fragment (its length or a code). A
+// fragment outside its buffer's registration is INVALID_PARAMS alone; when
+// the read is refused as INVALID_PARAMS (a fragment past the object's end),
+// the object's size sorts those out as BUFFER_OVERFLOW and the rest are
+// read again.
+static std::vector<int64_t> ReadFragments(Client& client, const std::string& tenant,
+                                          const std::string& key,
+                                          const std::vector<ReadRange>& fragments,
+                                          const std::vector<bool>& registered) {
+  std::vector<int64_t> out(fragments.size(), Code(ErrorCode::INVALID_PARAMS));
+  auto read = [&](const std::vector<size_t>& which) {
+    std::vector<ReadRange> ranges;
+    for (size_t k : which) ranges.push_back(fragments[k]);
+    const ErrorCode rc = client.GetIntoRanges(tenant, key, ranges);
+    for (size_t k : which) {
+      out[k] = rc == ErrorCode::OK ? static_cast<int64_t>(fragments[k].length) : Code(rc);
+    }
+    return rc;
+  };
+  std::vector<size_t> valid;
+  for (size_t k = 0; k < fragments.size(); ++k) {
+    if (registered[k]) valid.push_back(k);
+  }
+  if (valid.empty() || read(valid) != ErrorCode::INVALID_PARAMS) return out;
+  auto size = client.GetSize(tenant, key);
+  if (!size.ok()) return out;
+  std::vector<size_t> inside;
+  for (size_t k : valid) {
+    const ReadRange& f = fragments[k];
+    if (f.offset > *size || f.length > *size - f.offset) {
+      out[k] = Code(ErrorCode::BUFFER_OVERFLOW);
+    } else {
+      inside.push_back(k);
+    }
+  }
+  if (!inside.empty()) read(inside);
   return out;
 }
 
-// Today: each key read whole once per call (Get), then the ranges copied.
-// Becomes Client::GetIntoRanges(ranges of {offset, length, dst}).
 std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
     const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
     const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
@@ -349,7 +403,6 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
   const bool shape_ok = ptrs.size() == keys.size() && dst_offsets.size() == keys.size() &&
                         src_offsets.size() == keys.size() && lengths.size() == keys.size();
   if (!shape_ok) return out;
-  std::map<std::string, Result<std::string>> objects;  // read once per call
   for (size_t i = 0; i < keys.size(); ++i) {
     if (dst_offsets[i].size() != keys[i].size() || src_offsets[i].size() != keys[i].size() ||
         lengths[i].size() != keys[i].size()) {
@@ -360,23 +413,15 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
       const auto& src = src_offsets[i][j];
       const auto& len = lengths[i][j];
       if (dst.size() != len.size() || src.size() != len.size() || len.empty()) continue;
-      auto it = objects.find(keys[i][j]);
-      if (it == objects.end()) {
-        it = objects.emplace(keys[i][j], impl->client->Get(impl->tenant(), keys[i][j])).first;
-      }
-      const Result<std::string>& object = it->second;
+      std::vector<ReadRange> fragments;
+      std::vector<bool> registered;
       for (size_t k = 0; k < len.size(); ++k) {
-        if (!object.ok()) {
-          out[i][j][k] = Code(object.error());
-        } else if (src[k] > object->size() || len[k] > object->size() - src[k]) {
-          out[i][j][k] = Code(ErrorCode::BUFFER_OVERFLOW);  // past the object's end
-        } else if (ptrs[i] > UINT64_MAX - dst[k] || !impl->Registered(ptrs[i] + dst[k], len[k])) {
-          out[i][j][k] = invalid;
-        } else {
-          std::memcpy(reinterpret_cast<void*>(ptrs[i] + dst[k]), object->data() + src[k], len[k]);
-          out[i][j][k] = static_cast<int64_t>(len[k]);
-        }
+        const bool fits = ptrs[i] <= UINT64_MAX - dst[k];
+        fragments.push_back(ReadRange{src[k], len[k],
+                                      fits ? reinterpret_cast<void*>(ptrs[i] + dst[k]) : nullptr});
+        registered.push_back(fits && len[k] > 0 && impl->Registered(ptrs[i] + dst[k], len[k]));
       }
+      out[i][j] = ReadFragments(*impl->client, impl->tenant(), keys[i][j], fragments, registered);
     }
   }
   return out;
@@ -441,12 +486,11 @@ std::vector<int> Store::BatchIsExist(const std::vector<std::string>& keys) {
   return out;
 }
 
-// Today: from Locate (which also takes a read lease). Becomes Client::GetSize.
+// Like Mooncake's query, the lookup takes a read lease.
 int64_t Store::GetSize(const std::string& key) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
-  auto location = impl->client->Locate(impl->tenant(), key);
-  if (!location.ok()) return Code(location.error());
-  return static_cast<int64_t>(location->info.size);
+  auto size = impl->client->GetSize(impl->tenant(), key);
+  return size.ok() ? static_cast<int64_t>(*size) : Code(size.error());
 }
 
 int Store::GetReplicas(const std::string& key, std::vector<ReplicaInfo>* replicas) {
@@ -478,30 +522,21 @@ int Store::Remove(const std::string& key, bool force) {
   return Code(impl->client->Remove(impl->tenant(), key, force));
 }
 
-// Today: Remove per key. Becomes Client::BatchRemove.
 std::vector<int> Store::BatchRemove(const std::vector<std::string>& keys, bool force) {
   SHELFMARK_STORE_OR(impl, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
-  std::vector<int> out;
-  out.reserve(keys.size());
-  for (const std::string& key : keys) {
-    out.push_back(Code(impl->client->Remove(impl->tenant(), key, force)));
-  }
-  return out;
+  return Codes(impl->client->BatchRemove(impl->tenant(), keys, force));
 }
 
-// Today: the master's RemoveAll through a MasterClient of this call's own
-// (the Client has no such call yet). Becomes Client::RemoveAll.
 int64_t Store::RemoveAll(bool force) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
-  MasterClientOptions options;
-  options.address = impl->options.master;
-  options.call_timeout_ms = impl->options.rpc_timeout_ms;
-  options.token = impl->options.master_token.empty() ? impl->options.cluster_token
-                                                     : impl->options.master_token;
-  MasterClient master(std::move(options));
-  auto removed = master.RemoveAll(impl->tenant(), /*all_tenants=*/false, force);
-  if (!removed.ok()) return Code(removed.error());
-  return static_cast<int64_t>(*removed);
+  auto removed = impl->client->RemoveAll(impl->tenant(), force);
+  return removed.ok() ? static_cast<int64_t>(*removed) : Code(removed.error());
+}
+
+int64_t Store::RemoveByRegex(const std::string& pattern, bool force) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  auto removed = impl->client->RemoveByRegex(impl->tenant(), pattern, force);
+  return removed.ok() ? static_cast<int64_t>(*removed) : Code(removed.error());
 }
 
 #undef SHELFMARK_STORE_OR

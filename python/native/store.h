@@ -17,15 +17,16 @@
 // (NO_AVAILABLE_HANDLE, as Mooncake answers when it cannot allocate from its
 // local buffer); the calls on registered memory still work.
 //
-// global_segment_size (StoreOptions::global_segment_bytes) is recorded and
-// reported (global_segment_bytes()); the segment itself will be hosted by the
-// embedded client (embedded/, in progress). Until then the DRAM comes from
-// shelfmark-node processes.
+// global_segment_size (StoreOptions::global_segment_bytes) > 0: the store
+// hosts a segment of that many bytes of this process's memory
+// (embedded/embedded_client.h), mounted at the master under the store's
+// client id until Close; replicas inside it are read and written with
+// memcpy. local_hostname is where other clients reach it.
 //
-// Several of these calls are built from the Client calls that exist today
-// (e.g. put_from = Put of the buffer's bytes, get_into_ranges = one read of
-// the whole object, then copies); each such function is small and notes the
-// Client call it should become.
+// The *_from / *_into calls move bytes one-sided between registered memory
+// and the replicas, with no staging copy (Client::PutFrom, BatchPutFrom,
+// BatchPutParts, GetInto, BatchGetInto, BatchGetIntoParts, GetIntoRanges).
+// Upserts are puts whose PutConfig has `replace` set.
 //
 // Thread safety: every method may be called from any thread, Close and Setup
 // included: a call in flight keeps the client it started with alive, so
@@ -55,7 +56,7 @@ struct StoreOptions {
   std::string cluster_token;   // data plane (and master, without master_token)
   std::string master_token;
   uint64_t local_buffer_bytes = 16ull << 20;  // 0: staging calls answer NO_AVAILABLE_HANDLE
-  uint64_t global_segment_bytes = 0;          // recorded (embedded segment: later)
+  uint64_t global_segment_bytes = 0;          // the hosted segment; 0: none
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
   bool check_master = true;  // Setup asks the master once (unreachable: RPC_FAIL)
@@ -88,6 +89,9 @@ class Store {
   bool is_open() const;
   std::string hostname() const;
   uint64_t global_segment_bytes() const;
+  // Replicas read or written by memcpy because they lie in this store's own
+  // segment (copies, bytes); zeros when closed.
+  std::pair<uint64_t, uint64_t> LocalCopies() const;
   // 0 when the master answers, else its code (RPC_FAIL when unreachable).
   int HealthCheck();
 
@@ -146,6 +150,8 @@ class Store {
   std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
   // The number of objects removed (of this store's tenant), or a negative code.
   int64_t RemoveAll(bool force);
+  // The same for the keys matching `pattern` (POSIX ERE, docs/python.md).
+  int64_t RemoveByRegex(const std::string& pattern, bool force);
 
  private:
   struct Impl;

@@ -86,8 +86,9 @@ def _check(code, what):
 
 
 def _put_config(replicas=1, hard_pin=False, soft_pin_ttl_ms=0, preferred_segments=None,
-                group=None):
+                group=None, replace=False):
     c = _native.PutConfig()
+    c.replace = bool(replace)
     c.replica_num = int(replicas)
     c.hard_pin = bool(hard_pin)
     c.soft_pin_ttl_ms = int(soft_pin_ttl_ms)
@@ -103,7 +104,10 @@ class Store:
     127.0.0.1:50051). protocol: "ucx" (default), "rdma", "auto" or
     "loopback". tenant: the tenant the keys belong to ("" = default).
     local_buffer_size: the staging buffer put/get copy through (an int or a
-    size string such as "64MB"). cluster_token / master_token:
+    size string such as "64MB"). global_segment_size: DRAM of this process
+    the store contributes to the cluster (a segment other clients read
+    one-sided, reachable at `hostname`; 0: none); replicas in it are read
+    and written with memcpy. cluster_token / master_token:
     $SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN when not given.
     The master is asked once here: RpcError when it does not answer.
     """
@@ -147,11 +151,22 @@ class Store:
         """Raises unless the master answers."""
         _check(self._native.health_check(), "health check")
 
+    def local_copies(self):
+        """(copies, bytes): replicas read or written with memcpy because they
+        lie in this store's own segment."""
+        return self._native.local_copies()
+
     # --- writes -------------------------------------------------------------
     def put(self, key, value, **config):
         """Stores `value` (bytes-like, numpy array, CPU tensor) under `key`.
         config: replicas, hard_pin, soft_pin_ttl_ms, preferred_segments, group."""
         _check(self._native.put(key, as_buffer(value), _put_config(**config)), "put %r" % key)
+
+    def upsert(self, key, value, **config):
+        """Stores `value` under `key`, replacing the object if it exists: readers
+        that looked the old one up finish reading it; lookups after this call
+        see the new one."""
+        self.put(key, value, replace=True, **config)
 
     def put_parts(self, key, *parts, **config):
         """Stores the concatenation of `parts` as one object."""
@@ -246,6 +261,12 @@ class Store:
     def remove_all(self, force=False):
         """Removes every object of this store's tenant; returns how many."""
         return _check(self._native.remove_all(force), "remove_all")
+
+    def remove_matching(self, pattern, force=False):
+        """Removes this tenant's objects whose key matches `pattern` (a POSIX
+        extended regular expression, searched anywhere in the key: use [0-9],
+        not \\d); returns how many."""
+        return _check(self._native.remove_by_regex(pattern, force), "remove %r" % pattern)
 
 
 class _Registration:

@@ -201,9 +201,9 @@ def test_get_into_ranges(store, prefix):
         assert bytes(b0)[0:4] == v1[1:5] and bytes(b0)[20:23] == v1[30:33]
         assert bytes(b0)[8:13] == v2[2:7]
         assert bytes(b1)[4:10] == v2[0:6] and bytes(b1)[16:20] == v1[10:14]
-        bad = store.get_into_ranges([p0], [[prefix + "none", k1]], [[[0], [0, 30]]],
+        bad = store.get_into_ranges([p0], [[prefix + "none", k1]], [[[0], [0, 28]]],
                                     [[[0], [0, 38]]], [[[4], [4, 4]]])
-        # missing key; a fragment past the object's end; one past the buffer's end
+        # a missing key; a fragment past the object's end; then one past the buffer's end
         assert bad == [[[OBJECT_NOT_FOUND], [4, BUFFER_OVERFLOW]]]
         assert store.get_into_ranges([p0], [[k1]], [[[40]]], [[[0]]], [[[4]]]) == [[[INVALID_PARAMS]]]
     finally:
@@ -265,9 +265,9 @@ def test_remove_all_of_a_tenant(master_addr, prefix):
 def test_setup_dict_sizes_and_refusals(master_addr, prefix):
     for size in ("16MB", "16 MB", 16 * MiB, "16mb", "0.5 GB"):
         s = MooncakeDistributedStore()
-        assert s.setup({"local_hostname": "h", "metadata_server": "unused",
+        assert s.setup({"local_hostname": "localhost", "metadata_server": "unused",
                         "master_server_address": master_addr, "local_buffer_size": size,
-                        "global_segment_size": "1 GB", "protocol": "tcp"}) == OK
+                        "global_segment_size": "16 MB", "protocol": "tcp"}) == OK
         assert s.put(prefix + str(size), b"v") == OK
         s.close()
     for bad in ("50%", "abc", "-1", "1 PB"):
@@ -279,6 +279,9 @@ def test_setup_dict_sizes_and_refusals(master_addr, prefix):
         MooncakeDistributedStore().setup("h", "m", "50%", 16 * MiB, "tcp", "", master_addr)
     assert MooncakeDistributedStore().setup("h", "m", 0, MiB, "carrier-pigeon", "",
                                             master_addr) == INVALID_PARAMS
+    # A hosted segment must be reachable: local_hostname names no address.
+    assert MooncakeDistributedStore().setup("no-such-host.invalid", "m", 16 * MiB, MiB, "tcp",
+                                            "", master_addr) == INVALID_PARAMS
     # Keyword form, as connectors call it.
     s = MooncakeDistributedStore()
     assert s.setup(local_hostname="h", metadata_server="m", global_segment_size=0,
@@ -295,19 +298,22 @@ def test_env_and_json_config(master_addr, prefix, monkeypatch, tmp_path):
     monkeypatch.setenv("MOONCAKE_MASTER", master_addr)
     monkeypatch.setenv("MOONCAKE_LOCAL_BUFFER_SIZE", "8 MB")
     monkeypatch.setenv("MOONCAKE_PROTOCOL", "tcp")
+    # No segment of its own (Mooncake's default is 3.125 GiB): the object
+    # lands on the node and outlives this store.
+    monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", "0")
     s = MooncakeDistributedStore()
     assert s.setup_with_env() == OK
     assert s.put(prefix + "env", b"e") == OK and s.get(prefix + "env") == b"e"
     s.close()
     path = tmp_path / "mooncake.json"
-    path.write_text(json.dumps({"local_hostname": "json-host", "metadata_server": "P2PHANDSHAKE",
+    path.write_text(json.dumps({"local_hostname": "127.0.0.1", "metadata_server": "P2PHANDSHAKE",
                                 "master_server_address": master_addr,
                                 "global_segment_size": "64MB", "local_buffer_size": "4MB",
                                 "protocol": "tcp", "device_name": ""}))
     monkeypatch.setenv("MOONCAKE_CONFIG_PATH", str(path))
     s = MooncakeDistributedStore()
     assert s.setup_with_env() == OK
-    assert s.get_hostname() == "json-host"
+    assert s.get_hostname() == "127.0.0.1"
     assert s.get(prefix + "env") == b"e"
     s.close()
 
