@@ -239,6 +239,29 @@ TEST_F(ClientTest, BatchRemoveAndRemoveAll) {
   EXPECT_EQ(*client.Get("other", "a"), "a");
 }
 
+// Upsert (PutConfig::replace): the client's own cached location of the old
+// version is dropped, so its next get reads the new one; RemoveByRegex.
+TEST_F(ClientTest, UpsertReplacesAndRemoveByRegexMatches) {
+  StartNode("seg-a");
+  Client& client = MakeClient();
+  ASSERT_EQ(client.Put("t", "k", "old"), ErrorCode::OK);
+  ASSERT_EQ(*client.Get("t", "k"), "old");  // cached
+  EXPECT_EQ(client.Put("t", "k", "x"), ErrorCode::OBJECT_ALREADY_EXISTS);
+  PutOptions replace;
+  replace.config.replace = true;
+  ASSERT_EQ(client.Put("t", "k", "a longer new value", replace), ErrorCode::OK);
+  EXPECT_EQ(*client.Get("t", "k"), "a longer new value");
+  EXPECT_EQ(*client.GetSize("t", "k"), 18u);
+  ASSERT_EQ(client.Put("t", "k2", "v2"), ErrorCode::OK);
+  ASSERT_EQ(client.Put("t", "x1", "v"), ErrorCode::OK);
+  auto removed = client.RemoveByRegex("t", "^k[0-9]*$", /*force=*/true);
+  ASSERT_TRUE(removed.ok()) << ErrorCodeName(removed.error());
+  EXPECT_EQ(*removed, 2u);
+  EXPECT_EQ(client.Get("t", "k").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(*client.Get("t", "x1"), "v");
+  EXPECT_EQ(client.RemoveByRegex("t", "(", true).error(), ErrorCode::INVALID_PARAMS);
+}
+
 TEST_F(ClientTest, WithoutStagingOnlyRegisteredMemoryMovesBytes) {
   StartNode("seg-a");
   Client& client = MakeClient(/*staging_bytes=*/0);

@@ -236,6 +236,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("remove", &Store::Remove, Release())
       .def("batch_remove", &Store::BatchRemove, Release())
       .def("local_copies", &Store::LocalCopies)
+      .def("time_batch_get_into", &Store::TimeBatchGetInto, Release())
       .def("remove_all", &Store::RemoveAll, Release())
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
            Release());

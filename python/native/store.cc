@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -425,6 +426,23 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
     }
   }
   return out;
+}
+
+std::vector<int64_t> Store::TimeBatchGetInto(const std::vector<std::string>& keys,
+                                             const std::vector<uint64_t>& ptrs,
+                                             const std::vector<uint64_t>& sizes, int iters) {
+  std::vector<int64_t> ns;
+  for (int i = 0; i < iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<int64_t> got = BatchGetInto(keys, ptrs, sizes);
+    ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (got[k] != static_cast<int64_t>(sizes[k])) return {};
+    }
+  }
+  return ns;
 }
 
 // --- registered memory -----------------------------------------------------

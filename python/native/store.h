@@ -136,6 +136,13 @@ class Store {
       const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
       const std::vector<std::vector<std::vector<uint64_t>>>& lengths);
 
+  // The benchmark's C++ baseline (python/bench/batch_get.py): `iters` calls
+  // of BatchGetInto timed in C++, in this process, on this store's client
+  // and buffers; ns per call, or empty when a call fails.
+  std::vector<int64_t> TimeBatchGetInto(const std::vector<std::string>& keys,
+                                        const std::vector<uint64_t>& ptrs,
+                                        const std::vector<uint64_t>& sizes, int iters);
+
   // --- registered memory ---------------------------------------------------
   int RegisterBuffer(uint64_t ptr, uint64_t size);
   int UnregisterBuffer(uint64_t ptr);  // INVALID_PARAMS when not registered
