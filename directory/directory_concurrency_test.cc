@@ -76,12 +76,7 @@ TEST_F(ConcurrencyTest, UnmountDuringPutsLeavesNoDanglingReplicas) {
 // every reserved range ends attached or given back, never both, never lost.
 class PromotionRaceTest : public DirectoryFixture {
  protected:
-  PromotionRaceTest() : DirectoryFixture(Options()) {}
-  static DirectoryOptions Options() {
-    DirectoryOptions o;
-    o.enable_offload = true;
-    return o;
-  }
+  PromotionRaceTest() : DirectoryFixture(OffloadOptions()) {}
   static constexpr int kKeys = 2000;
   static std::string Key(int i) { return "d" + std::to_string(i); }
   void ReportOnDisk(int i) {

@@ -216,6 +216,9 @@ class DirectoryImpl {
   // yes without a copy only with offload_force_evict and a full queue.
   bool MayEvictNow(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
                    int64_t now);
+  template <typename Answer, typename Item, typename One>
+  Result<std::vector<Answer>> ForDiskClient(const UUID& client, const std::vector<Item>& items,
+                                            One one);
   // One item of PromoteStart / PromoteEnd.
   PromoteGrant PromoteOne(const UUID& client, const DiskNode* disk, const PromoteRequest& item);
   ErrorCode FinishPromotion(const UUID& client, const DiskNode* disk, const PromoteResult& item);

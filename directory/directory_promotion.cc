@@ -82,14 +82,23 @@ PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
   return {ErrorCode::OK, seg->segment.base + placed->offset};
 }
 
-Result<std::vector<PromoteGrant>> DirectoryImpl::PromoteStart(
-    const UUID& client, const std::vector<PromoteRequest>& items) {
+// One answer per item from `one(client, disk, item)`, for a client with a
+// mounted disk (which this call counts as a ping); else ILLEGAL_CLIENT.
+template <typename Answer, typename Item, typename One>
+Result<std::vector<Answer>> DirectoryImpl::ForDiskClient(const UUID& client,
+                                                         const std::vector<Item>& items,
+                                                         One one) {
   const DiskNode* disk = clients_.Disk(client);
   if (disk == nullptr || !clients_.Ping(client, Now())) return ErrorCode::ILLEGAL_CLIENT;
-  std::vector<PromoteGrant> out;
+  std::vector<Answer> out;
   out.reserve(items.size());
-  for (const PromoteRequest& item : items) out.push_back(PromoteOne(client, disk, item));
+  for (const Item& item : items) out.push_back((this->*one)(client, disk, item));
   return out;
+}
+
+Result<std::vector<PromoteGrant>> DirectoryImpl::PromoteStart(
+    const UUID& client, const std::vector<PromoteRequest>& items) {
+  return ForDiskClient<PromoteGrant>(client, items, &DirectoryImpl::PromoteOne);
 }
 
 ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* disk,
@@ -124,12 +133,7 @@ ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* dis
 
 Result<std::vector<ErrorCode>> DirectoryImpl::PromoteEnd(const UUID& client,
                                                          const std::vector<PromoteResult>& items) {
-  const DiskNode* disk = clients_.Disk(client);
-  if (disk == nullptr || !clients_.Ping(client, Now())) return ErrorCode::ILLEGAL_CLIENT;
-  std::vector<ErrorCode> out;
-  out.reserve(items.size());
-  for (const PromoteResult& item : items) out.push_back(FinishPromotion(client, disk, item));
-  return out;
+  return ForDiskClient<ErrorCode>(client, items, &DirectoryImpl::FinishPromotion);
 }
 
 void DirectoryImpl::ExpirePromotions() {

@@ -36,6 +36,13 @@ inline Segment MakeTestSegment(const std::string& name, uint64_t base, uint64_t 
   return s;
 }
 
+// Options with offload on (an SSD tier may take objects).
+inline DirectoryOptions OffloadOptions() {
+  DirectoryOptions o;
+  o.enable_offload = true;
+  return o;
+}
+
 class DirectoryFixture : public ::testing::Test {
  protected:
   explicit DirectoryFixture(DirectoryOptions options = {})

@@ -157,11 +157,16 @@ Result<KeyPattern> KeyPattern::Compile(std::string_view pattern) {
 }
 
 bool KeyPattern::Matches(std::string_view key) const {
+  // A NUL-terminated copy: glibc reads only [rm_so, rm_eo) under
+  // REG_STARTEND, but sanitizers' regexec interceptors strlen() the string
+  // first, and a key in the KeyMap has no terminator after it.
+  thread_local std::string text;
+  text.assign(key);
   regmatch_t range[1];
   range[0].rm_so = 0;
   range[0].rm_eo = static_cast<regoff_t>(key.size());
   // REG_STARTEND: the key is the bytes [rm_so, rm_eo), NULs included.
-  return regexec(&compiled_->re, key.empty() ? "" : key.data(), 1, range, REG_STARTEND) == 0;
+  return regexec(&compiled_->re, text.c_str(), 1, range, REG_STARTEND) == 0;
 }
 
 }  // namespace shelfmark

@@ -12,12 +12,7 @@ constexpr uint64_t kSegmentSize = 64 * 1024;
 
 class PromotionTest : public DirectoryFixture {
  protected:
-  PromotionTest() : DirectoryFixture(Options()) {}
-  static DirectoryOptions Options() {
-    DirectoryOptions o;
-    o.enable_offload = true;
-    return o;
-  }
+  PromotionTest() : DirectoryFixture(OffloadOptions()) {}
 
   void SetUp() override {
     segment_ = Mount(node_, "a", kSegmentSize);
@@ -210,7 +205,7 @@ TEST_F(PromotionTest, ASnapshotRecordsReservationsAsFree) {
   ASSERT_EQ(Start("k").code, ErrorCode::OK);
   SegmentsState exported = dir_->ExportSegments();
   ManualClock clock;
-  auto restored = MakeTestDirectory(&clock, Options());
+  auto restored = MakeTestDirectory(&clock, OffloadOptions());
   ASSERT_EQ(restored->RestoreSegments(exported), ErrorCode::OK);
   EXPECT_EQ(restored->Stats().allocated_bytes, 4096u) << "the put's range only";
   EXPECT_EQ(Allocated(), 4096u + 1024u) << "the live directory still holds both";

@@ -81,10 +81,15 @@ ErrorCode EmbeddedClient::HostSegment(const EmbeddedOptions& options) {
   ErrorCode rc = client_->AttachLocalSegment(s.id, node_->memory(), s.size);
   if (rc != ErrorCode::OK) return rc;
   node_thread_ = std::thread([this] { unmounted_ = node_->Run(); });
+  // A loop rather than wait_for's predicate: the analysis cannot see that a
+  // lambda runs with the lock held.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.mount_timeout_ms);
   MutexLock lock(&signal->mu);
-  const bool mounted = signal->cv.wait_for(lock, std::chrono::milliseconds(options.mount_timeout_ms),
-                                           [&] { return signal->mounted; });
-  return mounted ? ErrorCode::OK : ErrorCode::RPC_FAIL;
+  while (!signal->mounted) {
+    if (signal->cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  return signal->mounted ? ErrorCode::OK : ErrorCode::RPC_FAIL;
 }
 
 std::optional<Segment> EmbeddedClient::segment() const {

@@ -745,16 +745,22 @@ static size_t ItemWords(const std::vector<T>& items, size_t fixed) {
   return words;
 }
 
+// A node's list call: its client id and the items.
+template <typename Request, typename T>
+static Request WithItems(Request req, const UUID& client_id, const std::vector<T>& items) {
+  rpcconv::Encode(client_id, req.initClientId());
+  rpcconv::EncodeList(items, req.initItems(items.size()));
+  return req;
+}
+
 Result<std::vector<PromoteGrant>> MasterClient::PromoteStart(
     const std::vector<PromoteRequest>& items) {
   using Ret = Result<std::vector<PromoteGrant>>;
   return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
-        auto req = m.promoteStartRequest(capnp::MessageSize{ItemWords(items, 6), 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        rpcconv::EncodeList(items, req.initItems(items.size()));
-        return req;
+        return WithItems(m.promoteStartRequest(capnp::MessageSize{ItemWords(items, 6), 0}),
+                         impl_->options.client_id, items);
       },
       [&](auto r) -> Ret {
         ErrorCode code = ReplyCode(r);
@@ -773,10 +779,8 @@ Result<std::vector<ErrorCode>> MasterClient::PromoteEnd(const std::vector<Promot
   return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
-        auto req = m.promoteEndRequest(capnp::MessageSize{ItemWords(items, 6), 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        rpcconv::EncodeList(items, req.initItems(items.size()));
-        return req;
+        return WithItems(m.promoteEndRequest(capnp::MessageSize{ItemWords(items, 6), 0}),
+                         impl_->options.client_id, items);
       },
       [&](auto r) -> Ret {
         ErrorCode code = ReplyCode(r);

@@ -16,7 +16,7 @@ import os
 import _shelfmark as _native
 
 from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig
-from shelfmark._util import as_buffer, parse_size
+from shelfmark._util import as_buffer, store_options
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "ReplicaStatus",
            "ReplicaDescriptor", "MemoryDescriptor", "DiskDescriptor", "BufferDescriptor",
@@ -226,22 +226,14 @@ class MooncakeDistributedStore:
 
     def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
                master_token=None):
-        o = _native.StoreOptions()
-        o.master = cfg.master_server_address
-        o.protocol = PROTOCOLS[cfg.protocol.lower()]
-        o.device = (cfg.device_name or "").split(",")[0].strip()
-        if o.device == "auto-discovery":
-            o.device = ""
-        o.local_hostname = cfg.local_hostname
-        o.tenant = "" if cfg.tenant_id in ("", "default") else cfg.tenant_id
-        o.local_buffer_bytes = parse_size(cfg.local_buffer_size, "local_buffer_size")
-        o.global_segment_bytes = parse_size(cfg.global_segment_size, "global_segment_size")
-        o.rpc_timeout_ms = int(rpc_timeout_ms)
-        o.transfer_timeout_ms = int(transfer_timeout_ms)
-        o.cluster_token = (cluster_token if cluster_token is not None
-                           else os.environ.get("SHELFMARK_CLUSTER_TOKEN", ""))
-        o.master_token = (master_token if master_token is not None
-                          else os.environ.get("SHELFMARK_MASTER_TOKEN", ""))
+        device = (cfg.device_name or "").split(",")[0].strip()
+        o = store_options(
+            master=cfg.master_server_address, protocol=PROTOCOLS[cfg.protocol.lower()],
+            tenant="" if cfg.tenant_id in ("", "default") else cfg.tenant_id,
+            local_buffer_size=cfg.local_buffer_size, global_segment_size=cfg.global_segment_size,
+            rpc_timeout_ms=rpc_timeout_ms, transfer_timeout_ms=transfer_timeout_ms,
+            cluster_token=cluster_token, master_token=master_token,
+            device="" if device == "auto-discovery" else device, hostname=cfg.local_hostname)
         return _c(self._store.setup(o))
 
     def close(self):

@@ -18,7 +18,7 @@ import os
 
 import _shelfmark as _native
 
-from shelfmark._util import address_of, as_buffer, parse_size
+from shelfmark._util import address_of, as_buffer, parse_size, store_options
 
 __all__ = ["Store", "ErrorCode", "ShelfmarkError", "ObjectNotFound", "ObjectExists",
            "BufferOverflow", "InvalidParams", "RpcError", "TransferError", "parse_size"]
@@ -115,20 +115,12 @@ class Store:
     def __init__(self, master=None, *, protocol="ucx", tenant="", local_buffer_size="64MB",
                  rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
                  master_token=None, device="", hostname="", global_segment_size=0):
-        o = _native.StoreOptions()
-        o.master = master or os.environ.get("SHELFMARK_MASTER", "127.0.0.1:50051")
-        o.protocol = protocol
-        o.tenant = tenant
-        o.local_buffer_bytes = parse_size(local_buffer_size, "local_buffer_size")
-        o.global_segment_bytes = parse_size(global_segment_size, "global_segment_size")
-        o.rpc_timeout_ms = int(rpc_timeout_ms)
-        o.transfer_timeout_ms = int(transfer_timeout_ms)
-        o.cluster_token = (cluster_token if cluster_token is not None
-                           else os.environ.get("SHELFMARK_CLUSTER_TOKEN", ""))
-        o.master_token = (master_token if master_token is not None
-                          else os.environ.get("SHELFMARK_MASTER_TOKEN", ""))
-        o.device = device
-        o.local_hostname = hostname
+        o = store_options(
+            master=master or os.environ.get("SHELFMARK_MASTER", "127.0.0.1:50051"),
+            protocol=protocol, tenant=tenant, local_buffer_size=local_buffer_size,
+            global_segment_size=global_segment_size, rpc_timeout_ms=rpc_timeout_ms,
+            transfer_timeout_ms=transfer_timeout_ms, cluster_token=cluster_token,
+            master_token=master_token, device=device, hostname=hostname)
         self._native = _native.NativeStore()
         _check(self._native.setup(o), "cannot open a store of master %s" % o.master)
 

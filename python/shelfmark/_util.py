@@ -2,6 +2,7 @@
 memory behind Python buffers (bytes-likes, numpy arrays, torch tensors)."""
 
 import ctypes
+import os
 import re
 
 import _shelfmark as _native
@@ -64,3 +65,26 @@ def as_buffer(obj):
         ptr, n = address_of(obj)
         return (ctypes.c_char * n).from_address(ptr) if n else b""
     return obj
+
+
+def store_options(*, master, protocol, tenant, local_buffer_size, global_segment_size,
+                  rpc_timeout_ms, transfer_timeout_ms, cluster_token, master_token, device,
+                  hostname):
+    """The native StoreOptions; tokens default to $SHELFMARK_CLUSTER_TOKEN /
+    $SHELFMARK_MASTER_TOKEN when None, sizes are parse_size's."""
+    o = _native.StoreOptions()
+    o.master = master
+    o.protocol = protocol
+    o.tenant = tenant
+    o.local_buffer_bytes = parse_size(local_buffer_size, "local_buffer_size")
+    o.global_segment_bytes = parse_size(global_segment_size, "global_segment_size")
+    o.rpc_timeout_ms = int(rpc_timeout_ms)
+    o.transfer_timeout_ms = int(transfer_timeout_ms)
+    o.cluster_token = (cluster_token if cluster_token is not None
+                       else os.environ.get("SHELFMARK_CLUSTER_TOKEN", ""))
+    o.master_token = (master_token if master_token is not None
+                      else os.environ.get("SHELFMARK_MASTER_TOKEN", ""))
+    o.device = device
+    o.local_hostname = hostname
+    return o
+
