@@ -262,7 +262,10 @@ std::optional<uint64_t> SegmentOffset(const Segment& segment, uint64_t address, 
 // Objects copied out of the segment, written together, then reported.
 struct Node::OffloadBatch {
   std::vector<OffloadTask> tasks;
-  std::vector<std::string> values;  // values[i]: tasks[i]'s bytes
+  // values[i]: tasks[i]'s bytes, in this node's segment (not copied: the
+  // master pins the replica until the task is reported; a forced remove
+  // meanwhile makes the master refuse the report, and the copy is dropped).
+  std::vector<std::string_view> values;
   uint64_t bytes = 0;
   // Set by the writer.
   ErrorCode write_rc = ErrorCode::OK;
@@ -425,8 +428,6 @@ void Node::WriteOffloadBatch(OffloadBatch& batch) {
   } else {
     batch.write_rc = stored.error();
   }
-  batch.values.clear();  // the bytes are on disk (or failed): free them early
-  batch.values.shrink_to_fit();
 }
 
 void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {

@@ -19,12 +19,14 @@
 // connection), started after the first disk report and paused while the
 // node is not mounted with its disk reported: it takes offload tasks
 // (OffloadHeartbeat, up to kOffloadTasks at a time) and asks again at once
-// while the master has some, else waits offload_poll_interval_ms. It copies
-// each object from this node's segment at the task's buffer_address (the
-// MEMORY replica the master pinned; a range outside the segment is a
-// failure), groups the objects into batches of at most offload_batch_bytes
-// and writes them with WriteBatch on a writer thread, pipelined: batch N+1
-// is copied while batch N is written, and batch N is reported
+// while the master has some, else waits offload_poll_interval_ms. It groups
+// the objects into batches of at most offload_batch_bytes and writes them
+// with WriteBatch on a writer thread straight from this node's segment at
+// each task's buffer_address (the MEMORY replica the master pinned; no
+// copy; a range outside the segment is a failure; a replica removed by
+// force while being written makes the master refuse its report, and the
+// node drops that copy from its store), pipelined: batch N+1 is gathered
+// and batch N-1 reported while batch N is written; batch N is reported
 // (NotifyOffloadSuccess) once written. Keys the backend evicts are queued by
 // its evict callback (any thread) and sent as EvictDiskReplica from Run()'s
 // thread, each after the key's own offload report.
