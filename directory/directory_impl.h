@@ -42,6 +42,10 @@ using SelectVictims = std::function<Victims(const KeyMap<TenantState>& tenants)>
 // least this long (directory_upsert.cc).
 inline constexpr int64_t kOffloadTimeoutMs = 60'000;
 
+// The tenant (after EffectiveTenant) and key checks every keyed call makes:
+// ValidateTenant's code, else ValidateKey's.
+ErrorCode ValidateTenantKey(std::string_view tenant, std::string_view key);
+
 class DirectoryImpl {
  public:
   explicit DirectoryImpl(DirectoryOptions options);

@@ -7,12 +7,13 @@
 #include "directory/key_pattern.h"
 
 namespace shelfmark {
-namespace {
 
 ErrorCode ValidateTenantKey(std::string_view tenant, std::string_view key) {
   ErrorCode rc = ValidateTenant(EffectiveTenant(tenant));
   return rc != ErrorCode::OK ? rc : ValidateKey(key);
 }
+
+namespace {
 
 uint64_t RandomViewVersion() {
   std::random_device rd;

@@ -133,8 +133,7 @@ Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
   out.reserve(items.size());
   for (const OffloadedObject& item : items) {
     std::string_view tenant = EffectiveTenant(item.tenant);
-    ErrorCode rc = ValidateTenant(tenant);
-    if (rc == ErrorCode::OK) rc = ValidateKey(item.key);
+    ErrorCode rc = ValidateTenantKey(tenant, item.key);
     if (rc == ErrorCode::OK && item.location.data_size <= 0) rc = ErrorCode::INVALID_PARAMS;
     if (rc != ErrorCode::OK) {
       out.push_back(rc);

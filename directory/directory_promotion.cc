@@ -42,8 +42,7 @@ bool DirectoryImpl::RoomToPromote(uint64_t size) const {
 PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
                                        const PromoteRequest& item) {
   std::string_view tenant = EffectiveTenant(item.tenant);
-  ErrorCode rc = ValidateTenant(tenant);
-  if (rc == ErrorCode::OK) rc = ValidateKey(item.key);
+  ErrorCode rc = ValidateTenantKey(tenant, item.key);
   if (rc == ErrorCode::OK && item.size == 0) rc = ErrorCode::INVALID_PARAMS;
   if (rc != ErrorCode::OK) return {rc, 0};
   MetadataShard& shard = ShardOf(tenant, item.key);
@@ -104,9 +103,7 @@ Result<std::vector<PromoteGrant>> DirectoryImpl::PromoteStart(
 ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* disk,
                                          const PromoteResult& item) {
   std::string_view tenant = EffectiveTenant(item.tenant);
-  if (ValidateTenant(tenant) != ErrorCode::OK || ValidateKey(item.key) != ErrorCode::OK) {
-    return ErrorCode::INVALID_PARAMS;
-  }
+  if (ValidateTenantKey(tenant, item.key) != ErrorCode::OK) return ErrorCode::INVALID_PARAMS;
   MetadataShard& shard = ShardOf(tenant, item.key);
   WriterLock lock(&shard.mu);
   // Taken under the shard lock: an unmount of the segment cannot erase it

@@ -315,7 +315,7 @@ ErrorCode Decode(wire::PromoteRequest::Reader r, PromoteRequest* out) {
 }
 
 void Encode(const PromoteGrant& v, wire::PromoteGrant::Builder b) {
-  b.setCode(static_cast<int32_t>(v.code));
+  b.setCode(CodeToWire(v.code));
   b.setBufferAddress(v.buffer_address);
 }
 
