@@ -14,18 +14,37 @@
 
 namespace shelfmark::wire {
 
+// Appends to a caller's string (reusing its capacity).
+class Appender {
+ public:
+  explicit Appender(std::string* out) : out_(out) {}
+  template <typename T>
+  Appender& Put(T value) {
+    char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));  // hosts are little-endian (x86-64, aarch64)
+    out_->append(bytes, sizeof(T));
+    return *this;
+  }
+  Appender& Bytes(std::string_view bytes) {
+    Put(static_cast<uint32_t>(bytes.size()));
+    out_->append(bytes);
+    return *this;
+  }
+
+ private:
+  std::string* out_;
+};
+
+// Builds a message of its own.
 class Writer {
  public:
   template <typename T>
   Writer& Put(T value) {
-    char bytes[sizeof(T)];
-    std::memcpy(bytes, &value, sizeof(T));  // hosts are little-endian (x86-64, aarch64)
-    out_.append(bytes, sizeof(T));
+    Appender(&out_).Put(value);
     return *this;
   }
   Writer& Bytes(std::string_view bytes) {
-    Put(static_cast<uint32_t>(bytes.size()));
-    out_.append(bytes);
+    Appender(&out_).Bytes(bytes);
     return *this;
   }
   std::string Take() { return std::move(out_); }
@@ -49,17 +68,21 @@ class Reader {
     left_ -= sizeof(T);
     return value;
   }
-  std::string Bytes() {
+  std::string Bytes() { return std::string(BytesView()); }
+  // A view into the message (valid while it is): no copy.
+  std::string_view BytesView() {
     const uint32_t size = Get<uint32_t>();
     if (!ok_ || left_ < size) {
       ok_ = false;
       return {};
     }
-    std::string out(data_, size);
+    std::string_view out(data_, size);
     data_ += size;
     left_ -= size;
     return out;
   }
+  // Bytes not read yet.
+  size_t left() const { return left_; }
   // True when every read so far fitted and nothing is left over.
   bool done() const { return ok_ && left_ == 0; }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "rpc/lookup_wire.h"
+
 namespace shelfmark {
 
 bool FrameMeter::TakeTable(const uint8_t*& data, size_t& size) {
@@ -16,7 +18,13 @@ bool FrameMeter::TakeTable(const uint8_t*& data, size_t& size) {
     word_have_ = 0;
     uint32_t value = static_cast<uint32_t>(word_[0]) | static_cast<uint32_t>(word_[1]) << 8 |
                      static_cast<uint32_t>(word_[2]) << 16 | static_cast<uint32_t>(word_[3]) << 24;
-    if (segments_ == 0) {
+    if (segments_ == 0 && value == kLookupFrameTag) {
+      // A lookup frame (rpc/lookup_wire.h): its second u32 is the body's size
+      // in bytes, kept in body_words_.
+      lookup_ = true;
+      segments_ = 1;
+      table_bytes_ = kLookupHeaderBytes;
+    } else if (segments_ == 0) {
       segments_ = uint64_t{value} + 1;
       if (segments_ > kMaxSegments) return true;
       table_bytes_ = (4 + 4 * segments_ + 7) / 8 * 8;
@@ -37,6 +45,7 @@ bool FrameMeter::Feed(const uint8_t* data, size_t size) {
         state_ = State::kTable;
         segments_ = sizes_read_ = table_bytes_ = table_have_ = body_words_ = 0;
         word_have_ = 0;
+        lookup_ = false;
         break;
       case State::kTable: {
         if (!TakeTable(data, size)) return true;  // all consumed, table incomplete
@@ -44,7 +53,7 @@ bool FrameMeter::Feed(const uint8_t* data, size_t size) {
           state_ = State::kLost;
           return !on_start || on_start(std::numeric_limits<uint64_t>::max());
         }
-        body_left_ = body_words_ * 8;
+        body_left_ = lookup_ ? body_words_ : body_words_ * 8;
         state_ = State::kBody;
         if (on_start && !on_start(table_bytes_ + body_left_)) return false;
         break;

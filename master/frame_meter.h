@@ -5,7 +5,10 @@
 //
 // Framing (capnp/serialize.h): a little-endian u32 segment count minus one,
 // a u32 size in words per segment, padding to a whole word, then the
-// segments. The meter never interprets the segments.
+// segments. The meter never interprets the segments. A frame that starts
+// with kLookupFrameTag is a lookup channel frame instead (rpc/lookup_wire.h:
+// the tag, a u32 body size in bytes, the body); the first frame of a
+// connection tells the server which protocol the connection speaks.
 //
 // Contract: Feed() takes the received bytes in order, in pieces of any size
 // (including 0), and reports through its callbacks, in stream order:
@@ -52,6 +55,7 @@ class FrameMeter {
   uint64_t table_have_ = 0;     // table bytes consumed
   uint64_t body_words_ = 0;     // sum of the sizes read
   uint64_t body_left_ = 0;      // body bytes still to come
+  bool lookup_ = false;         // the frame is a lookup frame
 };
 
 }  // namespace shelfmark

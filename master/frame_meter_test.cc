@@ -2,6 +2,8 @@
 // fed whole and in pieces of every size.
 #include "master/frame_meter.h"
 
+#include "rpc/lookup_wire.h"
+
 #include <gtest/gtest.h>
 
 #include <capnp/message.h>
@@ -97,6 +99,38 @@ TEST(FrameMeter, HugeDeclaredSizesAndSegmentCounts) {
   EXPECT_EQ(seen2.starts[0], std::numeric_limits<uint64_t>::max());
   EXPECT_TRUE(meter2.Feed(many, sizeof(many)));  // lost: reports nothing more
   EXPECT_EQ(seen2.starts.size(), 1u);
+}
+
+TEST(FrameMeter, LookupFramesAreMeasuredInAnyPiecesAmongCapnpOnes) {
+  std::string lookup;
+  AppendGetRequest("tenant", "a-key", &lookup);
+  std::string big;
+  AppendBatchGetRequest("", std::vector<std::string>(100, std::string(300, 'k')), &big);
+  std::vector<uint8_t> capnp = Frame(10, 64);
+  std::vector<uint8_t> stream(lookup.begin(), lookup.end());
+  stream.insert(stream.end(), big.begin(), big.end());
+  stream.insert(stream.end(), capnp.begin(), capnp.end());
+  const std::vector<uint64_t> sizes = {lookup.size(), big.size(), capnp.size()};
+  for (size_t piece : {size_t{1}, size_t{5}, size_t{8}, size_t{4096}, stream.size()}) {
+    Seen seen;
+    FrameMeter meter = Metered(&seen);
+    for (size_t at = 0; at < stream.size(); at += piece) {
+      ASSERT_TRUE(meter.Feed(stream.data() + at, std::min(piece, stream.size() - at)));
+    }
+    EXPECT_EQ(seen.starts, sizes) << "piece " << piece;
+    EXPECT_EQ(seen.ends, 3) << "piece " << piece;
+    EXPECT_FALSE(meter.in_frame());
+  }
+  // A lookup frame's declared size is known from its 8-byte header.
+  uint8_t header[8];
+  std::memcpy(header, &kLookupFrameTag, 4);
+  const uint32_t body = 0xfffffff0u;
+  std::memcpy(header + 4, &body, 4);
+  Seen seen;
+  FrameMeter meter = Metered(&seen);
+  ASSERT_TRUE(meter.Feed(header, sizeof(header)));
+  ASSERT_EQ(seen.starts.size(), 1u);
+  EXPECT_EQ(seen.starts[0], 8 + uint64_t{body});
 }
 
 TEST(FrameMeter, RefusingCallbackStopsFeed) {

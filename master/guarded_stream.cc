@@ -4,6 +4,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <kj/debug.h>
 
 #include "common/clock.h"
@@ -54,6 +57,19 @@ void GuardedStream::Abort() {
 }
 
 kj::Promise<size_t> GuardedStream::tryRead(void* buffer, size_t min_bytes, size_t max_bytes) {
+  if (!unread_.empty()) {
+    // Bytes given back are served first, and not metered again.
+    const size_t n = std::min(unread_.size(), max_bytes);
+    std::memcpy(buffer, unread_.data(), n);
+    unread_.erase(0, n);
+    if (n >= min_bytes) return n;
+    return Read(static_cast<char*>(buffer) + n, min_bytes - n, max_bytes - n)
+        .then([n](size_t more) { return n + more; });
+  }
+  return Read(buffer, min_bytes, max_bytes);
+}
+
+kj::Promise<size_t> GuardedStream::Read(void* buffer, size_t min_bytes, size_t max_bytes) {
   return inner_->tryRead(buffer, min_bytes, max_bytes).then([this, buffer](size_t n) -> size_t {
     if (n == 0) return 0;
     last_active_ms_ = NowMs();

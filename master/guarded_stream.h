@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <kj/async-io.h>
 
@@ -61,6 +62,10 @@ class GuardedStream final : public kj::AsyncIoStream {
   // Abort()s once the next write that starts from now on has completed:
   // the reply being prepared reaches the peer, then the connection ends.
   void AbortAfterNextWrite() { abort_after_write_ = true; }
+  // Hands `bytes` (already received, and already seen by the limits) to the
+  // next reads before anything more from the socket: the RPC server reads a
+  // connection's first bytes to tell its protocol, then gives them back.
+  void Unread(std::string_view bytes) { unread_.assign(bytes); }
   // The peer's IP address as text ("" when unknown).
   std::string PeerAddress();
 
@@ -83,6 +88,8 @@ class GuardedStream final : public kj::AsyncIoStream {
   kj::Maybe<int> getFd() const override;
 
  private:
+  // Reads from the socket, through the limits.
+  kj::Promise<size_t> Read(void* buffer, size_t min_bytes, size_t max_bytes);
   bool StartRequest(uint64_t bytes);
   void Wrote(bool abort_after);
   bool EndRequest();
@@ -96,6 +103,7 @@ class GuardedStream final : public kj::AsyncIoStream {
   bool request_ended_ = false;  // during a Feed: a request ended
   bool aborted_ = false;
   bool abort_after_write_ = false;
+  std::string unread_;  // given back by Unread, not read again yet
 };
 
 }  // namespace shelfmark

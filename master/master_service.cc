@@ -9,6 +9,8 @@
 #include <kj/debug.h>
 
 #include "master/connection_auth.h"
+#include "master/lookup_session.h"
+#include "master/service_shared.h"
 #include "service/metrics.h"
 #include "rpc/rpc_convert.h"
 #include "directory/directory.h"
@@ -17,80 +19,14 @@
 namespace shelfmark {
 namespace {
 
+using namespace master_internal;  // NOLINT: the method table and shared state
+
 using rpcconv::CodeToWire;
 using rpcconv::View;
 
 // Size hint of a reply without a payload list. (Always passing a hint also
 // sidesteps a GCC -Wmaybe-uninitialized false positive on kj::Maybe.)
 constexpr capnp::MessageSize kSmallReply{8, 0};
-
-// Who may make a call (auth::Role bits; any one suffices). kOpen: no
-// handshake needed (the handshake itself).
-constexpr uint32_t kOpen = 0;
-constexpr uint32_t kNode = auth::kRoleNode;
-constexpr uint32_t kNodeOrAdmin = auth::kRoleNode | auth::kRoleAdmin;
-constexpr uint32_t kClient = auth::kRoleClient | auth::kRoleAdmin;  // admin may too
-constexpr uint32_t kReader = auth::kAllRoles;  // nodes read what they offload
-constexpr uint32_t kAdmin = auth::kRoleAdmin;
-
-// One entry per MasterService method: enum constant, metric label, roles.
-// Calls that name a tenant, force or all tenants also pass
-// ConnectionAuth::Check (InScope below).
-#define SHELFMARK_RPC_METHODS(X)                                                       \
-  X(kMountSegment, "MountSegment", kNode) X(kUnmountSegment, "UnmountSegment", kNodeOrAdmin) \
-  X(kPing, "Ping", kNode) X(kMountLocalDisk, "MountLocalDisk", kNode)                  \
-  X(kPutStart, "PutStart", kClient) X(kPutEnd, "PutEnd", kClient)                      \
-  X(kPutRevoke, "PutRevoke", kClient)                                                  \
-  X(kGetReplicaList, "GetReplicaList", kReader) X(kExistKey, "ExistKey", kReader)      \
-  X(kStat, "Stat", kReader) X(kListKeys, "ListKeys", kClient)                          \
-  X(kCountKeys, "CountKeys", kClient) X(kGroupMembers, "GroupMembers", kReader)        \
-  X(kRemove, "Remove", kClient) X(kRemoveAll, "RemoveAll", kAdmin)                     \
-  X(kRemoveByRegex, "RemoveByRegex", kClient)                                          \
-  X(kBatchPutStart, "BatchPutStart", kClient) X(kBatchPutEnd, "BatchPutEnd", kClient)  \
-  X(kBatchPutRevoke, "BatchPutRevoke", kClient)                                        \
-  X(kBatchGetReplicaList, "BatchGetReplicaList", kReader)                              \
-  X(kBatchExistKey, "BatchExistKey", kReader) X(kBatchRemove, "BatchRemove", kClient)  \
-  X(kOffloadHeartbeat, "OffloadHeartbeat", kNode)                                      \
-  X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode)                              \
-  X(kEvictDiskReplica, "EvictDiskReplica", kNode)                                      \
-  X(kPromoteStart, "PromoteStart", kNode) X(kPromoteEnd, "PromoteEnd", kNode)          \
-  X(kAuthChallenge, "AuthChallenge", kOpen) X(kAuthenticate, "Authenticate", kOpen)
-
-enum Method : int {
-#define SHELFMARK_X(id, name, roles) id,
-  SHELFMARK_RPC_METHODS(SHELFMARK_X)
-#undef SHELFMARK_X
-  kMethodCount
-};
-
-constexpr std::array<const char*, kMethodCount> kMethodNames = {
-#define SHELFMARK_X(id, name, roles) name,
-    SHELFMARK_RPC_METHODS(SHELFMARK_X)
-#undef SHELFMARK_X
-};
-
-constexpr std::array<uint32_t, kMethodCount> kMethodRoles = {
-#define SHELFMARK_X(id, name, roles) roles,
-    SHELFMARK_RPC_METHODS(SHELFMARK_X)
-#undef SHELFMARK_X
-};
-
-struct MethodMetrics {
-  Counter* requests = nullptr;
-  Counter* failures = nullptr;
-  Histogram* latency_seconds = nullptr;
-};
-
-// Read-only after construction but for `auth`; shared by every loop thread.
-struct SharedState {
-  SharedState(Directory& d, size_t batch, auth::TokenTable tokens, auth::HandshakeLimits limits)
-      : directory(d), max_batch(batch), auth(std::move(tokens), limits) {}
-  Directory& directory;
-  size_t max_batch;
-  AuthPolicy auth;  // its limiter and counters change; the rest is read-only
-  bool has_metrics = false;
-  std::array<MethodMetrics, kMethodCount> metrics{};
-};
 
 // Rough word counts used as first-segment size hints for big replies, so a
 // batch reply is built in one segment instead of a chain of growing ones.
@@ -494,13 +430,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       // An unauthenticated caller gets this one answer, then the connection ends.
       if (code == ErrorCode::UNAUTHENTICATED) close_after_reply_();
     }
-    if (s_.has_metrics) {
-      const MethodMetrics& m = s_.metrics[method];
-      m.requests->Inc();
-      if (code != ErrorCode::OK) m.failures->Inc();
-      const auto elapsed = std::chrono::steady_clock::now() - start;
-      m.latency_seconds->Observe(std::chrono::duration<double>(elapsed).count());
-    }
+    RecordCall(s_, method, code, start);
     return kj::READY_NOW;
   }
 
@@ -561,9 +491,13 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 
 }  // namespace
 
-struct MasterServiceFactory::Shared : SharedState {
+struct MasterServiceFactory::Shared : master_internal::SharedState {
   using SharedState::SharedState;
 };
+
+std::unique_ptr<LookupSession> MasterServiceFactory::NewLookupSession(std::string peer) const {
+  return std::make_unique<LookupSession>(*shared_, std::move(peer));
+}
 
 namespace {
 

@@ -42,6 +42,7 @@ class Directory;
 class MetricsRegistry;
 
 struct AuthCounters;
+class LookupSession;
 
 // What a service knows of its connection.
 struct ConnectionHooks {
@@ -61,6 +62,9 @@ class MasterServiceFactory {
 
   // The service of one connection.
   capnp::Capability::Client NewService(ConnectionHooks hooks) const;
+  // The service of one lookup channel connection (master/lookup_session.h)
+  // from `peer` (the caller's address): same directory, tokens and metrics.
+  std::unique_ptr<LookupSession> NewLookupSession(std::string peer) const;
   const AuthCounters& auth_counters() const;
   bool auth_required() const;
 

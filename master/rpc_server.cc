@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -25,16 +26,19 @@
 
 #include "common/mutex.h"
 #include "master/guarded_stream.h"
+#include "master/lookup_connection.h"
 #include "master/master_service.h"
 #include "service/metrics.h"
+#include "rpc/lookup_wire.h"
 #include "rpc/rpc_convert.h"
 
 namespace shelfmark {
 namespace {
 
-// One accepted connection: the stream (under the server's request limits),
-// its two-party network and the RPC system serving the connection's own
-// service object (it knows who is calling: master/connection_auth.h).
+// One accepted Cap'n Proto connection: the stream (under the server's
+// request limits), its two-party network and the RPC system serving the
+// connection's own service object (it knows who is calling:
+// master/connection_auth.h).
 struct Connection {
   Connection(kj::Own<GuardedStream>&& s, const MasterServiceFactory& services,
              capnp::ReaderOptions options)
@@ -49,20 +53,23 @@ struct Connection {
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
 };
 
-// A loop's live connections, for the sweep and for eviction (loop thread only).
-using LiveConnections = std::vector<Connection*>;
+// A loop's live connections' streams, for the sweep and for eviction (loop
+// thread only), whichever protocol they speak.
+using LiveConnections = std::vector<GuardedStream*>;
 
-// The connection whose last byte in or out is oldest; null when none.
-Connection* Idlest(const LiveConnections& live) {
-  Connection* idlest = nullptr;
-  for (Connection* c : live) {
-    if (c->stream->aborted()) continue;
-    if (idlest == nullptr || c->stream->last_active_ms() < idlest->stream->last_active_ms()) {
-      idlest = c;
-    }
+// The stream whose last byte in or out is oldest; null when none.
+GuardedStream* Idlest(const LiveConnections& live) {
+  GuardedStream* idlest = nullptr;
+  for (GuardedStream* s : live) {
+    if (s->aborted()) continue;
+    if (idlest == nullptr || s->last_active_ms() < idlest->last_active_ms()) idlest = s;
   }
   return idlest;
 }
+
+// Bytes read from a new connection to tell its protocol: the first u32 of a
+// Cap'n Proto stream (segment count minus one) or the lookup tag.
+constexpr size_t kSniffBytes = 4;
 
 class IgnoreErrors final : public kj::TaskSet::ErrorHandler {
  public:
@@ -147,12 +154,12 @@ struct RpcServer::Impl {
   // closed when this loop has none. False when it must be closed.
   bool MakeRoom(LiveConnections& live) {
     if (TotalOpen() < static_cast<int>(max_connections)) return true;
-    Connection* idlest = Idlest(live);
+    GuardedStream* idlest = Idlest(live);
     if (idlest == nullptr) {
       stats.rejected.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    idlest->stream->Abort();
+    idlest->Abort();
     stats.evicted.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -160,8 +167,8 @@ struct RpcServer::Impl {
   // Ends connections whose request arrives too slowly or that sat idle too long.
   void Sweep(LiveConnections& live) {
     int64_t now = GuardedStream::NowMs();
-    for (Connection* c : live) {
-      GuardedStream& s = *c->stream;
+    for (GuardedStream* stream : live) {
+      GuardedStream& s = *stream;
       if (s.aborted()) continue;
       int64_t started = s.request_started_ms();
       if (started >= 0 && now - started > options.request_timeout_ms) {
@@ -184,6 +191,31 @@ struct RpcServer::Impl {
       if (open_connections[i].load(std::memory_order_relaxed) < mine) return true;
     }
     return false;
+  }
+
+  // Serves one accepted connection until it ends: reads its first bytes,
+  // then speaks the lookup channel (master/lookup_connection.h) or, with
+  // those bytes given back to the stream, Cap'n Proto RPC.
+  kj::Promise<void> Serve(kj::Own<GuardedStream> stream, capnp::ReaderOptions reader_options) {
+    auto first = kj::heap<std::array<char, kSniffBytes>>();
+    auto read = stream->tryRead(first->data(), kSniffBytes, kSniffBytes);
+    return read.then([this, stream = kj::mv(stream), first = kj::mv(first),
+                      reader_options](size_t n) mutable -> kj::Promise<void> {
+      if (n < kSniffBytes) return kj::READY_NOW;  // closed before a whole word
+      const std::string_view head(first->data(), kSniffBytes);
+      uint32_t tag = 0;
+      std::memcpy(&tag, head.data(), sizeof(tag));
+      if (tag == kLookupFrameTag) {
+        auto session = services.NewLookupSession(stream->PeerAddress());
+        auto conn = kj::heap<LookupConnection>(kj::mv(stream), kj::mv(session), head);
+        auto done = conn->Run();
+        return done.attach(kj::mv(conn));
+      }
+      stream->Unread(head);
+      auto conn = kj::heap<Connection>(kj::mv(stream), services, reader_options);
+      auto done = conn->network.onDisconnect();
+      return done.attach(kj::mv(conn));
+    });
   }
 
   // Body of loop thread `index`: serves `fd` until its stop promise resolves.
@@ -229,19 +261,18 @@ struct RpcServer::Impl {
                     stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                   } catch (const kj::Exception&) {
                   }
-                  auto conn = kj::heap<Connection>(
-                      kj::heap<GuardedStream>(kj::mv(stream), &limits), services, reader_options);
-                  auto done = conn->network.onDisconnect();
+                  auto guarded = kj::heap<GuardedStream>(kj::mv(stream), &limits);
                   std::atomic<int>& open = open_connections[index];
                   open.fetch_add(1, std::memory_order_relaxed);
-                  Connection* raw = conn.get();
+                  GuardedStream* raw = guarded.get();
                   live.push_back(raw);
                   // The defer runs as the connection is destroyed, in the same
                   // turn: no sweep sees it half gone.
-                  connections.add(done.attach(kj::mv(conn), kj::defer([&open, &live, raw]() {
-                    open.fetch_sub(1);
-                    live.erase(std::find(live.begin(), live.end(), raw));
-                  })));
+                  connections.add(Serve(kj::mv(guarded), reader_options)
+                                      .attach(kj::defer([&open, &live, raw]() {
+                                        open.fetch_sub(1);
+                                        live.erase(std::find(live.begin(), live.end(), raw));
+                                      })));
                   return accept_loop();
                 },
                 [&](kj::Exception&&) -> kj::Promise<void> {

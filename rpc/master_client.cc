@@ -14,6 +14,7 @@
 #include <kj/timer.h>
 
 #include "auth/proof.h"
+#include "rpc/lookup_client.h"
 #include "rpc/rpc_convert.h"
 #include "schemas/master.capnp.h"
 
@@ -203,7 +204,33 @@ struct MasterClient::Impl {
     }
   }
 
+  // The lookup channel, while it is usable (null: off, or the master does
+  // not speak it).
+  LookupClient* Lookup() {
+    if (!options.lookup_channel || lookup_unsupported) return nullptr;
+    if (!lookup) {
+      lookup = std::make_unique<LookupClient>(
+          LookupClientOptions{options.address, options.token, options.call_timeout_ms});
+    }
+    return lookup.get();
+  }
+
+  // Runs `call(channel)` over the lookup channel; on a transport failure
+  // there, `fallback()` (the Cap'n Proto call) answers instead. A channel
+  // that never answered means the master does not speak it: not tried again.
+  template <typename Ret, typename ChannelCall, typename Fallback>
+  Ret Lookup(ChannelCall&& call, Fallback&& fallback) {
+    if (LookupClient* channel = Lookup()) {
+      Ret r = call(*channel);
+      if (r.ok() || r.error() != ErrorCode::RPC_FAIL) return r;
+      if (!channel->ever_answered()) lookup_unsupported = true;
+    }
+    return fallback();
+  }
+
   MasterClientOptions options;
+  std::unique_ptr<LookupClient> lookup;
+  bool lookup_unsupported = false;
   ThreadIo* tio;
   kj::Own<kj::NetworkAddress> address;
   kj::Own<Connection> conn;
@@ -393,6 +420,13 @@ ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
 
 Result<GetReplicaListResponse> MasterClient::GetReplicaList(std::string_view tenant,
                                                             std::string_view key) {
+  using Ret = Result<GetReplicaListResponse>;
+  return impl_->Lookup<Ret>([&](LookupClient& c) { return c.GetReplicaList(tenant, key); },
+                            [&] { return CapnpGetReplicaList(tenant, key); });
+}
+
+Result<GetReplicaListResponse> MasterClient::CapnpGetReplicaList(std::string_view tenant,
+                                                                 std::string_view key) {
   using Ret = Result<GetReplicaListResponse>;
   return impl_->Call<Ret>(
       true,
@@ -624,6 +658,14 @@ Result<std::vector<ErrorCode>> MasterClient::BatchPutRevoke(
 }
 
 Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::BatchGetReplicaList(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  using Ret = Result<std::vector<Result<GetReplicaListResponse>>>;
+  return impl_->Lookup<Ret>(
+      [&](LookupClient& c) { return c.BatchGetReplicaList(tenant, keys); },
+      [&] { return CapnpBatchGetReplicaList(tenant, keys); });
+}
+
+Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::CapnpBatchGetReplicaList(
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Item = Result<GetReplicaListResponse>;
   using Ret = Result<std::vector<Item>>;

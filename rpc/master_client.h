@@ -33,6 +33,12 @@ struct MasterClientOptions {
   // master proves it back. Empty: no handshake (a master with tokens then
   // answers every call UNAUTHENTICATED).
   std::string token{};
+  // GetReplicaList and BatchGetReplicaList go over the lookup channel
+  // (rpc/lookup_client.h: one send and one receive per lookup on the
+  // calling thread) instead of Cap'n Proto RPC. A master that does not
+  // speak it (it drops the connection before any answer) is then asked
+  // over Cap'n Proto, as is every lookup whose channel call fails.
+  bool lookup_channel = true;
 };
 
 class MasterClient {
@@ -100,6 +106,12 @@ class MasterClient {
   Result<std::vector<ErrorCode>> PromoteEnd(const std::vector<PromoteResult>& items);
 
  private:
+  // The Cap'n Proto forms of the two lookups (the lookup channel's fallback).
+  Result<GetReplicaListResponse> CapnpGetReplicaList(std::string_view tenant,
+                                                     std::string_view key);
+  Result<std::vector<Result<GetReplicaListResponse>>> CapnpBatchGetReplicaList(
+      std::string_view tenant, const std::vector<std::string>& keys);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

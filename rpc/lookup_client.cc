@@ -1,0 +1,147 @@
+#include "rpc/lookup_client.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "auth/proof.h"
+#include "common/host_port.h"
+#include "rpc/lookup_wire.h"
+
+namespace shelfmark {
+namespace {
+
+// Replies larger than this are refused (a batch of the master's largest
+// allowed size stays far below it).
+constexpr size_t kMaxReplyBytes = 1ull << 30;
+
+// Makes the connected socket blocking with `timeout_ms` on each send and
+// receive, and turns Nagle off (a request is one small write).
+bool MakeBlocking(int fd, int64_t timeout_ms) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) return false;
+  timeval tv{};
+  tv.tv_sec = timeout_ms / 1000;
+  tv.tv_usec = (timeout_ms % 1000) * 1000;
+  int one = 1;
+  return ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 &&
+         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0 &&
+         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0;
+}
+
+}  // namespace
+
+LookupClient::LookupClient(LookupClientOptions options) : options_(std::move(options)) {}
+
+ErrorCode LookupClient::EnsureConnected() {
+  if (fd_.valid()) return ErrorCode::OK;
+  const auto where = ParseHostPort(options_.address);
+  if (!where) return ErrorCode::RPC_FAIL;
+  const int timeout = static_cast<int>(options_.call_timeout_ms > 0 ? options_.call_timeout_ms
+                                                                    : 10'000);
+  fd_ = ConnectTcp(*where, timeout);
+  if (!fd_.valid() || !MakeBlocking(fd_.get(), timeout)) {
+    fd_.Reset();
+    return ErrorCode::RPC_FAIL;
+  }
+  have_ = 0;
+  const ErrorCode code = options_.token.empty() ? ErrorCode::OK : Handshake();
+  if (code != ErrorCode::OK) fd_.Reset();
+  return code;
+}
+
+// The Cap'n Proto handshake's exchange (MasterClient::Impl::Handshake),
+// carried in lookup frames.
+ErrorCode LookupClient::Handshake() {
+  uint32_t body = 0;
+  out_.clear();
+  AppendChallengeRequest(&out_);
+  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
+  auto challenge = DecodeChallengeReply(Body(body));
+  if (!challenge.ok()) return challenge.error();
+  if (!challenge->required) return ErrorCode::OK;
+  if (challenge->server_nonce.size() != auth::kNonceBytes) return ErrorCode::RPC_FAIL;
+  const auth::Nonce client_nonce = auth::NewNonce();
+  const std::string_view server_nonce = challenge->server_nonce;
+  const auth::Proof proof = auth::Prove(options_.token, auth::kMasterClientLabel,
+                                        {server_nonce, auth::Bytes(client_nonce)});
+  out_.clear();
+  AppendAuthenticateRequest(auth::Bytes(client_nonce), auth::BytesOf(proof), &out_);
+  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
+  auto server_proof = DecodeAuthenticateReply(Body(body));
+  if (!server_proof.ok()) return server_proof.error();
+  const auth::Proof expected = auth::Prove(options_.token, auth::kMasterServerLabel,
+                                           {server_nonce, auth::Bytes(client_nonce)});
+  return auth::ProofMatches(expected, *server_proof) ? ErrorCode::OK
+                                                     : ErrorCode::UNAUTHENTICATED;
+}
+
+bool LookupClient::ReceiveAtLeast(size_t bytes) {
+  if (in_.size() < bytes) in_.resize(bytes);
+  while (have_ < bytes) {
+    const ssize_t n = ::recv(fd_.get(), in_.data() + have_, in_.size() - have_, 0);
+    if (n > 0) {
+      have_ += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return false;  // closed, error or SO_RCVTIMEO
+    }
+  }
+  return true;
+}
+
+ErrorCode LookupClient::RoundTrip(uint32_t* body_bytes) {
+  // One request is in flight at a time, so nothing is left over from an
+  // earlier reply.
+  have_ = 0;
+  const int timeout = static_cast<int>(options_.call_timeout_ms);
+  uint32_t body = 0;
+  const bool ok = SendAll(fd_.get(), out_, timeout) && ReceiveAtLeast(kLookupHeaderBytes) &&
+                  ParseLookupHeader(std::string_view(in_.data(), have_), &body) &&
+                  body <= kMaxReplyBytes && ReceiveAtLeast(kLookupHeaderBytes + size_t{body}) &&
+                  have_ == kLookupHeaderBytes + size_t{body};
+  if (!ok) {
+    fd_.Reset();
+    return ErrorCode::RPC_FAIL;
+  }
+  ever_answered_ = true;
+  *body_bytes = body;
+  return ErrorCode::OK;
+}
+
+std::string_view LookupClient::Body(uint32_t body_bytes) const {
+  return std::string_view(in_.data() + kLookupHeaderBytes, body_bytes);
+}
+
+Result<GetReplicaListResponse> LookupClient::GetReplicaList(std::string_view tenant,
+                                                            std::string_view key) {
+  if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
+  out_.clear();
+  AppendGetRequest(tenant, key, &out_);
+  uint32_t body = 0;
+  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
+  auto reply = DecodeGetReply(Body(body));
+  if (!reply.ok() && reply.error() == ErrorCode::RPC_FAIL) fd_.Reset();
+  return reply;
+}
+
+Result<std::vector<Result<GetReplicaListResponse>>> LookupClient::BatchGetReplicaList(
+    std::string_view tenant, const std::vector<std::string>& keys) {
+  if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
+  out_.clear();
+  AppendBatchGetRequest(tenant, keys, &out_);
+  uint32_t body = 0;
+  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
+  auto reply = DecodeBatchGetReply(Body(body), keys.size());
+  if (!reply.ok() && reply.error() == ErrorCode::RPC_FAIL) fd_.Reset();
+  return reply;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,66 @@
+// LookupClient: the client side of the master's lookup channel
+// (rpc/lookup_wire.h): GetReplicaList and its batch form over a plain
+// blocking TCP connection to the master's RPC port. The calling thread
+// sends the request and blocks in recv() for the reply: one send and one
+// receive per lookup, no event loop and no other thread in between.
+//
+// Connection: made on first use (and again after any failure); with a
+// token, the same challenge-response proof as the Cap'n Proto handshake
+// (auth/proof.h; the master proves itself back) runs before the first
+// lookup. Failures: RPC_FAIL for transport errors, timeouts
+// (call_timeout_ms bounds the connect and each send and receive) and
+// malformed replies, after which the connection is closed; the master's
+// own codes otherwise (UNAUTHENTICATED, PERMISSION_DENIED, ...).
+//
+// Thread safety: one thread at a time (MasterClient owns one per thread).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/socket_io.h"
+#include "common/types.h"
+
+namespace shelfmark {
+
+struct LookupClientOptions {
+  std::string address;  // host:port of the master's RPC port
+  std::string token;    // "" : no handshake
+  int64_t call_timeout_ms = 10'000;
+};
+
+class LookupClient {
+ public:
+  explicit LookupClient(LookupClientOptions options);
+
+  Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
+  // One answer per key, in order (the outer Result fails only as a whole).
+  Result<std::vector<Result<GetReplicaListResponse>>> BatchGetReplicaList(
+      std::string_view tenant, const std::vector<std::string>& keys);
+
+  // True once any reply arrived on this client (the master speaks the
+  // channel); MasterClient falls back to Cap'n Proto while it is false.
+  bool ever_answered() const { return ever_answered_; }
+
+ private:
+  ErrorCode EnsureConnected();
+  ErrorCode Handshake();
+  // Sends out_ (one request frame) and receives one reply frame; its body
+  // is then [in_.data() + kLookupHeaderBytes, + *body_bytes). RPC_FAIL
+  // (and the connection closed) on any transport error.
+  ErrorCode RoundTrip(uint32_t* body_bytes);
+  bool ReceiveAtLeast(size_t bytes);
+  std::string_view Body(uint32_t body_bytes) const;
+
+  LookupClientOptions options_;
+  UniqueFd fd_;
+  std::string out_;
+  std::string in_;
+  size_t have_ = 0;  // valid bytes in in_
+  bool ever_answered_ = false;
+};
+
+}  // namespace shelfmark

@@ -1,0 +1,262 @@
+#include "rpc/lookup_wire.h"
+
+#include <cstring>
+
+#include "common/wire_bytes.h"
+
+namespace shelfmark {
+namespace {
+
+// The smallest encodings, for bounding counts by the bytes left.
+constexpr size_t kMinKeyBytes = 4;       // an empty length-prefixed string
+constexpr size_t kMinItemBytes = 4;      // a code alone
+constexpr size_t kMinReplicaBytes = 10;  // id, status, type
+
+void PutUuid(wire::Appender& a, const UUID& id) { a.Put(id.hi).Put(id.lo); }
+UUID GetUuid(wire::Reader& r) {
+  UUID id;
+  id.hi = r.Get<uint64_t>();
+  id.lo = r.Get<uint64_t>();
+  return id;
+}
+
+void PutReplica(wire::Appender& a, const ReplicaDescriptor& d) {
+  a.Put(d.id).Put(static_cast<uint8_t>(d.status)).Put(static_cast<uint8_t>(d.type));
+  if (d.type == ReplicaType::MEMORY) {
+    const MemoryDescriptor& m = d.memory;
+    a.Bytes(m.endpoint).Bytes(m.protocol).Put(m.buffer_address).Put(m.size).Bytes(m.rkey);
+    PutUuid(a, m.segment_id);
+  } else {
+    PutUuid(a, d.disk.client_id);
+    a.Put(d.disk.object_size).Bytes(d.disk.endpoint);
+  }
+}
+
+void PutResponse(wire::Appender& a, const GetReplicaListResponse& r) {
+  a.Put(r.size).Put(static_cast<uint8_t>(r.checksum.has_value())).Put(r.checksum.value_or(0));
+  a.Put(static_cast<uint8_t>(r.data_type)).Put(r.lease_ttl_ms);
+  a.Put(static_cast<uint32_t>(r.replicas.size()));
+  for (const ReplicaDescriptor& d : r.replicas) PutReplica(a, d);
+}
+
+// Reads an enum stored as u8 whose values run 0..max; false when out of range.
+template <typename E>
+bool GetEnum(wire::Reader& r, uint8_t max, E* out) {
+  const uint8_t v = r.Get<uint8_t>();
+  *out = static_cast<E>(v);
+  return v <= max;
+}
+
+bool GetReplica(wire::Reader& r, ReplicaDescriptor* d) {
+  d->id = r.Get<uint64_t>();
+  if (!GetEnum(r, static_cast<uint8_t>(ReplicaStatus::FAILED), &d->status)) return false;
+  if (!GetEnum(r, static_cast<uint8_t>(ReplicaType::LOCAL_DISK), &d->type)) return false;
+  if (d->type == ReplicaType::MEMORY) {
+    MemoryDescriptor& m = d->memory;
+    m.endpoint = r.Bytes();
+    m.protocol = r.Bytes();
+    m.buffer_address = r.Get<uint64_t>();
+    m.size = r.Get<uint64_t>();
+    m.rkey = r.Bytes();
+    m.segment_id = GetUuid(r);
+  } else {
+    d->disk.client_id = GetUuid(r);
+    d->disk.object_size = r.Get<uint64_t>();
+    d->disk.endpoint = r.Bytes();
+  }
+  return true;
+}
+
+bool GetResponse(wire::Reader& r, GetReplicaListResponse* out) {
+  out->size = r.Get<uint64_t>();
+  const uint8_t has_checksum = r.Get<uint8_t>();
+  const uint64_t checksum = r.Get<uint64_t>();
+  if (has_checksum > 1) return false;
+  if (has_checksum == 1) out->checksum = checksum;
+  if (!GetEnum(r, static_cast<uint8_t>(DataType::WEIGHT), &out->data_type)) return false;
+  out->lease_ttl_ms = r.Get<int64_t>();
+  const uint32_t count = r.Get<uint32_t>();
+  if (count > r.left() / kMinReplicaBytes) return false;
+  out->replicas.resize(count);
+  for (ReplicaDescriptor& d : out->replicas) {
+    if (!GetReplica(r, &d)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t BeginLookupFrame(std::string* out) {
+  const size_t start = out->size();
+  wire::Appender(out).Put(kLookupFrameTag).Put(uint32_t{0});
+  return start;
+}
+
+void EndLookupFrame(std::string* out, size_t start) {
+  const uint32_t body = static_cast<uint32_t>(out->size() - start - kLookupHeaderBytes);
+  std::memcpy(out->data() + start + 4, &body, sizeof(body));
+}
+
+bool ParseLookupHeader(std::string_view header, uint32_t* body_bytes) {
+  if (header.size() < kLookupHeaderBytes) return false;
+  wire::Reader r(header.data(), kLookupHeaderBytes);
+  if (r.Get<uint32_t>() != kLookupFrameTag) return false;
+  *body_bytes = r.Get<uint32_t>();
+  return true;
+}
+
+// --- requests ------------------------------------------------------------------
+
+void AppendChallengeRequest(std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<uint8_t>(LookupOp::kChallenge));
+  EndLookupFrame(out, start);
+}
+
+void AppendAuthenticateRequest(std::string_view client_nonce, std::string_view proof,
+                               std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<uint8_t>(LookupOp::kAuthenticate)).Bytes(client_nonce).Bytes(proof);
+  EndLookupFrame(out, start);
+}
+
+void AppendGetRequest(std::string_view tenant, std::string_view key, std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<uint8_t>(LookupOp::kGet)).Bytes(tenant).Bytes(key);
+  EndLookupFrame(out, start);
+}
+
+void AppendBatchGetRequest(std::string_view tenant, const std::vector<std::string>& keys,
+                           std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender a(out);
+  a.Put(static_cast<uint8_t>(LookupOp::kBatchGet)).Bytes(tenant);
+  a.Put(static_cast<uint32_t>(keys.size()));
+  for (const std::string& key : keys) a.Bytes(key);
+  EndLookupFrame(out, start);
+}
+
+ErrorCode DecodeLookupRequest(std::string_view body, size_t max_batch, LookupRequest* out) {
+  wire::Reader r(body.data(), body.size());
+  const uint8_t op = r.Get<uint8_t>();
+  out->op = static_cast<LookupOp>(op);
+  switch (out->op) {
+    case LookupOp::kChallenge:
+      break;
+    case LookupOp::kAuthenticate:
+      out->client_nonce = r.BytesView();
+      out->proof = r.BytesView();
+      break;
+    case LookupOp::kGet:
+      out->tenant = r.BytesView();
+      out->key = r.BytesView();
+      break;
+    case LookupOp::kBatchGet: {
+      out->tenant = r.BytesView();
+      const uint32_t count = r.Get<uint32_t>();
+      if (count > max_batch || count > r.left() / kMinKeyBytes) return ErrorCode::INVALID_PARAMS;
+      out->keys.clear();
+      for (uint32_t i = 0; i < count; ++i) out->keys.push_back(r.BytesView());
+      break;
+    }
+    default:
+      return ErrorCode::INVALID_PARAMS;
+  }
+  return r.done() ? ErrorCode::OK : ErrorCode::INVALID_PARAMS;
+}
+
+// --- replies -------------------------------------------------------------------
+
+void AppendChallengeReply(ErrorCode code, bool required, std::string_view server_nonce,
+                          std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<int32_t>(code)).Put(static_cast<uint8_t>(required)).Bytes(server_nonce);
+  EndLookupFrame(out, start);
+}
+
+void AppendAuthenticateReply(ErrorCode code, std::string_view server_proof, std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<int32_t>(code)).Bytes(server_proof);
+  EndLookupFrame(out, start);
+}
+
+void AppendCodeReply(ErrorCode code, std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<int32_t>(code));
+  EndLookupFrame(out, start);
+}
+
+void AppendGetReply(const Result<GetReplicaListResponse>& result, std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender a(out);
+  a.Put(static_cast<int32_t>(result.ok() ? ErrorCode::OK : result.error()));
+  if (result.ok()) PutResponse(a, *result);
+  EndLookupFrame(out, start);
+}
+
+size_t BeginBatchGetReply(uint32_t count, std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender(out).Put(static_cast<int32_t>(ErrorCode::OK)).Put(count);
+  return start;
+}
+
+void AppendBatchItem(const Result<GetReplicaListResponse>& result, std::string* out) {
+  wire::Appender a(out);
+  a.Put(static_cast<int32_t>(result.ok() ? ErrorCode::OK : result.error()));
+  if (result.ok()) PutResponse(a, *result);
+}
+
+Result<ChallengeReply> DecodeChallengeReply(std::string_view body) {
+  wire::Reader r(body.data(), body.size());
+  const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
+  ChallengeReply reply;
+  const uint8_t required = r.Get<uint8_t>();
+  reply.server_nonce = r.Bytes();
+  if (!r.done() || required > 1) return ErrorCode::RPC_FAIL;
+  if (code != ErrorCode::OK) return code;
+  reply.required = required == 1;
+  return reply;
+}
+
+Result<std::string> DecodeAuthenticateReply(std::string_view body) {
+  wire::Reader r(body.data(), body.size());
+  const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
+  std::string proof = r.Bytes();
+  if (!r.done()) return ErrorCode::RPC_FAIL;
+  if (code != ErrorCode::OK) return code;
+  return proof;
+}
+
+Result<GetReplicaListResponse> DecodeGetReply(std::string_view body) {
+  wire::Reader r(body.data(), body.size());
+  const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
+  if (code != ErrorCode::OK) return r.done() ? code : ErrorCode::RPC_FAIL;
+  GetReplicaListResponse out;
+  if (!GetResponse(r, &out) || !r.done()) return ErrorCode::RPC_FAIL;
+  return out;
+}
+
+Result<std::vector<Result<GetReplicaListResponse>>> DecodeBatchGetReply(std::string_view body,
+                                                                        size_t expected) {
+  wire::Reader r(body.data(), body.size());
+  const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
+  if (code != ErrorCode::OK) return r.done() ? code : ErrorCode::RPC_FAIL;
+  const uint32_t count = r.Get<uint32_t>();
+  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
+  std::vector<Result<GetReplicaListResponse>> items;
+  items.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const ErrorCode item_code = ErrorCodeFromInt(r.Get<int32_t>());
+    if (item_code != ErrorCode::OK) {
+      items.emplace_back(item_code);
+      continue;
+    }
+    GetReplicaListResponse response;
+    if (!GetResponse(r, &response)) return ErrorCode::RPC_FAIL;
+    items.emplace_back(std::move(response));
+  }
+  if (!r.done()) return ErrorCode::RPC_FAIL;
+  return items;
+}
+
+}  // namespace shelfmark
