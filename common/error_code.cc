@@ -39,6 +39,10 @@ constexpr std::pair<ErrorCode, std::string_view> kNames[] = {
     {ErrorCode::UNAUTHENTICATED, "UNAUTHENTICATED"},
     {ErrorCode::PERMISSION_DENIED, "PERMISSION_DENIED"},
     {ErrorCode::RATE_LIMITED, "RATE_LIMITED"},
+    {ErrorCode::ETCD_OPERATION_ERROR, "ETCD_OPERATION_ERROR"},
+    {ErrorCode::ETCD_KEY_NOT_EXIST, "ETCD_KEY_NOT_EXIST"},
+    {ErrorCode::ETCD_TRANSACTION_FAIL, "ETCD_TRANSACTION_FAIL"},
+    {ErrorCode::NOT_LEADER, "NOT_LEADER"},
 };
 
 }  // namespace

@@ -56,6 +56,13 @@ enum class ErrorCode : int32_t {
   UNAUTHENTICATED = -1300,      // no (or a failed) token handshake on this connection
   PERMISSION_DENIED = -1301,    // authenticated, but the token's role or tenant forbids it
   RATE_LIMITED = -1302,         // too many failed handshakes from this peer; retry later
+
+  // Master high availability on etcd (docs/ha.md). Mooncake numbers its etcd
+  // codes -1000..-1002, which Shelfmark already uses for other codes.
+  ETCD_OPERATION_ERROR = -1400,   // etcd unreachable, answered an error or garbage
+  ETCD_KEY_NOT_EXIST = -1401,     // the key (or lease) is not in etcd
+  ETCD_TRANSACTION_FAIL = -1402,  // a transaction's compare failed
+  NOT_LEADER = -1410,             // this master is not the leader (or cannot prove it)
 };
 
 // Stable upper-case name of the code ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR_CODE"

@@ -24,6 +24,16 @@ TEST(ErrorCode, WireValuesRoundTripAndUnknownValuesAreInternal) {
   EXPECT_EQ(ErrorCodeName(ErrorCode::RATE_LIMITED), "RATE_LIMITED");
 }
 
+TEST(ErrorCode, HaCodesUseTheirOwnRange) {
+  EXPECT_EQ(ErrorCodeFromInt(-1400), ErrorCode::ETCD_OPERATION_ERROR);
+  EXPECT_EQ(ErrorCodeFromInt(-1401), ErrorCode::ETCD_KEY_NOT_EXIST);
+  EXPECT_EQ(ErrorCodeFromInt(-1402), ErrorCode::ETCD_TRANSACTION_FAIL);
+  EXPECT_EQ(ErrorCodeFromInt(-1410), ErrorCode::NOT_LEADER);
+  EXPECT_EQ(ErrorCodeName(ErrorCode::NOT_LEADER), "NOT_LEADER");
+  // Mooncake's etcd numbers stay Shelfmark's own codes.
+  EXPECT_EQ(ErrorCodeFromInt(-1000), ErrorCode::ILLEGAL_CLIENT);
+}
+
 TEST(Result, HoldsValueOrError) {
   Result<int> good = 5;
   ASSERT_TRUE(good.ok());

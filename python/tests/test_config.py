@@ -50,3 +50,6 @@ def test_codes_mooncake_numbers_differently():
     codes = [0, -704, -900]
     assert store._cs(codes) is codes
     assert store._cs([0, -1002]) == [0, -1010]
+    # Shelfmark's etcd codes (-1400..-1402) answer Mooncake's (-1000..-1002).
+    assert [store._c(c) for c in (-1400, -1401, -1402)] == [-1000, -1001, -1002]
+    assert store._c(-1410) == -1410  # NOT_LEADER: Mooncake has no such code
