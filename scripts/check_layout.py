@@ -52,6 +52,7 @@ LAYOUT = [
     Row("ssdstore", "common", "", ""),
     Row("service", "common", "", ""),
     Row("rpc", "auth schemas common", "", ""),
+    Row("ha", "common", "", ""),
     Row("master", "rpc auth service snapshot directory schemas common", "", ""),
     Row("node", "rpc transport ssdstore common", "service auth",
         "master client directory"),

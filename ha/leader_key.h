@@ -1,0 +1,36 @@
+// Where the masters of one cluster meet in etcd (docs/ha.md, "Key layout"):
+// the leader key "shelfmark/<cluster_id>/leader", whose value is the
+// leader's RPC address "host:port" and whose create_revision is the term.
+// Same shape as Mooncake's "mooncake-store/<cluster_id>/master_view": a
+// fixed prefix per product, then the cluster id, so clusters (and products)
+// share one etcd without meeting.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shelfmark::ha {
+
+inline constexpr std::string_view kEtcdKeyPrefix = "shelfmark/";
+inline constexpr size_t kMaxClusterIdLength = 128;
+
+// 1..128 characters of [A-Za-z0-9._-]: never a '/' (it would nest into
+// another cluster's keys).
+inline bool ValidClusterId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxClusterIdLength) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return id != "." && id != "..";
+}
+
+// Precondition: ValidClusterId(cluster_id).
+inline std::string LeaderKey(std::string_view cluster_id) {
+  return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/leader";
+}
+
+}  // namespace shelfmark::ha
