@@ -12,6 +12,10 @@ PACKAGES=(
   clang
   libibverbs-dev librdmacm-dev libucx-dev
   curl iproute2 procps
+  # The ha tests start their own etcd (docs/ha.md) on free ports. On a real
+  # Debian host this package also starts a system etcd on 2379, which the
+  # tests never use.
+  etcd-server
   redis-server redis-tools
   # The soft-RoCE VM suite (tests/softroce) boots Debian's kernel under QEMU.
   qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers ibverbs-utils perftest
