@@ -81,7 +81,7 @@ class Parser {
       SkipSpace();
       JsonValue value;
       if (!ParseValue(&value, depth)) return false;
-      out->members.emplace_back(std::move(name), std::move(value));
+      out->members.push_back(JsonMember{std::move(name), std::move(value)});
       SkipSpace();
       if (Consume('}')) return true;
       if (!Consume(',')) return false;
@@ -247,9 +247,9 @@ void Write(const JsonValue& v, std::string* out) {
       out->push_back('{');
       for (size_t i = 0; i < v.members.size(); ++i) {
         if (i) out->push_back(',');
-        Quote(v.members[i].first, out);
+        Quote(v.members[i].name, out);
         out->push_back(':');
-        Write(v.members[i].second, out);
+        Write(v.members[i].value, out);
       }
       out->push_back('}');
       return;
@@ -260,8 +260,8 @@ void Write(const JsonValue& v, std::string* out) {
 
 const JsonValue* JsonValue::Find(std::string_view name) const {
   if (type != Type::kObject) return nullptr;
-  for (const auto& [n, v] : members) {
-    if (n == name) return &v;
+  for (const JsonMember& m : members) {
+    if (m.name == name) return &m.value;
   }
   return nullptr;
 }

@@ -16,12 +16,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "common/result.h"
 
 namespace shelfmark::ha {
+
+struct JsonMember;
 
 struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -29,11 +30,16 @@ struct JsonValue {
   bool boolean = false;
   std::string text;  // kString: the decoded string; kNumber: the number's text
   std::vector<JsonValue> items;                              // kArray
-  std::vector<std::pair<std::string, JsonValue>> members;    // kObject
+  std::vector<JsonMember> members;  // kObject, in order
 
   // The first member called `name` of an object; null when absent or when
   // this is not an object.
   const JsonValue* Find(std::string_view name) const;
+};
+
+struct JsonMember {
+  std::string name;
+  JsonValue value;
 };
 
 struct JsonLimits {

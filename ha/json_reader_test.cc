@@ -66,7 +66,7 @@ TEST(JsonReader, WriteReadsBackTheSame) {
   auto again = ParseJson(once);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(WriteJson(*again), once);
-  EXPECT_EQ(again->members[1].first, "\xff");
+  EXPECT_EQ(again->members[1].name, "\xff");
 }
 
 TEST(Base64, RoundTripsAndRefusesNonCanonicalText) {
