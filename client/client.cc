@@ -98,6 +98,7 @@ MasterClient& Client::Impl::master() {
     mo.address = options.master;
     mo.client_id = options.transport.client_id;
     mo.call_timeout_ms = options.rpc_timeout_ms;
+    mo.lookup_channel = options.lookup_channel;
     mo.token = options.master_token.empty() ? options.transport.cluster_token
                                             : options.master_token;
     slot = std::make_unique<MasterClient>(mo);

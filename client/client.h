@@ -144,6 +144,8 @@ struct ClientOptions {
   uint64_t staging_bytes = 64ull << 20;  // 0: no staging (above); else >= 64
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
+  // Lookups over the master's lookup channel (MasterClientOptions::lookup_channel).
+  bool lookup_channel = true;
   const Clock* clock = nullptr;  // lease accounting; nullptr: a steady clock
   // Locations served without a master RPC within their lease (see above);
   // max_entries = 0 (the default): off. Create answers INVALID_PARAMS for

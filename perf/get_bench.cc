@@ -151,6 +151,7 @@ class GetBench {
     co.transport.device = o_.device;
     // The benchmark's objects are its own: no other client force-removes them.
     co.location_cache.max_entries = o_.location_cache ? kLocationCacheEntries : 0;
+    co.lookup_channel = o_.lookup_channel;
     client_ = CreateDataClient(std::move(co), kProgram);
     if (client_ == nullptr) return false;
     run_id_ = client_->client_id().ToString().substr(0, 8);

@@ -24,6 +24,8 @@ void AddFlags(FlagSet* f, GetBenchOptions* o) {
   f->AddInt64("batch", &o->batch, "keys per get (>1: one BatchGet, memory only)", 1, 4096);
   f->AddBool("location_cache", &o->location_cache,
              "serve repeated gets of a key within its lease without a master lookup");
+  f->AddBool("lookup_channel", &o->lookup_channel,
+             "master lookups over its lookup channel (false: Cap'n Proto RPC)");
   f->AddString("disk_dirs", &o->disk_dirs_text,
                "nodes' SSD directories, comma-separated (the pread baseline reads there)");
   f->AddInt64("offload_wait_s", &o->offload_wait_s,

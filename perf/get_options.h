@@ -32,6 +32,7 @@ struct GetBenchOptions {
   // The client's location cache (kLocationCacheEntries); false: every get
   // asks the master.
   bool location_cache = true;
+  bool lookup_channel = true;  // ClientOptions::lookup_channel
   std::string disk_dirs_text;  // where nodes keep their SSD files (pread baseline)
   int64_t offload_wait_s = 60;
   bool json = false;

@@ -45,6 +45,7 @@ class MasterBench {
     client_options_.address = o_.master;
     client_options_.call_timeout_ms = o_.timeout_ms;
     client_options_.token = o_.credentials.master_token;  // the Pinger's too
+    client_options_.lookup_channel = o_.lookup_channel;
     // client_options_.client_id: a fresh UUID shared by every connection.
   }
 
@@ -258,8 +259,9 @@ bool MasterBench::RunThroughput() {
   const std::string shape =
       " batch=" + std::to_string(o_.batch) + " conns=" + std::to_string(o_.connections);
   BenchKeys keys(o_.key_prefix, segment_.id, 't', static_cast<size_t>(o_.key_size));
-  const uint64_t limit =
+  uint64_t limit =
       static_cast<uint64_t>(kCapacityGuard * static_cast<double>(segment_.size)) / AlignedValue();
+  if (o_.keys > 0) limit = std::min(limit, static_cast<uint64_t>(o_.keys));
   std::atomic<uint64_t> next{0};
   std::atomic<bool> capped{false};
 

@@ -38,6 +38,12 @@ void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
   flags->AddInt64("segment_size", &o->segment_size,
                   "bytes of the bookkeeping segment (0 = automatic)", 0, 1LL << 50);
   flags->AddInt64("timeout_ms", &o->timeout_ms, "per-RPC timeout", 1, 3'600'000);
+  flags->AddInt64("keys", &o->keys,
+                  "N > 0: put at most N keys, so the get phase reads among N keys (0: as many "
+                  "as the put phase fits in --seconds)",
+                  0, 1'000'000'000);
+  flags->AddBool("lookup_channel", &o->lookup_channel,
+                 "lookups over the master's lookup channel (false: Cap'n Proto RPC)");
   flags->AddBool("json", &o->json, "one JSON object per result line");
   o->credential_flags.Add(*flags);
 }

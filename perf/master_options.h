@@ -27,6 +27,8 @@ struct MasterBenchOptions {
   int64_t value_size = 64;
   int64_t segment_size = 0;  // 0 = automatic
   int64_t timeout_ms = 10'000;
+  int64_t keys = 0;              // > 0: at most this many keys are put (and read)
+  bool lookup_channel = true;    // MasterClientOptions::lookup_channel
   bool json = false;
   auth::CredentialFlags credential_flags;  // --cluster_token_file, ...
   HostPort metrics_at;  // resolved from `metrics` (or the default)
