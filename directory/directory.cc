@@ -193,6 +193,20 @@ void Directory::RunPaused(const std::function<void()>& f) {
 // Export* run while the caller keeps every operation out (see directory.h):
 // no snapshot lock here.
 ShardState Directory::ExportShard(uint32_t index) const { return impl_->ExportShard(index); }
+void Directory::EnableChangeTracking() { impl_->EnableChangeTracking(); }
+uint64_t Directory::ChangeSeq() const { return impl_->ChangeSeq(); }
+ChangeSet Directory::TakeChanges() {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->TakeChanges();
+}
+ShardState Directory::ExportShardLive(uint32_t index) const {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->ExportShard(index);
+}
+SegmentsState Directory::ExportSegmentTable() const {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->ExportSegmentTable();
+}
 SegmentsState Directory::ExportSegments() const { return impl_->ExportSegments(); }
 TasksState Directory::ExportTasks() const { return impl_->ExportTasks(); }
 

@@ -278,6 +278,27 @@ class Directory {
   // alive now, so nodes get a full client TTL once the port opens however
   // long the shards took.
   ErrorCode RestoreTasks(const TasksState& tasks);
+  // --- change feed (hot standbys: directory/change_feed.h) --------------------
+  // From now on, every change of an object or of the segment table is
+  // recorded until TakeChanges takes it. Idempotent; never turned off.
+  void EnableChangeTracking();
+  // How many changes were recorded so far. A caller that mutated the
+  // directory reads it after its call returns: once a TakeChanges whose
+  // seq is at least this value has been shipped, the caller's change is in
+  // it (directory/change_feed.h has the argument).
+  uint64_t ChangeSeq() const;
+  // Takes what changed since the last call (see ChangeSet). Thread-safe;
+  // one taker at a time (a second would split the changes between them).
+  ChangeSet TakeChanges();
+  // The objects of one shard with only its shard lock held (no pause):
+  // another shard may change meanwhile. With change tracking enabled first,
+  // every change after this export is also in a later TakeChanges, so a
+  // standby that applies the export, then the changes, converges.
+  ShardState ExportShardLive(uint32_t index) const;
+  // The segment table (segments, disks, view version, next replica id) as
+  // TakeChanges ships it.
+  SegmentsState ExportSegmentTable() const;
+
   // Returns the directory to its freshly constructed state: no objects,
   // segments, clients or tasks; replica ids from 1, counters 0, the view
   // version it was constructed with. Takes the snapshot lock exclusively

@@ -20,6 +20,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "directory/change_feed.h"
 #include "directory/client_registry.h"
 #include "directory/directory.h"
 #include "directory/promotion_table.h"
@@ -41,6 +42,11 @@ using SelectVictims = std::function<Victims(const KeyMap<TenantState>& tenants)>
 // (directory_offload.cc); a replaced version's pinned range is retired at
 // least this long (directory_upsert.cc).
 inline constexpr int64_t kOffloadTimeoutMs = 60'000;
+
+// Fills *out (a fresh ObjectState) from the object; times relative to `now`
+// (directory_snapshot.cc).
+void ExportObject(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
+                  int64_t now, ObjectState* out);
 
 // The tenant (after EffectiveTenant) and key checks every keyed call makes:
 // ValidateTenant's code, else ValidateKey's.
@@ -142,6 +148,11 @@ class DirectoryImpl {
   // snapshots (directory_snapshot.cc); see directory.h
   ShardState ExportShard(uint32_t index) const;
   SegmentsState ExportSegments() const;
+  SegmentsState ExportSegmentTable() const;
+  // change feed (directory_changes.cc); see directory.h
+  void EnableChangeTracking() { feed_.Enable(); }
+  uint64_t ChangeSeq() const { return feed_.seq(); }
+  ChangeSet TakeChanges();
   TasksState ExportTasks() const;
   ErrorCode RestoreSegments(const SegmentsState& state);
   ErrorCode RestoreShard(const ShardState& state);
@@ -239,6 +250,17 @@ class DirectoryImpl {
   // holds a replica in the segment, which the purge's sweep of that shard
   // ends; so no range of the segment is retired once the purge returned.
   void DropRetiredOn(const std::vector<SegmentEntry*>& segments);
+  // Records a change of the object (tenant, key) of `shard` for the change
+  // feed (a no-op while it is off). Caller holds the shard exclusively.
+  void Touch(MetadataShard& shard, std::string_view tenant, std::string_view key)
+      REQUIRES(shard.mu);
+  // Records a change of the segment table.
+  void TouchSegments() {
+    if (feed_.enabled()) feed_.MarkSegments();
+  }
+  // The changed objects of shard `index` into *out (and the vanished ones
+  // into *removed).
+  void TakeShardChanges(size_t index, ChangeSet* out);
   void BackgroundLoop();
   // Raises next_replica_id_ to at least `id`.
   void RaiseNextReplicaId(uint64_t id);
@@ -251,6 +273,7 @@ class DirectoryImpl {
   SegmentTable segments_;
   ClientRegistry clients_;
   PromotionTable promotions_;
+  ChangeFeed feed_;
   RetiredRanges retired_;
   const uint64_t initial_view_version_;
   std::atomic<uint64_t> view_version_;

@@ -9,7 +9,10 @@ namespace shelfmark {
 
 ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment) {
   ErrorCode rc = segments_.Mount(client, segment);
-  if (rc == ErrorCode::OK) clients_.Touch(client, Now());
+  if (rc == ErrorCode::OK) {
+    clients_.Touch(client, Now());
+    TouchSegments();
+  }
   return rc;
 }
 
@@ -20,6 +23,7 @@ ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_
   PurgeOwners({*entry});
   DropRetiredOn({*entry});
   segments_.Erase(*entry);
+  TouchSegments();
   return ErrorCode::OK;
 }
 
@@ -38,6 +42,7 @@ ErrorCode DirectoryImpl::MountLocalDisk(const UUID& client, bool enable_offloadi
   std::unique_ptr<DiskNode> replaced =
       clients_.MountDisk(client, endpoint, enable_offloading, Now());
   if (replaced) PurgeOwners({replaced.get()});
+  TouchSegments();
   return ErrorCode::OK;
 }
 
@@ -57,6 +62,7 @@ void DirectoryImpl::ExpireClients() {
   PurgeOwners(owners);
   DropRetiredOn(segments);
   for (SegmentEntry* s : segments) segments_.Erase(s);
+  TouchSegments();
 }
 
 void DirectoryImpl::DropPromotionsOn(const std::vector<SegmentEntry*>& segments) {

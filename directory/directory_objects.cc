@@ -90,6 +90,7 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
     if (meta->group) drops->emplace_back(*meta->group, std::string(key));
     state.objects.Erase(key);
     key_count_.fetch_sub(1, std::memory_order_relaxed);
+    Touch(shard, tenant, key);
   }
   if (auto p = state.processing.find(key); p != state.processing.end()) {
     state.processing.erase(p);
@@ -108,6 +109,7 @@ size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tena
     FreeReplica(*meta, r);
     return true;
   });
+  if (removed > 0) Touch(shard, tenant, key);
   if (meta->replicas.empty()) {
     EraseObject(shard, tenant, key, drops);
   } else if (!meta->HasProcessing()) {
@@ -191,6 +193,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
     TenantState& state = *shard.tenants.TryEmplace(tenant).first;
     out = InitVersion(*state.objects.TryEmplace(key).first, client, size, config, now, *placed);
     state.processing.emplace(key);
+    Touch(shard, tenant, key);
     key_count_.fetch_add(1, std::memory_order_relaxed);
   }
   DropGroupMembers(tenant, drops);
@@ -233,6 +236,7 @@ ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
     rc = meta->has_pending && type == ReplicaType::MEMORY
              ? FinishReplacement(state, tenant, key, client, *meta, &drops, &joined)
              : FinishPut(state, tenant, key, client, *meta, type);
+    if (rc == ErrorCode::OK) Touch(shard, tenant, key);
   }
   DropGroupMembers(tenant, drops);
   if (!joined.empty()) AddGroupMember(tenant, joined, key);

@@ -183,6 +183,7 @@ ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view t
   uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
   meta->replicas.push_back(
       MakeReplica(id, ReplicaStatus::COMPLETE, ReplicaType::LOCAL_DISK, disk, 0));
+  Touch(shard, tenant, item.key);
   return ErrorCode::OK;
 }
 

@@ -124,6 +124,7 @@ ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* dis
   uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
   meta->replicas.push_back(
       MakeReplica(id, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, p->segment, p->offset));
+  Touch(shard, tenant, item.key);
   promoted_.fetch_add(1, std::memory_order_relaxed);
   return ErrorCode::OK;
 }

@@ -46,6 +46,8 @@ ReplicaState ExportReplica(const Replica& r) {
   return out;
 }
 
+}  // namespace
+
 // Fills *out (a fresh ObjectState) from the object.
 void ExportObject(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
                   int64_t now, ObjectState* out) {
@@ -65,6 +67,8 @@ void ExportObject(std::string_view tenant, std::string_view key, const ObjectMet
   out->replicas.reserve(meta.replicas.size());
   for (const Replica& r : meta.replicas) out->replicas.push_back(ExportReplica(r));
 }
+
+namespace {
 
 bool ValidTenantKey(std::string_view tenant, std::string_view key) {
   // The stored tenant is never "" (the default tenant is stored by name).

@@ -91,4 +91,19 @@ struct TasksState {
   std::vector<PendingOffloadState> offloads;
 };
 
+// What changed since the last TakeChanges (Directory::TakeChanges): the
+// current state of every changed object that exists, grouped by shard
+// (`groups` left empty: memberships follow from the objects), the
+// (tenant, key) of every changed object that no longer exists, and the
+// segment table when it changed (free extents as they were; a standby
+// derives its allocators from the objects instead).
+struct ChangeSet {
+  uint64_t seq = 0;  // every change counted up to here is in this set
+  std::vector<ShardState> shards;
+  std::vector<std::pair<std::string, std::string>> removed;
+  bool has_segments = false;
+  SegmentsState segments;
+  bool empty() const { return shards.empty() && removed.empty() && !has_segments; }
+};
+
 }  // namespace shelfmark

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -53,6 +55,9 @@ struct TenantState {
 struct MetadataShard {
   mutable SharedMutex mu;
   KeyMap<TenantState> tenants GUARDED_BY(mu);
+  // (tenant, key) of objects changed since the change feed last took them
+  // (directory/change_feed.h); appended only while the feed is enabled.
+  std::vector<std::pair<std::string, std::string>> changed GUARDED_BY(mu);
 };
 
 // Shard of a key (or of a group id). The default tenant hashes the name alone.

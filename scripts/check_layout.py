@@ -53,7 +53,8 @@ LAYOUT = [
     Row("service", "common", "", ""),
     Row("rpc", "auth schemas common", "", ""),
     Row("ha", "common", "", ""),
-    Row("master", "rpc auth service snapshot directory schemas common", "", ""),
+    Row("replication", "snapshot directory auth common", "", ""),
+    Row("master", "replication rpc auth service snapshot directory schemas common", "", ""),
     Row("node", "rpc transport ssdstore common", "service auth",
         "master client directory"),
     Row("client", "rpc transport common", "",
@@ -65,8 +66,8 @@ LAYOUT = [
     Row("perf", "auth common",
         "embedded client node master rpc service ssdstore transport snapshot directory schemas", ""),
     Row("tests", "", "",
-        "tools perf embedded client node master rpc service ssdstore transport snapshot "
-        "directory schemas auth common"),
+        "tools perf embedded client node master replication rpc service ssdstore transport "
+        "snapshot directory schemas auth common"),
 ]
 
 # Folders whose every file is test code.

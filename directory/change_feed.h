@@ -1,0 +1,58 @@
+// ChangeFeed: which parts of the directory changed since they were last
+// taken, for hot standbys (replication/: the leader ships the current state
+// of every changed key, so a standby's copy converges to the leader's).
+//
+// Changes are states, not operations: the feed records WHICH keys (and
+// whether the segment table) changed; whoever takes them reads their state
+// at that moment. So a key changed twice is shipped once, in its latest
+// state, and a state shipped twice is harmless.
+//
+// Protocol (the sequence is what a mutation's caller waits on before it
+// acknowledges, see Directory::ChangeSeq): a mutation, holding the key's
+// shard lock exclusively, appends the key to the shard's `changed` list,
+// then MarkShard() sets the shard's flag and then advances the sequence.
+// TakeChanges reads the sequence S first, then takes every flagged shard's
+// list under that shard's lock: any mutation counted in S had set its flag
+// before S was read, and holds (or held) the shard lock while appending, so
+// its key is in what is taken. Off until Enable(): nothing is recorded then.
+//
+// Thread safety: all members are atomics.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "directory/shard.h"
+
+namespace shelfmark {
+
+class ChangeFeed {
+ public:
+  bool enabled() const { return enabled_.load(); }
+  void Enable() { enabled_.store(true); }
+
+  // After a key of shard `index` was appended to its list.
+  void MarkShard(size_t index) {
+    shards_[index].store(true);
+    seq_.fetch_add(1);
+  }
+  // After the segment table, the disks or the view version changed.
+  void MarkSegments() {
+    segments_.store(true);
+    seq_.fetch_add(1);
+  }
+  uint64_t seq() const { return seq_.load(); }
+  // Clears and returns the flag.
+  bool TakeShard(size_t index) { return shards_[index].exchange(false); }
+  bool TakeSegments() { return segments_.exchange(false); }
+
+ private:
+  std::atomic<bool> enabled_{false};
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<bool> segments_{false};
+  std::array<std::atomic<bool>, kShardCount> shards_{};
+};
+
+}  // namespace shelfmark

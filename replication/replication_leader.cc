@@ -1,0 +1,314 @@
+#include "replication/replication_leader.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "auth/proof.h"
+#include "common/clock.h"
+#include "common/socket_io.h"
+#include "directory/shard.h"
+#include "replication/frame_io.h"
+#include "replication/replication_wire.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr uint64_t kNoWait = std::numeric_limits<uint64_t>::max();
+// Shards per frame of a full copy (a frame stays far below the size limit).
+constexpr uint32_t kShardsPerCopyFrame = 16;
+
+int64_t NowMs() { return SteadyClock().NowMs(); }
+
+}  // namespace
+
+struct ReplicationLeader::Standby {
+  enum class State { kHandshake, kCopying, kSynced, kDead };
+  UniqueFd fd;
+  State state = State::kHandshake;  // guarded by the leader's mu_
+  uint64_t acked = 0;               // guarded by the leader's mu_
+  uint64_t sent = 0;                // guarded by the leader's mu_
+  int64_t unacked_since_ms = 0;     // guarded by the leader's mu_; 0: all acked
+};
+
+ReplicationLeader::ReplicationLeader(Directory& directory, ReplicationLeaderOptions options)
+    : dir_(directory), options_(std::move(options)) {}
+
+ReplicationLeader::~ReplicationLeader() { Stop(); }
+
+void ReplicationLeader::Start() {
+  MutexLock lock(&mu_);
+  if (running_) return;
+  dir_.EnableChangeTracking();
+  running_ = true;
+  stopping_ = false;
+  shipper_ = std::thread([this] { ShipLoop(); });
+}
+
+void ReplicationLeader::Stop() {
+  std::vector<std::thread> readers;
+  {
+    MutexLock lock(&mu_);
+    if (!running_) return;
+    stopping_ = true;
+    for (auto& s : standbys_) {
+      s->state = Standby::State::kDead;
+      ::shutdown(s->fd.get(), SHUT_RDWR);
+    }
+    standbys_.clear();
+    readers.swap(readers_);
+  }
+  cv_.notify_all();
+  shipper_.join();
+  for (auto& t : readers) t.join();
+  {
+    MutexLock lock(&mu_);
+    running_ = false;
+  }
+  Release();
+}
+
+void ReplicationLeader::Adopt(int fd, std::string first) {
+  auto s = std::make_shared<Standby>();
+  s->fd.Reset(fd);
+  MutexLock lock(&mu_);
+  if (!running_ || stopping_) return;  // `s` closes the descriptor
+  standbys_.push_back(s);
+  readers_.emplace_back([this, s, first = std::move(first)]() mutable {
+    ReadLoop(std::move(s), std::move(first));
+  });
+}
+
+ErrorCode ReplicationLeader::Handshake(Standby& s, std::string* pending) {
+  const int timeout = static_cast<int>(options_.io_timeout_ms);
+  std::string body;
+  if (ReadFrame(s.fd.get(), timeout, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  auto hello = DecodeHello(body);
+  if (!hello.ok()) return hello.error();
+  std::string out;
+  ReplicationChallenge challenge;
+  if (hello->cluster_id != options_.cluster_id) challenge.code = ErrorCode::PERMISSION_DENIED;
+  challenge.required = !options_.tokens.empty();
+  const auth::Nonce nonce = auth::NewNonce();
+  if (challenge.required) challenge.server_nonce = std::string(auth::Bytes(nonce));
+  AppendChallenge(challenge, &out);
+  if (WriteFrames(s.fd.get(), timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  if (challenge.code != ErrorCode::OK) return challenge.code;
+  ReplicationWelcome welcome;
+  if (challenge.required) {
+    if (ReadFrame(s.fd.get(), timeout, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+    auto proof = DecodeProof(body);
+    if (!proof.ok()) return proof.error();
+    const auth::TokenEntry* entry =
+        options_.tokens.Identify(challenge.server_nonce, hello->client_nonce, *proof);
+    if (entry == nullptr || (entry->roles & auth::kRoleAdmin) == 0 || !entry->tenant.empty()) {
+      welcome.code = ErrorCode::UNAUTHENTICATED;
+    } else {
+      welcome.server_proof = std::string(auth::BytesOf(auth::Prove(
+          entry->token, auth::kMasterServerLabel, {challenge.server_nonce, hello->client_nonce})));
+    }
+  }
+  out.clear();
+  AppendWelcome(welcome, &out);
+  if (WriteFrames(s.fd.get(), timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  return welcome.code;
+}
+
+void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) {
+  if (Handshake(*s, &first) != ErrorCode::OK) {
+    Drop(*s);
+    return;
+  }
+  {
+    MutexLock lock(&mu_);
+    if (s->state != Standby::State::kHandshake) return;  // dropped meanwhile
+    s->state = Standby::State::kCopying;
+    wake_ = true;
+  }
+  cv_.notify_all();
+  std::string body;
+  std::string none;
+  // Acknowledgements until the connection ends; a stall is the shipper's
+  // to notice (an idle standby sends nothing).
+  while (ReadFrame(s->fd.get(), -1, &none, &body) == ErrorCode::OK) {
+    auto ack = DecodeAck(body);
+    if (!ack.ok()) break;
+    {
+      MutexLock lock(&mu_);
+      s->acked = std::max(s->acked, *ack);
+      if (s->acked >= s->sent) s->unacked_since_ms = 0;
+    }
+    Release();
+  }
+  Drop(*s);
+}
+
+void ReplicationLeader::Drop(Standby& s) {
+  {
+    MutexLock lock(&mu_);
+    if (s.state == Standby::State::kDead) return;
+    s.state = Standby::State::kDead;
+    ::shutdown(s.fd.get(), SHUT_RDWR);
+    std::erase_if(standbys_, [&](const auto& p) { return p.get() == &s; });
+    ++counters_.dropped;
+  }
+  Release();
+}
+
+void ReplicationLeader::FullCopy(Standby& s) {
+  const int timeout = static_cast<int>(options_.io_timeout_ms);
+  // Every change counted up to here is in the shards exported below (each
+  // is exported after this read); later ones follow in batches.
+  const uint64_t seq = dir_.ChangeSeq();
+  ReplicationBatch batch;
+  batch.flags = kBatchReset;
+  batch.changes.has_segments = true;
+  batch.changes.segments = dir_.ExportSegmentTable();
+  std::string out;
+  bool ok = true;
+  for (uint32_t index = 0; ok && index < kShardCount; ++index) {
+    ShardState shard = dir_.ExportShardLive(index);
+    if (!shard.objects.empty()) batch.changes.shards.push_back(std::move(shard));
+    if (batch.changes.shards.size() < kShardsPerCopyFrame && index + 1 < kShardCount) continue;
+    if (index + 1 == kShardCount) {
+      batch.flags |= kBatchSynced;
+      batch.changes.seq = seq;
+    }
+    out.clear();
+    AppendBatch(batch, &out);
+    ok = WriteFrames(s.fd.get(), timeout, out) == ErrorCode::OK;
+    batch = ReplicationBatch{};
+  }
+  if (!ok) {
+    Drop(s);
+    return;
+  }
+  MutexLock lock(&mu_);
+  if (s.state != Standby::State::kCopying) return;
+  s.state = Standby::State::kSynced;
+  s.sent = seq;
+  s.unacked_since_ms = NowMs();
+  counters_.bytes += out.size();
+}
+
+void ReplicationLeader::ShipBatch() {
+  std::vector<std::shared_ptr<Standby>> to;
+  {
+    MutexLock lock(&mu_);
+    if (dir_.ChangeSeq() == shipped_seq_) return;
+    for (auto& s : standbys_) {
+      if (s->state == Standby::State::kSynced) to.push_back(s);
+    }
+  }
+  ReplicationBatch batch;
+  batch.changes = dir_.TakeChanges();
+  std::string out;
+  AppendBatch(batch, &out);
+  const int timeout = static_cast<int>(options_.io_timeout_ms);
+  for (auto& s : to) {
+    if (WriteFrames(s->fd.get(), timeout, out) != ErrorCode::OK) Drop(*s);
+  }
+  {
+    MutexLock lock(&mu_);
+    shipped_seq_ = batch.changes.seq;
+    ++counters_.batches;
+    for (auto& s : to) {
+      if (s->state != Standby::State::kSynced) continue;
+      if (s->acked >= s->sent && s->unacked_since_ms == 0) s->unacked_since_ms = NowMs();
+      s->sent = batch.changes.seq;
+      counters_.bytes += out.size();
+    }
+  }
+  Release();
+}
+
+void ReplicationLeader::ShipLoop() {
+  for (;;) {
+    std::vector<std::shared_ptr<Standby>> copying;
+    std::vector<std::shared_ptr<Standby>> stalled;
+    {
+      MutexLock lock(&mu_);
+      if (!stopping_ && !wake_) {
+        cv_.wait_for(mu_, std::chrono::milliseconds(options_.idle_ship_ms));
+      }
+      if (stopping_) return;
+      wake_ = false;
+      const int64_t now = NowMs();
+      for (auto& s : standbys_) {
+        if (s->state == Standby::State::kCopying) copying.push_back(s);
+        if (s->state == Standby::State::kSynced && s->unacked_since_ms != 0 &&
+            now - s->unacked_since_ms > options_.io_timeout_ms) {
+          stalled.push_back(s);
+        }
+      }
+    }
+    for (auto& s : stalled) Drop(*s);
+    for (auto& s : copying) {
+      {
+        MutexLock lock(&mu_);
+        ++counters_.full_copies;
+      }
+      FullCopy(*s);
+    }
+    ShipBatch();  // also drains the feed when no standby listens
+  }
+}
+
+uint64_t ReplicationLeader::AckedLocked() const {
+  std::vector<uint64_t> acked;
+  for (const auto& s : standbys_) {
+    if (s->state == Standby::State::kSynced) acked.push_back(s->acked);
+  }
+  const size_t need = std::min<size_t>(static_cast<size_t>(std::max(0, options_.sync_standbys)),
+                                       acked.size());
+  if (need == 0) return kNoWait;
+  std::sort(acked.begin(), acked.end(), std::greater<>());
+  return acked[need - 1];
+}
+
+bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done) {
+  {
+    MutexLock lock(&mu_);
+    if (!running_ || stopping_ || AckedLocked() >= seq) return true;
+    waiters_.push_back({seq, std::move(done)});
+    wake_ = true;
+  }
+  cv_.notify_all();
+  return false;
+}
+
+void ReplicationLeader::Release() {
+  std::vector<Waiter> ready;
+  {
+    MutexLock lock(&mu_);
+    const uint64_t acked = (!running_ || stopping_) ? kNoWait : AckedLocked();
+    auto split = std::partition(waiters_.begin(), waiters_.end(),
+                                [acked](const Waiter& w) { return w.seq > acked; });
+    std::move(split, waiters_.end(), std::back_inserter(ready));
+    waiters_.erase(split, waiters_.end());
+  }
+  for (Waiter& w : ready) w.done();
+}
+
+ReplicationLeaderStats ReplicationLeader::stats() const {
+  MutexLock lock(&mu_);
+  ReplicationLeaderStats out = counters_;
+  const int64_t now = NowMs();
+  for (const auto& s : standbys_) {
+    if (s->state == Standby::State::kHandshake) continue;
+    ++out.standbys;
+    if (s->state != Standby::State::kSynced) continue;
+    ++out.in_sync;
+    if (s->unacked_since_ms != 0) out.lag_ms = std::max(out.lag_ms, now - s->unacked_since_ms);
+  }
+  out.change_seq = dir_.ChangeSeq();
+  const uint64_t acked = AckedLocked();
+  out.acked_seq = acked == kNoWait ? out.change_seq : acked;
+  out.lag_ops = out.change_seq - std::min(out.change_seq, out.acked_seq);
+  return out;
+}
+
+}  // namespace shelfmark

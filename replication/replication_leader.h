@@ -1,0 +1,117 @@
+// ReplicationLeader: the leading master's side of hot-standby replication
+// (docs/ha.md, "Replication"). Standbys connect to the master's RPC port
+// (the RPC server hands their connections over: Adopt); each gets a full
+// copy of the directory, then every batch of changes (Directory's change
+// feed), and acknowledges each batch once applied.
+//
+// Durability: a mutation is acknowledged to its caller only once
+// `sync_standbys` standbys (fewer when fewer are in sync; 0: none) have
+// acknowledged a batch whose sequence covers the mutation
+// (WhenReplicated). With no standby in sync the leader acknowledges alone:
+// availability first, and there is then no standby a failover could pick.
+//
+// Threads: one shipper (full copies for joining standbys, then batches to
+// all) and one reader per standby (handshake, then acknowledgements). A
+// standby that does not keep up (a write or an acknowledgement stalls for
+// io_timeout_ms) is dropped; it reconnects and copies again.
+//
+// Thread safety: every public method may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/token_table.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
+#include "directory/directory.h"
+
+namespace shelfmark {
+
+struct ReplicationLeaderOptions {
+  std::string cluster_id;
+  auth::TokenTable tokens;  // empty: standbys need no proof; else an admin token
+  int sync_standbys = 1;
+  int64_t io_timeout_ms = 5'000;
+  // How long the shipper sleeps when nobody asked for a batch (changes made
+  // by the background thread, which waits on nobody, ship at this period).
+  int64_t idle_ship_ms = 20;
+};
+
+struct ReplicationLeaderStats {
+  uint64_t standbys = 0;      // connected (handshake done)
+  uint64_t in_sync = 0;       // full copy done, receiving batches
+  uint64_t change_seq = 0;    // the directory's change sequence now
+  uint64_t acked_seq = 0;     // what the mutations' callers may count on
+  uint64_t lag_ops = 0;       // change_seq - acked_seq (0 without a standby in sync)
+  int64_t lag_ms = 0;         // age of the oldest batch not yet acknowledged
+  uint64_t batches = 0;       // sent (to all standbys: counted once)
+  uint64_t bytes = 0;         // sent, every standby counted
+  uint64_t full_copies = 0;   // started
+  uint64_t dropped = 0;       // standbys dropped (error, stall, bad proof)
+};
+
+class ReplicationLeader {
+ public:
+  ReplicationLeader(Directory& directory, ReplicationLeaderOptions options);
+  ~ReplicationLeader();  // Stop()s
+  ReplicationLeader(const ReplicationLeader&) = delete;
+  ReplicationLeader& operator=(const ReplicationLeader&) = delete;
+
+  // Enables the directory's change tracking and starts the shipper.
+  void Start();
+  // Drops every standby and joins the threads. Waiters are released.
+  void Stop();
+
+  // Takes over a standby's connection (the descriptor is closed when done);
+  // `first` holds what was already read from it.
+  void Adopt(int fd, std::string first);
+
+  // True when a mutation whose Directory::ChangeSeq() was `seq` may be
+  // acknowledged now. Otherwise `done` is called once it may (from a
+  // replication thread, without locks held) and false is returned.
+  bool WhenReplicated(uint64_t seq, std::function<void()> done);
+
+  ReplicationLeaderStats stats() const;
+
+ private:
+  struct Standby;
+  struct Waiter {
+    uint64_t seq;
+    std::function<void()> done;
+  };
+
+  void ShipLoop();
+  // Handshake then acknowledgements of one standby.
+  void ReadLoop(std::shared_ptr<Standby> s, std::string first);
+  ErrorCode Handshake(Standby& s, std::string* pending);
+  void FullCopy(Standby& s);
+  void ShipBatch();
+  void Drop(Standby& s);
+  // The sequence mutations may count on (UINT64_MAX when none need wait).
+  uint64_t AckedLocked() const REQUIRES(mu_);
+  // Calls the waiters whose sequence is covered now.
+  void Release();
+
+  Directory& dir_;
+  const ReplicationLeaderOptions options_;
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;
+  bool running_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool wake_ GUARDED_BY(mu_) = false;
+  std::vector<std::shared_ptr<Standby>> standbys_ GUARDED_BY(mu_);
+  std::vector<std::thread> readers_ GUARDED_BY(mu_);
+  std::vector<Waiter> waiters_ GUARDED_BY(mu_);
+  uint64_t shipped_seq_ GUARDED_BY(mu_) = 0;
+  int64_t oldest_unacked_ms_ GUARDED_BY(mu_) = 0;  // steady ms; 0: none
+  ReplicationLeaderStats counters_ GUARDED_BY(mu_);
+  std::thread shipper_;
+};
+
+}  // namespace shelfmark

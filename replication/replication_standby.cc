@@ -1,0 +1,178 @@
+#include "replication/replication_standby.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "auth/proof.h"
+#include "common/clock.h"
+#include "common/host_port.h"
+#include "common/socket_io.h"
+#include "replication/frame_io.h"
+#include "replication/replication_wire.h"
+
+namespace shelfmark {
+
+ReplicationStandby::ReplicationStandby(ReplicationStandbyOptions options)
+    : options_(std::move(options)) {}
+
+ReplicationStandby::~ReplicationStandby() { Stop(); }
+
+void ReplicationStandby::Start() {
+  MutexLock lock(&mu_);
+  if (running_) return;
+  running_ = true;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ReplicationStandby::Follow(const std::string& leader_address) {
+  {
+    MutexLock lock(&mu_);
+    if (target_ == leader_address) return;
+    target_ = leader_address;
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  }
+  cv_.notify_all();
+}
+
+void ReplicationStandby::Stop() {
+  {
+    MutexLock lock(&mu_);
+    if (!running_) return;
+    stopping_ = true;
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  }
+  cv_.notify_all();
+  thread_.join();
+  MutexLock lock(&mu_);
+  running_ = false;
+}
+
+ReplicationStandbyStats ReplicationStandby::stats() const {
+  MutexLock lock(&mu_);
+  return stats_;
+}
+
+void ReplicationStandby::WithState(const std::function<void(const StandbyState&)>& f) const {
+  MutexLock lock(&mu_);
+  f(state_);
+}
+
+void ReplicationStandby::Run() {
+  int64_t backoff_ms = 100;
+  for (;;) {
+    std::string address;
+    {
+      MutexLock lock(&mu_);
+      while (!stopping_ && target_.empty()) cv_.wait(mu_);
+      if (stopping_) return;
+      address = target_;
+    }
+    const ErrorCode rc = Session(address);
+    MutexLock lock(&mu_);
+    stats_.connected = false;
+    stats_.synced = false;
+    if (rc != ErrorCode::OK) ++stats_.failures;
+    if (stopping_) return;
+    if (target_ != address) {
+      backoff_ms = 100;
+      continue;
+    }
+    cv_.wait_for(mu_, std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
+  }
+}
+
+ErrorCode ReplicationStandby::Handshake(int fd) {
+  const int timeout = static_cast<int>(options_.io_timeout_ms);
+  const auth::Nonce client_nonce = auth::NewNonce();
+  std::string out;
+  AppendHello({options_.cluster_id, std::string(auth::Bytes(client_nonce))}, &out);
+  if (WriteFrames(fd, timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  std::string body, pending;
+  if (ReadFrame(fd, timeout, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  auto challenge = DecodeChallenge(body);
+  if (!challenge.ok()) return challenge.error();
+  if (challenge->code != ErrorCode::OK) return challenge->code;
+  const std::string_view server_nonce = challenge->server_nonce;
+  if (challenge->required) {
+    out.clear();
+    AppendProof(auth::BytesOf(auth::Prove(options_.token, auth::kMasterClientLabel,
+                                          {server_nonce, auth::Bytes(client_nonce)})),
+                &out);
+    if (WriteFrames(fd, timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  }
+  if (ReadFrame(fd, timeout, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  auto welcome = DecodeWelcome(body);
+  if (!welcome.ok()) return welcome.error();
+  if (welcome->code != ErrorCode::OK) return welcome->code;
+  if (!challenge->required) return ErrorCode::OK;
+  const auth::Proof expected = auth::Prove(options_.token, auth::kMasterServerLabel,
+                                           {server_nonce, auth::Bytes(client_nonce)});
+  return auth::ProofMatches(expected, welcome->server_proof) ? ErrorCode::OK
+                                                             : ErrorCode::UNAUTHENTICATED;
+}
+
+// Applies a batch: to the copy being built while one is under way (swapped
+// in when it completes), else to the state; then acknowledges it.
+ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, StandbyState* copy) {
+  auto batch = DecodeBatch(body);
+  if (!batch.ok()) return batch.error();
+  const bool reset = (batch->flags & kBatchReset) != 0;
+  const bool synced = (batch->flags & kBatchSynced) != 0;
+  {
+    MutexLock lock(&mu_);
+    if (reset) copy->Reset();
+    if (reset || stats_.synced == false) {
+      copy->Apply(batch->changes);
+      if (synced) {
+        std::swap(state_, *copy);
+        copy->Reset();
+        stats_.synced = true;
+        ++stats_.full_copies;
+        has_state_.store(true);
+      }
+    } else {
+      state_.Apply(batch->changes);
+    }
+    stats_.applied_seq = state_.seq();
+    ++stats_.batches;
+    stats_.last_batch_ms = SteadyClock().NowMs();
+    if (!stats_.synced) return ErrorCode::OK;  // a copy under way: no ack yet
+  }
+  std::string out;
+  AppendAck(batch->changes.seq, &out);
+  return WriteFrames(fd, static_cast<int>(options_.io_timeout_ms), out);
+}
+
+ErrorCode ReplicationStandby::Session(const std::string& address) {
+  const auto where = ParseHostPort(address);
+  if (!where) return ErrorCode::INVALID_PARAMS;
+  UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms));
+  if (!fd.valid()) return ErrorCode::RPC_FAIL;
+  {
+    MutexLock lock(&mu_);
+    if (stopping_ || target_ != address) return ErrorCode::OK;
+    fd_ = fd.get();
+  }
+  ErrorCode rc = Handshake(fd.get());
+  if (rc == ErrorCode::OK) {
+    MutexLock lock(&mu_);
+    stats_.connected = true;
+  }
+  auto copy = std::make_unique<StandbyState>();
+  std::string body, pending;
+  while (rc == ErrorCode::OK) {
+    rc = ReadFrame(fd.get(), -1, &pending, &body);
+    if (rc == ErrorCode::OK) rc = ApplyBatch(fd.get(), body, copy.get());
+  }
+  MutexLock lock(&mu_);
+  fd_ = -1;
+  return rc;
+}
+
+}  // namespace shelfmark

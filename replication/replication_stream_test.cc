@@ -1,0 +1,177 @@
+// ReplicationLeader and ReplicationStandby over real loopback TCP: the
+// standby copies the leader's directory and follows its changes, mutations
+// wait for the standby's acknowledgement, tokens and cluster ids are
+// checked, and a standby that goes away releases the leader's waiters.
+#include <sys/socket.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "auth/token_table.h"
+#include "common/socket_io.h"
+#include "directory/directory_test_util.h"
+#include "replication/replication_leader.h"
+#include "replication/replication_standby.h"
+#include "testing/process_util.h"
+#include "testing/wait_for.h"
+
+namespace shelfmark {
+namespace {
+
+// Accepts connections on a loopback port and hands them to the leader (what
+// the master's RPC server does for connections that start with the tag).
+class Acceptor {
+ public:
+  explicit Acceptor(ReplicationLeader* leader) : leader_(leader) {
+    fd_ = testing::ListenLoopback(8, &port_);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c < 0) return;
+        leader_->Adopt(c, "");
+      }
+    });
+  }
+  ~Acceptor() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    CloseFd(fd_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  ReplicationLeader* leader_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+class ReplicationStreamTest : public DirectoryFixture {
+ protected:
+  void StartLeader(auth::TokenTable tokens = {}) {
+    ReplicationLeaderOptions o;
+    o.cluster_id = "c1";
+    o.tokens = std::move(tokens);
+    o.io_timeout_ms = 2000;
+    leader_ = std::make_unique<ReplicationLeader>(*dir_, o);
+    leader_->Start();
+    acceptor_ = std::make_unique<Acceptor>(leader_.get());
+  }
+  std::unique_ptr<ReplicationStandby> StartStandby(const std::string& token = "",
+                                                   const std::string& cluster = "c1") {
+    auto s = std::make_unique<ReplicationStandby>(
+        ReplicationStandbyOptions{cluster, token, 2000});
+    s->Start();
+    s->Follow(acceptor_->address());
+    return s;
+  }
+  size_t StandbyObjects(const ReplicationStandby& s) {
+    size_t n = 0;
+    s.WithState([&](const StandbyState& st) { n = st.object_count(); });
+    return n;
+  }
+  void TearDown() override {
+    acceptor_.reset();
+    if (leader_) leader_->Stop();
+  }
+
+  std::unique_ptr<ReplicationLeader> leader_;
+  std::unique_ptr<Acceptor> acceptor_;
+};
+
+TEST_F(ReplicationStreamTest, StandbyCopiesThenFollowsAndMutationsWaitForIt) {
+  const UUID node = UUID::Generate();
+  Mount(node, "a", 8 << 20);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(Put("before" + std::to_string(i)), ErrorCode::OK);
+  StartLeader();
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return standby->stats().synced; }, 10'000));
+  EXPECT_EQ(StandbyObjects(*standby), 100u);
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));
+
+  // A mutation's caller waits until the standby holds it.
+  ASSERT_EQ(Put("after"), ErrorCode::OK);
+  std::atomic<bool> released{false};
+  const uint64_t seq = dir_->ChangeSeq();
+  if (!leader_->WhenReplicated(seq, [&] { released = true; })) {
+    ASSERT_TRUE(testing::WaitFor([&] { return released.load(); }, 10'000));
+  }
+  bool has_after = false;
+  standby->WithState([&](const StandbyState& st) {
+    has_after = st.seq() >= seq && st.object_count() == 101;
+  });
+  EXPECT_TRUE(has_after);
+  EXPECT_GE(leader_->stats().acked_seq, seq);
+
+  // The standby's copy loads into a directory that serves the objects.
+  standby->Stop();
+  ManualClock clock2;
+  auto promoted = MakeTestDirectory(&clock2);
+  ErrorCode loaded = ErrorCode::INTERNAL_ERROR;
+  standby->WithState([&](const StandbyState& st) { loaded = st.LoadInto(*promoted); });
+  ASSERT_EQ(loaded, ErrorCode::OK);
+  EXPECT_TRUE(promoted->GetReplicaList("", "after").ok());
+  EXPECT_EQ(promoted->CountKeys("", true), 101u);
+}
+
+TEST_F(ReplicationStreamTest, AStandbyThatGoesAwayReleasesWaiters) {
+  Mount(UUID::Generate(), "a");
+  StartLeader();
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));
+  standby->Stop();  // its acknowledgements stop
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 0; }, 10'000));
+  ASSERT_EQ(Put("alone"), ErrorCode::OK);
+  // No standby in sync: nothing to wait for.
+  EXPECT_TRUE(leader_->WhenReplicated(dir_->ChangeSeq(), [] {}));
+}
+
+TEST_F(ReplicationStreamTest, TokensAndClusterIdsAreChecked) {
+  std::string error;
+  auto tokens = auth::TokenTable::Parse("admin admin-token\nclient client-token\n", &error);
+  ASSERT_TRUE(tokens.ok()) << error;
+  StartLeader(*tokens);
+  auto wrong = StartStandby("wrong-token");
+  auto client_role = StartStandby("client-token");
+  auto other_cluster = StartStandby("admin-token", "c2");
+  auto right = StartStandby("admin-token");
+  ASSERT_TRUE(testing::WaitFor([&] { return right->stats().synced; }, 10'000));
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return wrong->stats().failures > 0 && client_role->stats().failures > 0 &&
+               other_cluster->stats().failures > 0;
+      },
+      10'000));
+  EXPECT_FALSE(wrong->has_state());
+  EXPECT_FALSE(client_role->has_state());
+  EXPECT_FALSE(other_cluster->has_state());
+  EXPECT_EQ(leader_->stats().in_sync, 1u);
+}
+
+TEST_F(ReplicationStreamTest, GarbageOnTheStreamDropsOnlyThatConnection) {
+  Mount(UUID::Generate(), "a");
+  StartLeader();
+  auto good = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return good->stats().synced; }, 10'000));
+  // A connection that sends a tag then garbage, and one that sends a huge frame.
+  for (const std::string& junk :
+       {std::string("SMRP\x05\0\0\0garbage", 15), std::string("SMRP\xff\xff\xff\xff", 8)}) {
+    int fd = testing::ConnectLoopback(static_cast<uint16_t>(
+        std::stoi(acceptor_->address().substr(acceptor_->address().rfind(':') + 1))));
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, junk, 2000));
+    EXPECT_TRUE(testing::WaitPeerClosed(fd, 10'000));
+    CloseFd(fd);
+  }
+  ASSERT_EQ(Put("still"), ErrorCode::OK);
+  const uint64_t seq = dir_->ChangeSeq();
+  ASSERT_TRUE(testing::WaitFor([&] { return good->stats().applied_seq >= seq; }, 10'000));
+  EXPECT_EQ(leader_->stats().in_sync, 1u);
+}
+
+}  // namespace
+}  // namespace shelfmark
