@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "replication/replication_wire.h"
 #include "rpc/lookup_wire.h"
 
 namespace shelfmark {
@@ -18,7 +19,7 @@ bool FrameMeter::TakeTable(const uint8_t*& data, size_t& size) {
     word_have_ = 0;
     uint32_t value = static_cast<uint32_t>(word_[0]) | static_cast<uint32_t>(word_[1]) << 8 |
                      static_cast<uint32_t>(word_[2]) << 16 | static_cast<uint32_t>(word_[3]) << 24;
-    if (segments_ == 0 && value == kLookupFrameTag) {
+    if (segments_ == 0 && (value == kLookupFrameTag || value == kReplicationFrameTag)) {
       // A lookup frame (rpc/lookup_wire.h): its second u32 is the body's size
       // in bytes, kept in body_words_.
       lookup_ = true;

@@ -7,8 +7,9 @@
 // a u32 size in words per segment, padding to a whole word, then the
 // segments. The meter never interprets the segments. A frame that starts
 // with kLookupFrameTag is a lookup channel frame instead (rpc/lookup_wire.h:
-// the tag, a u32 body size in bytes, the body); the first frame of a
-// connection tells the server which protocol the connection speaks.
+// the tag, a u32 body size in bytes, the body), and so is one that starts
+// with kReplicationFrameTag (replication/replication_wire.h); the first
+// frame of a connection tells the server which protocol it speaks.
 //
 // Contract: Feed() takes the received bytes in order, in pieces of any size
 // (including 0), and reports through its callbacks, in stream order:

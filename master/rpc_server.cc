@@ -29,6 +29,7 @@
 #include "master/lookup_connection.h"
 #include "master/master_service.h"
 #include "service/metrics.h"
+#include "replication/replication_wire.h"
 #include "rpc/lookup_wire.h"
 #include "rpc/rpc_convert.h"
 
@@ -205,6 +206,10 @@ struct RpcServer::Impl {
       const std::string_view head(first->data(), kSniffBytes);
       uint32_t tag = 0;
       std::memcpy(&tag, head.data(), sizeof(tag));
+      if (tag == kReplicationFrameTag) {
+        HandOverStandby(*stream, head);
+        return kj::READY_NOW;  // the stream closes; the standby keeps its dup
+      }
       if (tag == kLookupFrameTag) {
         auto session = services.NewLookupSession(stream->PeerAddress());
         auto conn = kj::heap<LookupConnection>(kj::mv(stream), kj::mv(session), head);
@@ -216,6 +221,16 @@ struct RpcServer::Impl {
       auto done = conn->network.onDisconnect();
       return done.attach(kj::mv(conn));
     });
+  }
+
+  // Gives a standby's connection to options.on_standby as a descriptor of
+  // its own.
+  void HandOverStandby(GuardedStream& stream, std::string_view head) {
+    if (!options.on_standby) return;
+    KJ_IF_MAYBE(fd, stream.getFd()) {
+      const int own = ::fcntl(*fd, F_DUPFD_CLOEXEC, 0);
+      if (own >= 0) options.on_standby(own, std::string(head));
+    }
   }
 
   // Body of loop thread `index`: serves `fd` until its stop promise resolves.

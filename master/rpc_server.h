@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ struct RpcServerOptions {
   int64_t request_timeout_ms = 30'000;
   // a connection with no byte in or out this long is closed (0: never).
   int64_t idle_timeout_ms = 0;
+  // Takes a hot standby's connection (replication/replication_wire.h: one
+  // that starts with the replication tag): a descriptor of its own (a
+  // dup, non-blocking) and the bytes already read. Unset: such connections
+  // are closed. Called on a loop thread; must not block.
+  std::function<void(int fd, std::string first_bytes)> on_standby;
   // Who may call (docs/security.md); empty: everyone, no handshake.
   auth::TokenTable tokens;
   auth::HandshakeLimits handshake_limits;
