@@ -48,6 +48,11 @@ Result<GetReplicaListResponse> Directory::GetReplicaList(std::string_view tenant
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->GetReplicaList(tenant, key);
 }
+ErrorCode Directory::GetReplicaListInto(std::string_view tenant, std::string_view key,
+                                        GetReplicaListResponse* out) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->GetReplicaListInto(tenant, key, out);
+}
 Result<bool> Directory::ExistKey(std::string_view tenant, std::string_view key) {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->ExistKey(tenant, key);

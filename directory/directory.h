@@ -116,6 +116,11 @@ class Directory {
   // COMPLETE replicas of the key and grants a read lease. OBJECT_NOT_FOUND;
   // REPLICA_IS_NOT_READY when the object exists but none is COMPLETE.
   Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
+  // GetReplicaList into *out, reusing its memory (a caller answering many
+  // lookups keeps one): no allocation once *out has held a reply this large.
+  // On an error *out holds an unspecified valid state.
+  ErrorCode GetReplicaListInto(std::string_view tenant, std::string_view key,
+                               GetReplicaListResponse* out);
   // true when the key has a COMPLETE replica (grants a read lease).
   Result<bool> ExistKey(std::string_view tenant, std::string_view key);
   // Everything about one object, without granting a lease.

@@ -66,6 +66,8 @@ class DirectoryImpl {
   ErrorCode PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                       ReplicaType type);
   Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
+  ErrorCode GetReplicaListInto(std::string_view tenant, std::string_view key,
+                               GetReplicaListResponse* out);
   Result<bool> ExistKey(std::string_view tenant, std::string_view key);
   Result<ObjectInfo> Stat(std::string_view tenant, std::string_view key);
   std::vector<std::string> ListKeys(std::string_view tenant, std::string_view prefix,
@@ -177,6 +179,8 @@ class DirectoryImpl {
   ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key)
       REQUIRES_SHARED(shard.mu);
   ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
+  // Describe into *d, reusing its strings' capacity.
+  void DescribeInto(const ObjectMetadata& meta, const Replica& r, ReplicaDescriptor* d) const;
   // Places `config.replica_num` MEMORY replicas of `size` bytes. On failure
   // wakes eviction when it could help, else counts an unplaceable put.
   Result<std::vector<Placement>> PlaceReplicas(uint64_t size, const PutConfig& config);

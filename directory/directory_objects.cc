@@ -60,16 +60,31 @@ ObjectMetadata* DirectoryImpl::Find(MetadataShard& shard, std::string_view tenan
 
 ReplicaDescriptor DirectoryImpl::Describe(const ObjectMetadata& meta, const Replica& r) const {
   ReplicaDescriptor d;
-  d.id = r.id;
-  d.status = r.status_enum();
-  d.type = r.type_enum();
+  DescribeInto(meta, r, &d);
+  return d;
+}
+
+void DirectoryImpl::DescribeInto(const ObjectMetadata& meta, const Replica& r,
+                                 ReplicaDescriptor* d) const {
+  d->id = r.id;
+  d->status = r.status_enum();
+  d->type = r.type_enum();
   if (r.is_memory()) {
     const Segment& seg = r.segment()->segment;
-    d.memory = {seg.endpoint, seg.protocol, seg.base + r.offset, meta.size, seg.rkey, seg.id};
+    MemoryDescriptor& m = d->memory;
+    m.endpoint.assign(seg.endpoint);  // assign: the string's capacity is reused
+    m.protocol.assign(seg.protocol);
+    m.buffer_address = seg.base + r.offset;
+    m.size = meta.size;
+    m.rkey.assign(seg.rkey);
+    m.segment_id = seg.id;
+    d->disk = {};
   } else {
-    d.disk = {r.disk()->client_id, meta.size, r.disk()->endpoint};
+    d->disk.client_id = r.disk()->client_id;
+    d->disk.object_size = meta.size;
+    d->disk.endpoint.assign(r.disk()->endpoint);
+    d->memory = {};
   }
-  return d;
 }
 
 void DirectoryImpl::FreeReplica(const ObjectMetadata& meta, const Replica& r) {
@@ -268,22 +283,33 @@ ErrorCode DirectoryImpl::PutRevoke(const UUID& client, std::string_view tenant,
 
 Result<GetReplicaListResponse> DirectoryImpl::GetReplicaList(std::string_view tenant,
                                                              std::string_view key) {
+  GetReplicaListResponse resp;
+  if (ErrorCode rc = GetReplicaListInto(tenant, key, &resp); rc != ErrorCode::OK) return rc;
+  return resp;
+}
+
+ErrorCode DirectoryImpl::GetReplicaListInto(std::string_view tenant, std::string_view key,
+                                            GetReplicaListResponse* out) {
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
   ReaderLock lock(&shard.mu);
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
-  GetReplicaListResponse resp;
+  size_t n = 0;
   for (const Replica& r : meta->replicas) {
-    if (r.is_complete()) resp.replicas.push_back(Describe(*meta, r));
+    if (!r.is_complete()) continue;
+    if (out->replicas.size() <= n) out->replicas.emplace_back();
+    DescribeInto(*meta, r, &out->replicas[n++]);
   }
-  if (resp.replicas.empty()) return ErrorCode::REPLICA_IS_NOT_READY;
+  out->replicas.resize(n);
+  if (n == 0) return ErrorCode::REPLICA_IS_NOT_READY;
   meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
-  resp.size = meta->size;
-  if (meta->has_checksum) resp.checksum = meta->checksum;
-  resp.data_type = meta->data_type;
-  resp.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
-  return resp;
+  out->size = meta->size;
+  out->checksum.reset();
+  if (meta->has_checksum) out->checksum = meta->checksum;
+  out->data_type = meta->data_type;
+  out->lease_ttl_ms = options_.default_kv_lease_ttl_ms;
+  return ErrorCode::OK;
 }
 
 Result<bool> DirectoryImpl::ExistKey(std::string_view tenant, std::string_view key) {

@@ -57,9 +57,8 @@ bool LookupSession::Get(std::string* out) {
   ErrorCode code = auth_.Admit(master_internal::kMethodRoles[master_internal::kGetReplicaList]);
   if (code == ErrorCode::OK) code = auth_.Check({request_.tenant});
   if (code == ErrorCode::OK) {
-    auto result = s_.directory.GetReplicaList(request_.tenant, request_.key);
-    code = result.ok() ? ErrorCode::OK : result.error();
-    AppendGetReply(result, out);
+    code = s_.directory.GetReplicaListInto(request_.tenant, request_.key, &response_);
+    AppendGetReply(code, response_, out);
   } else {
     AppendCodeReply(code, out);
   }
@@ -75,7 +74,8 @@ bool LookupSession::BatchGet(std::string* out) {
   if (code == ErrorCode::OK) {
     const size_t frame = BeginBatchGetReply(static_cast<uint32_t>(request_.keys.size()), out);
     for (std::string_view key : request_.keys) {
-      AppendBatchItem(s_.directory.GetReplicaList(request_.tenant, key), out);
+      const ErrorCode item = s_.directory.GetReplicaListInto(request_.tenant, key, &response_);
+      AppendBatchItem(item, response_, out);
     }
     EndLookupFrame(out, frame);
   } else {

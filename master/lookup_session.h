@@ -41,6 +41,7 @@ class LookupSession {
   master_internal::SharedState& s_;
   ConnectionAuth auth_;
   LookupRequest request_;  // the request being answered (its key list's capacity is reused)
+  GetReplicaListResponse response_;  // each key's answer, its memory reused
 };
 
 }  // namespace shelfmark

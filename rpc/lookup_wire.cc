@@ -186,12 +186,15 @@ void AppendCodeReply(ErrorCode code, std::string* out) {
   EndLookupFrame(out, start);
 }
 
-void AppendGetReply(const Result<GetReplicaListResponse>& result, std::string* out) {
+void AppendGetReply(ErrorCode code, const GetReplicaListResponse& response, std::string* out) {
   const size_t start = BeginLookupFrame(out);
-  wire::Appender a(out);
-  a.Put(static_cast<int32_t>(result.ok() ? ErrorCode::OK : result.error()));
-  if (result.ok()) PutResponse(a, *result);
+  AppendBatchItem(code, response, out);  // a reply body is one item
   EndLookupFrame(out, start);
+}
+
+void AppendGetReply(const Result<GetReplicaListResponse>& result, std::string* out) {
+  if (result.ok()) return AppendGetReply(ErrorCode::OK, *result, out);
+  AppendGetReply(result.error(), GetReplicaListResponse{}, out);
 }
 
 size_t BeginBatchGetReply(uint32_t count, std::string* out) {
@@ -200,10 +203,15 @@ size_t BeginBatchGetReply(uint32_t count, std::string* out) {
   return start;
 }
 
-void AppendBatchItem(const Result<GetReplicaListResponse>& result, std::string* out) {
+void AppendBatchItem(ErrorCode code, const GetReplicaListResponse& response, std::string* out) {
   wire::Appender a(out);
-  a.Put(static_cast<int32_t>(result.ok() ? ErrorCode::OK : result.error()));
-  if (result.ok()) PutResponse(a, *result);
+  a.Put(static_cast<int32_t>(code));
+  if (code == ErrorCode::OK) PutResponse(a, response);
+}
+
+void AppendBatchItem(const Result<GetReplicaListResponse>& result, std::string* out) {
+  if (result.ok()) return AppendBatchItem(ErrorCode::OK, *result, out);
+  AppendBatchItem(result.error(), GetReplicaListResponse{}, out);
 }
 
 Result<ChallengeReply> DecodeChallengeReply(std::string_view body) {

@@ -96,10 +96,13 @@ void AppendAuthenticateReply(ErrorCode code, std::string_view server_proof, std:
 // A reply that is only a code (a refused call of any op).
 void AppendCodeReply(ErrorCode code, std::string* out);
 void AppendGetReply(const Result<GetReplicaListResponse>& result, std::string* out);
+// The same from a code and, when it is OK, the response.
+void AppendGetReply(ErrorCode code, const GetReplicaListResponse& response, std::string* out);
 // A batch reply, built item by item: BeginBatchGetReply, one AppendBatchItem
 // per key in order, then EndLookupFrame(out, start).
 size_t BeginBatchGetReply(uint32_t count, std::string* out);
 void AppendBatchItem(const Result<GetReplicaListResponse>& result, std::string* out);
+void AppendBatchItem(ErrorCode code, const GetReplicaListResponse& response, std::string* out);
 
 struct ChallengeReply {
   bool required = false;
