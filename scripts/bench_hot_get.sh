@@ -4,7 +4,9 @@
 # are same-host: the node's shared segment, docs/transport.md) and measures
 # per object size
 #   - cold:  `shelfmark-perf get --location_cache=false` (a master lookup and
-#            a read per get),
+#            a read per get; the lookup over the master's lookup channel),
+#   - cold_capnp: the same with the lookup over Cap'n Proto RPC
+#            (`--lookup_channel=false`), the baseline of the lookup channel,
 #   - hot:   `--keys=1 --location_cache=true` (one key read again and again:
 #            the cached location, no master RPC),
 #   - read:  `shelfmark-perf read` (the read alone, the raw UCX get of the
@@ -61,6 +63,7 @@ get() {  # label, then shelfmark-perf get flags
     sed "s/^{/{\"measure\":\"$label\",/" >> "$out"
 }
 get cold --keys=100 --location_cache=false
+get cold_capnp --keys=100 --location_cache=false --lookup_channel=false
 get hot --keys=1 --location_cache=true
 get hot_uncached --keys=1 --location_cache=false
 "$perf_bin" read --master="127.0.0.1:$rpc_port" --protocol=ucx --size="$sizes" \
@@ -84,16 +87,18 @@ field() { grep "\"measure\":\"$1\"" "$out" | grep "\"size\":$2," | json_field "$
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
 echo "=== shelfmark get vs redis GET and memcpy ($(nproc) CPUs, p50 in us) ==="
-printf "%9s %9s %9s %12s %9s %10s %10s %12s %12s %10s\n" size cold hot hot_nocache redis \
-  cold/redis hot/redis read_gbps memcpy_gbps read/memcpy
+printf "%9s %9s %10s %9s %12s %9s %10s %10s %12s %12s %10s\n" size cold cold_capnp hot \
+  hot_nocache redis cold/redis hot/redis read_gbps memcpy_gbps read/memcpy
 for size in ${sizes//,/ }; do
   cold="$(field cold "$size" p50_us)"
+  cold_capnp="$(field cold_capnp "$size" p50_us)"
   hot="$(field hot "$size" p50_us)"
   nocache="$(field hot_uncached "$size" p50_us)"
   redis="$(field redis "$size" p50_us)"
   read_gbps="$(field read "$size" gbps)"
   memcpy_gbps="$(field read "$size" memcpy_gbps)"
-  printf "%9s %9s %9s %12s %9s %10s %10s %12s %12s %10s\n" "$size" "$cold" "$hot" "$nocache" \
+  printf "%9s %9s %10s %9s %12s %9s %10s %10s %12s %12s %10s\n" "$size" "$cold" "$cold_capnp" \
+    "$hot" "$nocache" \
     "$redis" "$(ratio "$cold" "$redis")" "$(ratio "$hot" "$redis")" "$read_gbps" \
     "$memcpy_gbps" "$(ratio "$read_gbps" "$memcpy_gbps")"
 done
