@@ -140,4 +140,11 @@ const TokenEntry* TokenTable::Identify(std::string_view server_nonce,
   return nullptr;
 }
 
+std::string TokenTable::AdminToken() const {
+  for (const TokenEntry& e : entries_) {
+    if ((e.roles & kRoleAdmin) != 0 && e.tenant.empty()) return e.token;
+  }
+  return "";
+}
+
 }  // namespace shelfmark::auth

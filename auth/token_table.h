@@ -66,6 +66,9 @@ class TokenTable {
   // {server_nonce, client_nonce}); null when none did.
   const TokenEntry* Identify(std::string_view server_nonce, std::string_view client_nonce,
                              std::string_view proof) const;
+  // The first token with the admin role and no tenant binding ("" when
+  // none): what a master proves to its peers (a hot standby to its leader).
+  std::string AdminToken() const;
 
  private:
   std::vector<TokenEntry> entries_;

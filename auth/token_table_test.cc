@@ -77,3 +77,21 @@ TEST(TokenTableTest, RoleNamesRoundTrip) {
 
 }  // namespace
 }  // namespace shelfmark::auth
+
+namespace shelfmark::auth {
+namespace {
+
+TEST(TokenTableTest, AdminTokenIsTheFirstUnboundAdmin) {
+  std::string error;
+  auto table = TokenTable::Parse("client c1\nclient acme-admin tenant=acme\nadmin a1\nadmin a2\n",
+                                 &error);
+  ASSERT_TRUE(table.ok()) << error;
+  EXPECT_EQ(table->AdminToken(), "a1");
+  auto no_admin = TokenTable::Parse("client c1\nnode n1\n", &error);
+  ASSERT_TRUE(no_admin.ok()) << error;
+  EXPECT_EQ(no_admin->AdminToken(), "");
+  EXPECT_EQ(TokenTable::Single("all").AdminToken(), "all");
+}
+
+}  // namespace
+}  // namespace shelfmark::auth
