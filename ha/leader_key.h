@@ -3,13 +3,21 @@
 // leader's RPC address "host:port" and whose create_revision is the term.
 // Same shape as Mooncake's "mooncake-store/<cluster_id>/master_view": a
 // fixed prefix per product, then the cluster id, so clusters (and products)
-// share one etcd without meeting.
+// share one etcd without meeting. Each master also holds
+// "shelfmark/<cluster_id>/members/<its address>" (MemberKey).
 //
 // Thread safety: pure functions.
 #pragma once
 
 #include <string>
 #include <string_view>
+
+namespace shelfmark {
+
+// The cluster id masters and clients use when none is given (--cluster_id).
+inline constexpr std::string_view kDefaultClusterId = "shelfmark";
+
+}  // namespace shelfmark
 
 namespace shelfmark::ha {
 
@@ -31,6 +39,15 @@ inline bool ValidClusterId(std::string_view id) {
 // Precondition: ValidClusterId(cluster_id).
 inline std::string LeaderKey(std::string_view cluster_id) {
   return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/leader";
+}
+
+// "shelfmark/<cluster_id>/members/<address>": held (on its own lease) by the
+// master that publishes `address`, so a second master with the same address
+// in the same cluster refuses to start (ha/member_registration.h).
+// Precondition: ValidClusterId(cluster_id).
+inline std::string MemberKey(std::string_view cluster_id, std::string_view address) {
+  return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/members/" +
+         std::string(address);
 }
 
 }  // namespace shelfmark::ha
