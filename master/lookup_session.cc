@@ -57,6 +57,9 @@ bool LookupSession::Get(std::string* out) {
   ErrorCode code = auth_.Admit(master_internal::kMethodRoles[master_internal::kGetReplicaList]);
   if (code == ErrorCode::OK) code = auth_.Check({request_.tenant});
   if (code == ErrorCode::OK) {
+    code = s_.gate.Admit(master_internal::kMethodKinds[master_internal::kGetReplicaList]);
+  }
+  if (code == ErrorCode::OK) {
     code = s_.directory.GetReplicaListInto(request_.tenant, request_.key, &response_);
     AppendGetReply(code, response_, out);
   } else {
@@ -71,6 +74,9 @@ bool LookupSession::BatchGet(std::string* out) {
   ErrorCode code =
       auth_.Admit(master_internal::kMethodRoles[master_internal::kBatchGetReplicaList]);
   if (code == ErrorCode::OK) code = auth_.Check({request_.tenant});
+  if (code == ErrorCode::OK) {
+    code = s_.gate.Admit(master_internal::kMethodKinds[master_internal::kBatchGetReplicaList]);
+  }
   if (code == ErrorCode::OK) {
     const size_t frame = BeginBatchGetReply(static_cast<uint32_t>(request_.keys.size()), out);
     for (std::string_view key : request_.keys) {

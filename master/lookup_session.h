@@ -3,6 +3,7 @@
 // handshake before them. It answers exactly as the Cap'n Proto service
 // does for the same calls: the same roles (any authenticated role may
 // look up), the same tenant binding checks (ConnectionAuth), the same
+// leadership gate (NOT_LEADER from a standby, master/leadership_gate.h), the same
 // directory calls and the same per-method metrics
 // (shelfmark_master_rpc_*{method="GetReplicaList"|"BatchGetReplicaList"|
 // "AuthChallenge"|"Authenticate"}).

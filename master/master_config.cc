@@ -4,6 +4,8 @@
 
 #include "auth/credentials.h"
 #include "common/flags.h"
+#include "ha/etcd_client.h"
+#include "ha/leader_key.h"
 
 namespace shelfmark {
 namespace {
@@ -13,7 +15,9 @@ constexpr int64_t kMaxSeconds = 365LL * 24 * 3600;
 void AddServingFlags(FlagSet& f, MasterConfig* c) {
   f.AddInt64("rpc_port", &c->rpc_port, "Cap'n Proto RPC port (0: any free port)", 0, 65535);
   f.AddInt64("metrics_port", &c->metrics_port, "HTTP /metrics and /health port", 0, 65535);
-  f.AddString("rpc_address", &c->rpc_address, "address the RPC server binds");
+  f.AddString("rpc_address", &c->rpc_address,
+              "address the RPC server binds (and, with --enable_ha, publishes with the RPC "
+              "port unless --rpc_advertise_address is given)");
   f.AddInt64("rpc_threads", &c->rpc_threads, "RPC event-loop threads", 1, 64);
   f.AddInt64("rpc_max_connections", &c->rpc_max_connections,
              "open RPC connections; at the limit a new one replaces the idlest "
@@ -28,7 +32,9 @@ void AddServingFlags(FlagSet& f, MasterConfig* c) {
              "seconds a request may take to arrive whole", 1, kMaxSeconds);
   f.AddInt64("rpc_idle_timeout_sec", &c->rpc_idle_timeout_sec,
              "seconds an RPC connection may stay silent (0: forever)", 0, kMaxSeconds);
-  f.AddString("cluster_id", &c->cluster_id, "cluster name (snapshot location)");
+  f.AddString("cluster_id", &c->cluster_id,
+              "cluster name: its etcd keys (default shelfmark) and snapshot location (default "
+              "shelfmark_cluster)");
   f.AddString("cluster_token_file", &c->cluster_token_file,
               "file of tokens and their roles (docs/security.md); callers must prove one");
   f.AddString("cluster_token", &c->cluster_token,
@@ -75,6 +81,72 @@ void AddSnapshotFlags(FlagSet& f, MasterConfig* c) {
              "seconds before a snapshot child is killed", 1, kMaxSeconds);
   f.AddInt64("snapshot_retention_count", &c->snapshot_retention_count,
              "snapshots kept (>= 1)", 1, 1000);
+}
+
+void AddHaFlags(FlagSet& f, MasterConfig* c) {
+  f.AddBool("enable_ha", &c->enable_ha,
+            "campaign for leadership on etcd; serve only while leading (docs/ha.md)");
+  f.AddString("etcd_endpoints", &c->etcd_endpoints, "etcd client endpoints H:P[;H:P...]");
+  f.AddString("ha_backend_type", &c->ha_backend_type, "HA backend (Mooncake's flag)", {"etcd"});
+  f.AddString("ha_backend_connstring", &c->ha_backend_connstring,
+              "Mooncake's name for --etcd_endpoints");
+  f.AddString("rpc_advertise_address", &c->rpc_advertise_address,
+              "HOST:PORT the leader publishes for clients (default --rpc_address and the "
+              "bound RPC port; required when --rpc_address is a wildcard)");
+  f.AddInt64("ha_lease_ttl_s", &c->ha_lease_ttl_s, "leader lease TTL in seconds", 1, 3600);
+  f.AddInt64("ha_safety_margin_ms", &c->ha_safety_margin_ms,
+             "a leader stops acknowledging this long before its lease can expire", 0,
+             3600 * 1000);
+}
+
+bool IsWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
+}
+
+// The HA flags' values and how they go together.
+bool CheckHaFlags(MasterConfig* c, std::string* message) {
+  const std::string p = "shelfmark-master: ";
+  if (!c->ha_backend_connstring.empty() && !c->etcd_endpoints.empty() &&
+      c->ha_backend_connstring != c->etcd_endpoints) {
+    *message = p + "flags --ha_backend_connstring and --etcd_endpoints differ; give one";
+    return false;
+  }
+  const std::string endpoints =
+      c->etcd_endpoints.empty() ? c->ha_backend_connstring : c->etcd_endpoints;
+  const char* which = c->etcd_endpoints.empty() && !endpoints.empty() ? "--ha_backend_connstring"
+                                                                       : "--etcd_endpoints";
+  if (!endpoints.empty()) {
+    auto parsed = ha::ParseEtcdEndpoints(endpoints);
+    if (!parsed.ok()) {
+      *message = p + "flag " + which + "=" + endpoints + " must be H:P[;H:P...]";
+      return false;
+    }
+    c->etcd_endpoint_list = std::move(*parsed);
+  }
+  if (c->ha_safety_margin_ms >= c->ha_lease_ttl_s * 1000) {
+    *message = p + "flag --ha_safety_margin_ms must be less than --ha_lease_ttl_s in ms";
+    return false;
+  }
+  if (!c->rpc_advertise_address.empty() && !ParseHostPort(c->rpc_advertise_address)) {
+    *message = p + "flag --rpc_advertise_address must be HOST:PORT, got '" +
+               c->rpc_advertise_address + "'";
+    return false;
+  }
+  if (!c->enable_ha) return true;
+  if (c->etcd_endpoint_list.empty()) {
+    *message = p + "--enable_ha needs --etcd_endpoints (or --ha_backend_connstring)";
+    return false;
+  }
+  if (!ha::ValidClusterId(c->cluster_id)) {
+    *message = p + "flag --cluster_id must be 1 to 128 of [A-Za-z0-9._-] with --enable_ha";
+    return false;
+  }
+  if (c->rpc_advertise_address.empty() && IsWildcard(c->rpc_address)) {
+    *message = p + "--enable_ha with the wildcard --rpc_address=" + c->rpc_address +
+               " needs --rpc_advertise_address=HOST:PORT (the address clients reach)";
+    return false;
+  }
+  return true;
 }
 
 // The local store's directory comes from the environment (design study:
@@ -149,6 +221,7 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
   AddServingFlags(flags, config);
   AddDirectoryFlags(flags, config);
   AddSnapshotFlags(flags, config);
+  AddHaFlags(flags, config);
   if (!flags.Parse(argc, argv, message)) return ParseOutcome::kError;
   if (flags.help_requested()) {
     *message = flags.Usage();
@@ -158,7 +231,10 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
     *message = "shelfmark-master: unexpected argument '" + flags.positional()[0] + "'";
     return ParseOutcome::kError;
   }
-  if (config->cluster_id.empty() || config->cluster_id.find('/') != std::string::npos ||
+  const bool cluster_given = !config->cluster_id.empty();
+  if (!cluster_given) config->cluster_id = std::string(kDefaultClusterId);
+  config->snapshot_cluster_id = cluster_given ? config->cluster_id : "shelfmark_cluster";
+  if (config->cluster_id.find('/') != std::string::npos ||
       config->cluster_id.find("..") != std::string::npos) {
     *message = "shelfmark-master: flag --cluster_id must be a non-empty name without '/' or '..'";
     return ParseOutcome::kError;
@@ -168,6 +244,7 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
                "--rpc_max_request_bytes";
     return ParseOutcome::kError;
   }
+  if (!CheckHaFlags(config, message)) return ParseOutcome::kError;
   if (!LoadTokens(config, message)) return ParseOutcome::kError;
   return ReadSnapshotEnvironment(config, message) ? ParseOutcome::kRun : ParseOutcome::kError;
 }

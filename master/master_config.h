@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "auth/token_table.h"
+#include "common/host_port.h"
 #include "directory/directory.h"
 
 namespace shelfmark {
@@ -25,7 +27,11 @@ struct MasterConfig {
   int64_t client_ttl = 10;                // s
   double eviction_ratio = 0.05;
   double eviction_high_watermark_ratio = 0.90;
-  std::string cluster_id = "shelfmark_cluster";
+  // --cluster_id: the etcd keys' cluster (default kDefaultClusterId,
+  // ha/leader_key.h) and the snapshots' <cluster_id>. Not given, snapshots
+  // keep their historical default "shelfmark_cluster" (docs/snapshot.md).
+  std::string cluster_id;
+  std::string snapshot_cluster_id;  // set by ParseMasterFlags
   bool enable_offload = false;
   bool offload_on_evict = false;        // Mooncake's flags (DirectoryOptions)
   bool offload_force_evict = false;
@@ -55,6 +61,18 @@ struct MasterConfig {
   std::string metrics_token;     // read from it by ParseMasterFlags
   auth::TokenTable tokens;       // loaded from the above by ParseMasterFlags
   std::string token_warning;     // for the operator (a literal token, an open file)
+
+  // High availability (docs/ha.md, "The master's role").
+  bool enable_ha = false;
+  std::string etcd_endpoints;           // "H:P[;H:P...]"
+  std::string ha_backend_type = "etcd";  // Mooncake's flag; only etcd
+  std::string ha_backend_connstring;     // Mooncake's name for --etcd_endpoints
+  // HOST:PORT published as the leader's address; "" : --rpc_address and the
+  // bound RPC port (required when --rpc_address is a wildcard).
+  std::string rpc_advertise_address;
+  int64_t ha_lease_ttl_s = 2;
+  int64_t ha_safety_margin_ms = 500;    // < ha_lease_ttl_s * 1000
+  std::vector<HostPort> etcd_endpoint_list;  // parsed by ParseMasterFlags
 
   DirectoryOptions ToDirectoryOptions() const;
 };

@@ -4,10 +4,13 @@
 // --enable_snapshot). Stops cleanly on SIGINT or SIGTERM.
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <string>
 #include <system_error>
 
 #include "master/directory_metrics.h"
+#include "master/master_ha.h"
 #include "service/http_server.h"
 #include "master/master_config.h"
 #include "service/metrics.h"
@@ -56,7 +59,7 @@ bool RestoreAtStartUp(const MasterConfig& config, Directory& directory, Snapshot
     return false;
   }
   RestoreOptions options;
-  options.cluster_id = config.cluster_id;
+  options.cluster_id = config.snapshot_cluster_id;
   RestoreReport report = RestoreFromSnapshots(&directory, store.get(), options);
   std::fprintf(stderr, "shelfmark-master: %s (%s)\n", DescribeRestore(report).c_str(),
                store->Describe().c_str());
@@ -76,8 +79,9 @@ struct SnapshotService {
   std::unique_ptr<Snapshotter> snapshotter;
 };
 
+// `ha` (nullable): a standby skips its periodic snapshots.
 bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMetrics& metrics,
-                    SnapshotService* service) {
+                    const MasterHa* ha, SnapshotService* service) {
   std::string error;
   service->store = OpenSnapshotStore(config, &error);
   if (service->store == nullptr ||
@@ -87,11 +91,12 @@ bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMe
     return false;
   }
   SnapshotterOptions options;
-  options.cluster_id = config.cluster_id;
+  options.cluster_id = config.snapshot_cluster_id;
   options.interval_ms = config.snapshot_interval_seconds * 1000;
   options.child_timeout_ms = config.snapshot_child_timeout_seconds * 1000;
   options.retention_count = static_cast<size_t>(config.snapshot_retention_count);
   options.on_result = [&metrics](const SnapshotResult& r) { metrics.Observe(r); };
+  if (ha != nullptr) options.should_take = [ha] { return ha->serving(); };
   service->snapshotter =
       std::make_unique<Snapshotter>(&directory, service->store.get(), std::move(options));
   service->snapshotter->Start();
@@ -101,6 +106,48 @@ bool StartSnapshots(const MasterConfig& config, Directory& directory, SnapshotMe
                service->store->Describe().c_str(),
                static_cast<long long>(config.snapshot_retention_count));
   return true;
+}
+
+// What this master publishes as the leader's address: the flag, else the
+// bind address with the port actually bound (--rpc_port=0 picks one).
+std::string AdvertisedAddress(const MasterConfig& config, uint16_t bound_port) {
+  if (!config.rpc_advertise_address.empty()) return config.rpc_advertise_address;
+  return HostPort{config.rpc_address, bound_port}.ToString();
+}
+
+// Where the integrator loads the replicated state into the Directory
+// before this master serves a term it won (MasterHaOptions::before_serving).
+// TODO(ha): replication plugs in here; for now the directory is whatever
+// this process holds (empty, or restored from a snapshot at start).
+std::function<ErrorCode(int64_t)> BeforeServing(Directory& /*directory*/) {
+  return [](int64_t) { return ErrorCode::OK; };
+}
+
+// With --enable_ha: the HA wiring, its gate closed until it leads.
+std::unique_ptr<MasterHa> MakeHa(const MasterConfig& config, Directory& directory) {
+  if (!config.enable_ha) return nullptr;
+  MasterHaOptions options;
+  options.etcd_endpoints = config.etcd_endpoint_list;
+  options.cluster_id = config.cluster_id;
+  options.lease_ttl_s = static_cast<int>(config.ha_lease_ttl_s);
+  options.safety_margin_ms = static_cast<int>(config.ha_safety_margin_ms);
+  options.before_serving = BeforeServing(directory);
+  return std::make_unique<MasterHa>(std::move(options));
+}
+
+// Claims the published address and campaigns; false (the reason printed,
+// naming the flags) when etcd does not answer or the address is taken.
+bool StartHa(const MasterConfig& config, uint16_t bound_port, MasterHa& ha) {
+  const std::string address = AdvertisedAddress(config, bound_port);
+  std::string error;
+  if (ha.Start(address, &error) == ErrorCode::OK) return true;
+  const std::string& endpoints =
+      config.etcd_endpoints.empty() ? config.ha_backend_connstring : config.etcd_endpoints;
+  std::fprintf(stderr,
+               "shelfmark-master: --enable_ha with --etcd_endpoints=%s, cluster %s, "
+               "published address %s (--rpc_advertise_address): %s\n",
+               endpoints.c_str(), config.cluster_id.c_str(), address.c_str(), error.c_str());
+  return false;
 }
 
 int Run(const MasterConfig& config) {
@@ -121,8 +168,10 @@ int Run(const MasterConfig& config) {
   directory.StartBackgroundThread();
   // Before the RPC port opens: a store that cannot be written stops the
   // master at start, not at its first snapshot an interval later.
+  std::unique_ptr<MasterHa> ha = MakeHa(config, directory);
   SnapshotService snapshots;
-  if (config.enable_snapshot && !StartSnapshots(config, directory, snapshot_metrics, &snapshots)) {
+  if (config.enable_snapshot &&
+      !StartSnapshots(config, directory, snapshot_metrics, ha.get(), &snapshots)) {
     return 1;
   }
   RpcServerOptions rpc_options;
@@ -136,6 +185,7 @@ int Run(const MasterConfig& config) {
   rpc_options.request_timeout_ms = config.rpc_request_timeout_sec * 1000;
   rpc_options.idle_timeout_ms = config.rpc_idle_timeout_sec * 1000;
   rpc_options.tokens = config.tokens;
+  rpc_options.gate = ha != nullptr ? ha->gate() : nullptr;
   if (!config.token_warning.empty()) {
     std::fprintf(stderr, "shelfmark-master: warning: %s\n", config.token_warning.c_str());
   }
@@ -147,17 +197,30 @@ int Run(const MasterConfig& config) {
     return 1;
   }
   AddRpcServerMetrics(metrics, rpc);
+  // After the port listens (a standby answers NOT_LEADER from the start).
+  if (ha != nullptr && !StartHa(config, *rpc_port, *ha)) {
+    rpc.Stop();
+    return 1;
+  }
+  std::function<std::string()> health_detail;
+  if (ha != nullptr) {
+    AddMasterHaMetrics(metrics, *ha);
+    health_detail = [h = ha.get()] {
+      return std::string("ha_role ") + (h->serving() ? "leader" : "standby") + "\n";
+    };
+  }
   HttpServer http;
   AddHttpServerMetrics(metrics, http, "shelfmark_master_http_timed_out_connections_total",
                        "shelfmark_master_http_dropped_connections_total");
   auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master",
-                                         config.metrics_token);
+                                         config.metrics_token, std::move(health_detail));
   if (!http_port.ok()) return 1;
   std::fprintf(stderr, "shelfmark-master: cluster %s, rpc port %u, metrics port %u\n",
                config.cluster_id.c_str(), *rpc_port, *http_port);
   stop_signals.Wait("shelfmark-master", "stopping");
   if (snapshots.snapshotter) snapshots.snapshotter->Stop();
   http.Stop();
+  if (ha != nullptr) ha->Stop();  // resign: a standby takes over at its next poll
   rpc.Stop();
   return 0;
 }

@@ -17,13 +17,17 @@
 //   shelfmark_master_auth_handshakes_total{result="ok|failed|rate_limited"},
 //   shelfmark_master_auth_refused_calls_total{reason="unauthenticated|permission_denied"}.
 //
+// Leadership (master/leadership_gate.h): with a gate, every call but the
+// handshake first passes LeadershipGate::Admit with the method's kind
+// (service_shared.h); a refusal answers NOT_LEADER. No gate: always open.
+//
 // Robustness: a request that fails to decode (bad enum, oversized list, a
 // kj exception from the reader) is answered INVALID_PARAMS; batches longer
 // than `max_batch` are refused whole.
 //
 // Thread safety: NewService() may be called from any thread; each returned
-// service is used by one connection on one event loop. The Directory and the registry must
-// outlive the factory and its services.
+// service is used by one connection on one event loop. The Directory, the registry and
+// the gate must outlive the factory and its services.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +46,7 @@ class Directory;
 class MetricsRegistry;
 
 struct AuthCounters;
+class LeadershipGate;
 class LookupSession;
 
 // What a service knows of its connection.
@@ -55,7 +60,7 @@ class MasterServiceFactory {
   // An empty `tokens` table: no authentication (every call served).
   MasterServiceFactory(Directory& directory, MetricsRegistry* metrics /*nullable*/,
                        size_t max_batch, auth::TokenTable tokens = {},
-                       auth::HandshakeLimits limits = {});
+                       auth::HandshakeLimits limits = {}, LeadershipGate* gate = nullptr);
   ~MasterServiceFactory();
   MasterServiceFactory(const MasterServiceFactory&) = delete;
   MasterServiceFactory& operator=(const MasterServiceFactory&) = delete;

@@ -141,7 +141,8 @@ uint64_t DefaultMaxConnections() {
 struct RpcServer::Impl {
   Impl(Directory& directory, MetricsRegistry* metrics, RpcServerOptions opts)
       : options(std::move(opts)),
-        services(directory, metrics, options.max_batch, options.tokens, options.handshake_limits),
+        services(directory, metrics, options.max_batch, options.tokens, options.handshake_limits,
+                 options.gate),
         limits(options.max_request_bytes, options.max_buffered_request_bytes) {}
 
   int TotalOpen() const {

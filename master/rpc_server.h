@@ -30,6 +30,7 @@
 namespace shelfmark {
 
 class Directory;
+class LeadershipGate;
 class MetricsRegistry;
 
 struct RpcServerOptions {
@@ -57,6 +58,9 @@ struct RpcServerOptions {
   // Who may call (docs/security.md); empty: everyone, no handshake.
   auth::TokenTable tokens;
   auth::HandshakeLimits handshake_limits;
+  // Master HA (master/leadership_gate.h): who may be answered now; null:
+  // everyone (no HA). Must outlive the server.
+  LeadershipGate* gate = nullptr;
 };
 
 // What the limits did, since Start (counters), and their state now.

@@ -1,6 +1,7 @@
 // What the master's two request paths share (internal to master/): the
 // method table (metric label and the roles that may call), the per-method
-// metrics, and the state every connection's service reads. The Cap'n Proto
+// metrics, and the state every connection's service reads (its leadership
+// gate included). The Cap'n Proto
 // service (master_service.cc) and the lookup channel's sessions
 // (lookup_session.h) both answer through it, so a lookup is authorised and
 // counted the same whichever protocol carried it.
@@ -19,6 +20,7 @@
 #include "auth/token_table.h"
 #include "common/error_code.h"
 #include "master/connection_auth.h"
+#include "master/leadership_gate.h"
 #include "service/metrics.h"
 
 namespace shelfmark {
@@ -36,44 +38,69 @@ constexpr uint32_t kClient = auth::kRoleClient | auth::kRoleAdmin;  // admin may
 constexpr uint32_t kReader = auth::kAllRoles;  // nodes read what they offload
 constexpr uint32_t kAdmin = auth::kRoleAdmin;
 
-// One entry per MasterService method: enum constant, metric label, roles.
+// What a call does (master/leadership_gate.h): the column the HA gate reads.
+constexpr CallKind kAuthCall = CallKind::kHandshake;
+constexpr CallKind kReads = CallKind::kRead;
+constexpr CallKind kLive = CallKind::kLiveness;
+constexpr CallKind kWrites = CallKind::kMutation;
+
+// One entry per MasterService method: enum constant, metric label, roles,
+// what it does to the state (a standby answers every call but the
+// handshake NOT_LEADER; a fenced leader answers kWrites NOT_LEADER).
 // Calls that name a tenant, force or all tenants also pass
 // ConnectionAuth::Check.
 #define SHELFMARK_RPC_METHODS(X)                                                       \
-  X(kMountSegment, "MountSegment", kNode) X(kUnmountSegment, "UnmountSegment", kNodeOrAdmin) \
-  X(kPing, "Ping", kNode) X(kMountLocalDisk, "MountLocalDisk", kNode)                  \
-  X(kPutStart, "PutStart", kClient) X(kPutEnd, "PutEnd", kClient)                      \
-  X(kPutRevoke, "PutRevoke", kClient)                                                  \
-  X(kGetReplicaList, "GetReplicaList", kReader) X(kExistKey, "ExistKey", kReader)      \
-  X(kStat, "Stat", kReader) X(kListKeys, "ListKeys", kClient)                          \
-  X(kCountKeys, "CountKeys", kClient) X(kGroupMembers, "GroupMembers", kReader)        \
-  X(kRemove, "Remove", kClient) X(kRemoveAll, "RemoveAll", kAdmin)                     \
-  X(kRemoveByRegex, "RemoveByRegex", kClient)                                          \
-  X(kBatchPutStart, "BatchPutStart", kClient) X(kBatchPutEnd, "BatchPutEnd", kClient)  \
-  X(kBatchPutRevoke, "BatchPutRevoke", kClient)                                        \
-  X(kBatchGetReplicaList, "BatchGetReplicaList", kReader)                              \
-  X(kBatchExistKey, "BatchExistKey", kReader) X(kBatchRemove, "BatchRemove", kClient)  \
-  X(kOffloadHeartbeat, "OffloadHeartbeat", kNode)                                      \
-  X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode)                              \
-  X(kEvictDiskReplica, "EvictDiskReplica", kNode)                                      \
-  X(kPromoteStart, "PromoteStart", kNode) X(kPromoteEnd, "PromoteEnd", kNode)          \
-  X(kAuthChallenge, "AuthChallenge", kOpen) X(kAuthenticate, "Authenticate", kOpen)
+  X(kMountSegment, "MountSegment", kNode, kWrites)                                     \
+  X(kUnmountSegment, "UnmountSegment", kNodeOrAdmin, kWrites)                          \
+  X(kPing, "Ping", kNode, kLive)                                                       \
+  X(kMountLocalDisk, "MountLocalDisk", kNode, kWrites)                                 \
+  X(kPutStart, "PutStart", kClient, kWrites)                                           \
+  X(kPutEnd, "PutEnd", kClient, kWrites)                                               \
+  X(kPutRevoke, "PutRevoke", kClient, kWrites)                                         \
+  X(kGetReplicaList, "GetReplicaList", kReader, kReads)                                \
+  X(kExistKey, "ExistKey", kReader, kReads)                                            \
+  X(kStat, "Stat", kReader, kReads)                                                    \
+  X(kListKeys, "ListKeys", kClient, kReads)                                            \
+  X(kCountKeys, "CountKeys", kClient, kReads)                                          \
+  X(kGroupMembers, "GroupMembers", kReader, kReads)                                    \
+  X(kRemove, "Remove", kClient, kWrites)                                               \
+  X(kRemoveAll, "RemoveAll", kAdmin, kWrites)                                          \
+  X(kRemoveByRegex, "RemoveByRegex", kClient, kWrites)                                 \
+  X(kBatchPutStart, "BatchPutStart", kClient, kWrites)                                 \
+  X(kBatchPutEnd, "BatchPutEnd", kClient, kWrites)                                     \
+  X(kBatchPutRevoke, "BatchPutRevoke", kClient, kWrites)                               \
+  X(kBatchGetReplicaList, "BatchGetReplicaList", kReader, kReads)                      \
+  X(kBatchExistKey, "BatchExistKey", kReader, kReads)                                  \
+  X(kBatchRemove, "BatchRemove", kClient, kWrites)                                     \
+  X(kOffloadHeartbeat, "OffloadHeartbeat", kNode, kWrites)                             \
+  X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode, kWrites)                     \
+  X(kEvictDiskReplica, "EvictDiskReplica", kNode, kWrites)                             \
+  X(kPromoteStart, "PromoteStart", kNode, kWrites)                                     \
+  X(kPromoteEnd, "PromoteEnd", kNode, kWrites)                                         \
+  X(kAuthChallenge, "AuthChallenge", kOpen, kAuthCall)                                 \
+  X(kAuthenticate, "Authenticate", kOpen, kAuthCall)
 
 enum Method : int {
-#define SHELFMARK_X(id, name, roles) id,
+#define SHELFMARK_X(id, name, roles, kind) id,
   SHELFMARK_RPC_METHODS(SHELFMARK_X)
 #undef SHELFMARK_X
   kMethodCount
 };
 
 inline constexpr std::array<const char*, kMethodCount> kMethodNames = {
-#define SHELFMARK_X(id, name, roles) name,
+#define SHELFMARK_X(id, name, roles, kind) name,
     SHELFMARK_RPC_METHODS(SHELFMARK_X)
 #undef SHELFMARK_X
 };
 
 inline constexpr std::array<uint32_t, kMethodCount> kMethodRoles = {
-#define SHELFMARK_X(id, name, roles) roles,
+#define SHELFMARK_X(id, name, roles, kind) roles,
+    SHELFMARK_RPC_METHODS(SHELFMARK_X)
+#undef SHELFMARK_X
+};
+
+inline constexpr std::array<CallKind, kMethodCount> kMethodKinds = {
+#define SHELFMARK_X(id, name, roles, kind) kind,
     SHELFMARK_RPC_METHODS(SHELFMARK_X)
 #undef SHELFMARK_X
 };
@@ -85,11 +112,15 @@ struct MethodMetrics {
 };
 
 struct SharedState {
-  SharedState(Directory& d, size_t batch, auth::TokenTable tokens, auth::HandshakeLimits limits)
-      : directory(d), max_batch(batch), auth(std::move(tokens), limits) {}
+  SharedState(Directory& d, size_t batch, auth::TokenTable tokens, auth::HandshakeLimits limits,
+              LeadershipGate* g)
+      : directory(d), max_batch(batch), auth(std::move(tokens), limits),
+        gate(g != nullptr ? *g : always_open) {}
   Directory& directory;
   size_t max_batch;
   AuthPolicy auth;  // its limiter and counters change; the rest is read-only
+  LeadershipGate always_open;  // the gate without HA
+  LeadershipGate& gate;        // thread-safe; the HA wiring's, or always_open
   bool has_metrics = false;
   std::array<MethodMetrics, kMethodCount> metrics{};
 };

@@ -54,7 +54,7 @@ LAYOUT = [
     Row("rpc", "auth schemas common", "", ""),
     Row("ha", "common", "", ""),
     Row("replication", "snapshot directory auth common", "", ""),
-    Row("master", "replication rpc auth service snapshot directory schemas common", "", ""),
+    Row("master", "ha replication rpc auth service snapshot directory schemas common", "", ""),
     Row("node", "rpc transport ssdstore common", "service auth",
         "master client directory"),
     Row("client", "rpc transport common", "",

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace shelfmark {
 
@@ -28,8 +29,11 @@ int StopSignals::Wait(std::string_view program, std::string_view doing) const {
 
 Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& metrics,
                                        int64_t port, std::string_view program,
-                                       const std::string& metrics_token) {
-  http.Handle("/health", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+                                       const std::string& metrics_token,
+                                       std::function<std::string()> health_detail) {
+  http.Handle("/health", [detail = std::move(health_detail)] {
+    return HttpResponse{200, "text/plain", detail ? "ok\n" + detail() : "ok\n"};
+  });
   http.Handle("/metrics", [&metrics] {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
                         metrics.RenderPrometheus()};

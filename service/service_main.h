@@ -9,7 +9,9 @@
 // stop signal that arrives and prints "<program>: signal <n>, <doing>" on
 // stderr; the destructor restores the previous mask.
 //
-// ServeHealthAndMetrics: GET /health answers "ok\n"; GET /metrics renders
+// ServeHealthAndMetrics: GET /health answers "ok\n" (followed by what
+// `health_detail` returns, when given: lines such as "ha_role leader\n");
+// GET /metrics renders
 // `metrics` (which must outlive the server) as Prometheus text, to requests
 // bearing "Authorization: Bearer <metrics_token>" when that is not empty
 // (--metrics_token_file; docs/security.md).
@@ -21,6 +23,7 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -50,7 +53,8 @@ class StopSignals {
 // and returns the error; else the bound port.
 Result<uint16_t> ServeHealthAndMetrics(HttpServer& http, const MetricsRegistry& metrics,
                                        int64_t port, std::string_view program,
-                                       const std::string& metrics_token = "");
+                                       const std::string& metrics_token = "",
+                                       std::function<std::string()> health_detail = nullptr);
 
 // Registers `http`'s connection counters (HttpServerStats) under the two
 // names given (a literal each at the call site, so docs/metrics.md's check

@@ -89,7 +89,7 @@ void Snapshotter::Loop() {
     }
     if (stopping_) return;
     lock.unlock();
-    TakeSnapshotNow();
+    if (!options_.should_take || options_.should_take()) TakeSnapshotNow();
     lock.lock();
   }
 }

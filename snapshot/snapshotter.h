@@ -64,6 +64,10 @@ struct SnapshotterOptions {
   size_t retention_count = 2;  // >= 1
   // Called on the snapshotting thread after every snapshot (metrics, logs).
   std::function<void(const SnapshotResult&)> on_result;
+  // Asked before each periodic snapshot; false skips that one (an HA
+  // standby's directory is not the cluster's: its snapshots would rotate the
+  // leader's out). Null: always take.
+  std::function<bool()> should_take;
   // Test hook, run in the child before each stage ("metadata", "segments",
   // "task_manager", "manifest", "descriptor", "latest", "retention"). It
   // runs in a single-threaded forked process: see snapshot_child.h.
