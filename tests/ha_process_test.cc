@@ -1,0 +1,229 @@
+// Real shelfmark-master processes with --enable_ha on a real etcd
+// (testing/etcd_process.h): one leader, a standby that answers NOT_LEADER on
+// both protocols and takes over when the leader is killed, a fenced leader
+// (etcd paused) that serves reads and refuses mutations, and the start-up
+// errors (unreachable etcd, a published address taken, bad flags). Every
+// wait is WaitFor with a deadline; no durations are asserted.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "directory/directory_test_util.h"
+#include "rpc/lookup_client.h"
+#include "rpc/master_client.h"
+#include "testing/etcd_process.h"
+#include "testing/process_util.h"
+#include "testing/temp_dir.h"
+#include "testing/wait_for.h"
+
+namespace shelfmark {
+namespace {
+
+using testing::ChildProcess;
+using testing::ReadFile;
+
+constexpr int kDeadlineMs = 30'000;
+
+struct HaMaster {
+  std::unique_ptr<ChildProcess> process;
+  testing::ServicePorts ports;
+  std::string log;
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(ports.rpc); }
+  double Metric(const std::string& name) const {
+    return testing::ScrapeMetric(ports.http, name);
+  }
+  bool Leading() const { return Metric("shelfmark_master_ha_role") == 1; }
+  // A Cap'n Proto client (lookups too: the channel is off).
+  std::unique_ptr<MasterClient> Client() const {
+    MasterClientOptions options;
+    options.address = address();
+    options.client_id = UUID::Generate();
+    options.call_timeout_ms = 5000;
+    options.lookup_channel = false;
+    return std::make_unique<MasterClient>(options);
+  }
+};
+
+class HaProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(etcd_.Start()) << etcd_.StartFailure(); }
+
+  void TearDown() override {
+    if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".log").c_str());
+  }
+
+  std::vector<std::string> HaFlags() const {
+    return {"--enable_ha", "--etcd_endpoints=" + etcd_.endpoint(), "--rpc_address=127.0.0.1",
+            "--cluster_id=ha_test", "--client_ttl=3600"};
+  }
+
+  // A master with HA on, started and answering /health.
+  HaMaster Start(const std::string& name) {
+    HaMaster m;
+    m.log = dir_.Join(name + ".log");
+    m.process = testing::StartMaster(SHELFMARK_MASTER_BIN, HaFlags(), m.log, &m.ports);
+    EXPECT_NE(m.process, nullptr) << ReadFile(m.log);
+    return m;
+  }
+
+  // Starts two masters and waits until exactly one leads: [leader, standby].
+  std::vector<HaMaster*> StartPair() {
+    a_ = Start("a");
+    b_ = Start("b");
+    if (a_.process == nullptr || b_.process == nullptr) return {};
+    const bool one = testing::WaitFor([&] { return a_.Leading() != b_.Leading(); }, kDeadlineMs);
+    EXPECT_TRUE(one) << "exactly one leader";
+    if (!one) return {};
+    return a_.Leading() ? std::vector<HaMaster*>{&a_, &b_} : std::vector<HaMaster*>{&b_, &a_};
+  }
+
+  // Mounts a fresh segment (its own range and endpoint) and puts `key`
+  // through `master`.
+  void MountAndPut(const HaMaster& master, const std::string& segment, const std::string& key) {
+    auto client = master.Client();
+    const uint64_t n = ++segments_;
+    ASSERT_EQ(client->MountSegment(MakeTestSegment(segment, n << 24, 1 << 20,
+                                                   "127.0.0.1:" + std::to_string(n))),
+              ErrorCode::OK);
+    auto started = client->PutStart("", key, 1000, {});
+    ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+    ASSERT_EQ(client->PutEnd("", key), ErrorCode::OK);
+  }
+
+  testing::TempDir dir_{"ha_process"};
+  testing::EtcdProcess etcd_;
+  HaMaster a_, b_;
+  uint64_t segments_ = 0;
+};
+
+TEST_F(HaProcessTest, OneLeaderTheStandbyAnswersNotLeaderAndTakesOverWhenItIsKilled) {
+  auto pair = StartPair();
+  ASSERT_EQ(pair.size(), 2u);
+  HaMaster& leader = *pair[0];
+  HaMaster& standby = *pair[1];
+  EXPECT_EQ(leader.Metric("shelfmark_master_ha_elections_won_total"), 1);
+  EXPECT_EQ(standby.Metric("shelfmark_master_ha_elections_won_total"), 0);
+  EXPECT_GT(leader.Metric("shelfmark_master_ha_term"), 0);
+  std::string health;
+  ASSERT_EQ(testing::HttpGet(leader.ports.http, "/health", &health), 200);
+  EXPECT_EQ(health, "ok\nha_role leader\n");
+  ASSERT_EQ(testing::HttpGet(standby.ports.http, "/health", &health), 200);
+  EXPECT_EQ(health, "ok\nha_role standby\n");
+  MountAndPut(leader, "seg-a", "k");
+
+  auto exists = standby.Client()->ExistKey("", "k");
+  ASSERT_FALSE(exists.ok());
+  EXPECT_EQ(exists.error(), ErrorCode::NOT_LEADER);
+  LookupClient lookup({standby.address(), "", 5000});
+  auto looked_up = lookup.GetReplicaList("", "k");
+  ASSERT_FALSE(looked_up.ok());
+  EXPECT_EQ(looked_up.error(), ErrorCode::NOT_LEADER);
+  EXPECT_GE(standby.Metric("shelfmark_master_ha_not_leader_total"), 2);
+
+  leader.process->Signal(SIGKILL);
+  EXPECT_EQ(leader.process->Wait(kDeadlineMs), 128 + SIGKILL);
+  ASSERT_TRUE(testing::WaitFor([&] { return standby.Leading(); }, kDeadlineMs))
+      << "the standby takes over once the dead leader's lease expires";
+  EXPECT_EQ(standby.Metric("shelfmark_master_ha_elections_won_total"), 1);
+  MountAndPut(standby, "seg-b", "k2");
+}
+
+TEST_F(HaProcessTest, FencedLeaderServesReadsAndRefusesMutationsUntilEtcdReturns) {
+  auto pair = StartPair();
+  ASSERT_EQ(pair.size(), 2u);
+  HaMaster& leader = *pair[0];
+  MountAndPut(leader, "seg-a", "k");
+  auto client = leader.Client();
+
+  etcd_.Pause();
+  // Remove of an absent key changes nothing: OBJECT_NOT_FOUND while admitted.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return client->Remove("", "absent") == ErrorCode::NOT_LEADER; }, kDeadlineMs))
+      << "the leader stops acknowledging mutations once it cannot renew its lease";
+  EXPECT_GT(leader.Metric("shelfmark_master_ha_fenced_writes_total"), 0);
+  auto exists = client->ExistKey("", "k");
+  ASSERT_TRUE(exists.ok()) << ErrorCodeName(exists.error());
+  EXPECT_TRUE(*exists);
+  LookupClient lookup({leader.address(), "", 5000});
+  EXPECT_TRUE(lookup.GetReplicaList("", "k").ok());
+  auto started = client->PutStart("", "k2", 1000, {});
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error(), ErrorCode::NOT_LEADER);
+
+  etcd_.Resume();
+  HaMaster* serving = nullptr;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        for (HaMaster* m : pair) {
+          if (m->Client()->Remove("", "absent") == ErrorCode::OBJECT_NOT_FOUND) serving = m;
+        }
+        return serving != nullptr;
+      },
+      kDeadlineMs))
+      << "a leader (the same or the other) admits mutations again";
+  MountAndPut(*serving, "seg-after", "k3");
+}
+
+TEST_F(HaProcessTest, SecondMasterWithTheSamePublishedAddressRefusesToStart) {
+  const std::string taken = "--rpc_advertise_address=127.0.0.1:" +
+                            std::to_string(testing::FreePort());
+  std::vector<std::string> flags = HaFlags();
+  flags.push_back(taken);
+  testing::ServicePorts ports;
+  auto first = testing::StartMaster(SHELFMARK_MASTER_BIN, flags, dir_.Join("first.log"), &ports);
+  ASSERT_NE(first, nullptr) << ReadFile(dir_.Join("first.log"));
+  const std::string err = dir_.Join("second.log");
+  flags.insert(flags.begin(), {"--rpc_port=0", "--metrics_port=0"});
+  ChildProcess second(SHELFMARK_MASTER_BIN, flags, err);
+  EXPECT_EQ(second.Wait(kDeadlineMs), 1);
+  const std::string log = ReadFile(err);
+  EXPECT_NE(log.find("another master of cluster ha_test publishes 127.0.0.1:"),
+            std::string::npos) << log;
+  EXPECT_NE(log.find("--rpc_advertise_address"), std::string::npos) << log;
+  EXPECT_EQ(testing::ScrapeMetric(ports.http, "shelfmark_master_ha_role"), 1)
+      << "the first master is untouched";
+}
+
+TEST_F(HaProcessTest, UnreachableEtcdAtStartIsAnErrorNamingTheFlag) {
+  const std::string err = dir_.Join("unreachable.log");
+  const std::string nowhere = "127.0.0.1:" + std::to_string(testing::FreePort());
+  ChildProcess master(SHELFMARK_MASTER_BIN,
+                      {"--rpc_port=0", "--metrics_port=0", "--enable_ha",
+                       "--etcd_endpoints=" + nowhere, "--rpc_address=127.0.0.1"},
+                      err);
+  EXPECT_EQ(master.Wait(kDeadlineMs), 1);
+  const std::string log = ReadFile(err);
+  EXPECT_NE(log.find("--etcd_endpoints=" + nowhere), std::string::npos) << log;
+  EXPECT_NE(log.find("etcd did not answer"), std::string::npos) << log;
+}
+
+TEST_F(HaProcessTest, BadHaFlagsAreErrorsNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::string etcd = "--etcd_endpoints=" + etcd_.endpoint();
+  const std::vector<Case> cases = {
+      {{"--enable_ha", etcd, "--ha_backend_type=redis"}, "--ha_backend_type"},
+      {{"--enable_ha", "--rpc_address=127.0.0.1"}, "--etcd_endpoints"},
+      {{"--enable_ha", etcd}, "--rpc_advertise_address"},  // wildcard bind address
+      {{"--enable_ha", etcd, "--ha_backend_connstring=127.0.0.1:1"}, "--ha_backend_connstring"},
+      {{"--enable_ha", "--etcd_endpoints=nope"}, "--etcd_endpoints"},
+      {{"--enable_ha", etcd, "--ha_lease_ttl_s=1", "--ha_safety_margin_ms=1000"},
+       "--ha_safety_margin_ms"},
+  };
+  for (const Case& c : cases) {
+    const std::string err = dir_.Join("bad.err");
+    ChildProcess master(SHELFMARK_MASTER_BIN, c.args, err);
+    EXPECT_EQ(master.Wait(kDeadlineMs), 2) << c.names;
+    EXPECT_NE(ReadFile(err).find(c.names), std::string::npos) << ReadFile(err);
+  }
+}
+
+}  // namespace
+}  // namespace shelfmark
