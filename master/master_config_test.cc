@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "ha/leader_key.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
 
@@ -16,6 +19,13 @@ namespace {
 ParseOutcome Parse(std::vector<const char*> args, MasterConfig* c, std::string* msg) {
   args.insert(args.begin(), "shelfmark-master");
   return ParseMasterFlags(static_cast<int>(args.size()), args.data(), c, msg);
+}
+
+ParseOutcome ParseStrings(const std::vector<std::string>& args, MasterConfig* c,
+                          std::string* msg) {
+  std::vector<const char*> pointers;
+  for (const std::string& a : args) pointers.push_back(a.c_str());
+  return Parse(pointers, c, msg);
 }
 
 TEST(MasterConfig, DesignStudyExampleParses) {
@@ -58,6 +68,62 @@ TEST(MasterConfig, BadValuesNameTheFlag) {
     std::string msg;
     EXPECT_EQ(Parse({arg}, &c, &msg), ParseOutcome::kError) << arg;
     std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  }
+}
+
+TEST(MasterConfig, HaOffByDefaultAndClusterIdDefaults) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({}, &c, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_FALSE(c.enable_ha);
+  EXPECT_EQ(c.cluster_id, kDefaultClusterId);
+  EXPECT_EQ(c.snapshot_cluster_id, "shelfmark_cluster");  // snapshots do not move
+  MasterConfig given;
+  ASSERT_EQ(Parse({"--cluster_id=c1"}, &given, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_EQ(given.snapshot_cluster_id, "c1");
+}
+
+TEST(MasterConfig, HaFlagsParse) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({"--enable_ha", "--ha_backend_type=etcd",
+                   "--ha_backend_connstring=10.0.0.1:2379;10.0.0.2:2379",
+                   "--rpc_advertise_address=10.0.0.5:50051", "--ha_lease_ttl_s=3",
+                   "--ha_safety_margin_ms=700"},
+                  &c, &msg),
+            ParseOutcome::kRun)
+      << msg;
+  ASSERT_EQ(c.etcd_endpoint_list.size(), 2u);
+  EXPECT_EQ(c.etcd_endpoint_list[1].ToString(), "10.0.0.2:2379");
+  EXPECT_EQ(c.ha_lease_ttl_s, 3);
+  EXPECT_EQ(c.ha_safety_margin_ms, 700);
+  MasterConfig same;  // both names with the same value
+  EXPECT_EQ(Parse({"--enable_ha", "--rpc_address=10.0.0.5", "--etcd_endpoints=h:1",
+                   "--ha_backend_connstring=h:1"},
+                  &same, &msg),
+            ParseOutcome::kRun)
+      << msg;
+}
+
+TEST(MasterConfig, BadHaValuesNameTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--ha_backend_type=redis"}, "--ha_backend_type"},
+      {{"--enable_ha"}, "--etcd_endpoints"},
+      {{"--etcd_endpoints=nope"}, "--etcd_endpoints"},
+      {{"--ha_backend_connstring=nope"}, "--ha_backend_connstring"},
+      {{"--etcd_endpoints=h:1", "--ha_backend_connstring=h:2"}, "--ha_backend_connstring"},
+      {{"--enable_ha", "--etcd_endpoints=h:1"}, "--rpc_advertise_address"},
+      {{"--rpc_advertise_address=nohost"}, "--rpc_advertise_address"},
+      {{"--ha_lease_ttl_s=0"}, "--ha_lease_ttl_s"},
+      {{"--ha_safety_margin_ms=2000"}, "--ha_safety_margin_ms"},
+      {{"--enable_ha", "--etcd_endpoints=h:1", "--rpc_address=h", "--cluster_id=a b"},
+       "--cluster_id"},
+  };
+  for (const auto& [args, name] : cases) {
+    MasterConfig c;
+    std::string msg;
+    EXPECT_EQ(ParseStrings(args, &c, &msg), ParseOutcome::kError) << name;
     EXPECT_NE(msg.find(name), std::string::npos) << msg;
   }
 }
