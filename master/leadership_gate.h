@@ -14,7 +14,7 @@
 //     NOT_LEADER, counted in fenced_refusals(). Reads and Ping pass.
 //
 // Thread safety: every method from any thread; Admit is lock-free (one
-// relaxed-enough atomic load, and the fence check for mutations).
+// acquire load, and for a mutation on an open HA gate the fence check).
 // `can_acknowledge` must be callable from any thread.
 #pragma once
 
