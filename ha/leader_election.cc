@@ -129,8 +129,12 @@ void LeaderElection::Run() {
 void LeaderElection::Follow() {
   Result<std::optional<EtcdKeyValue>> holder = etcd_->Get(key_);
   if (holder.ok() && !holder->has_value()) {
-    Campaign();
-    if (leading_) return;
+    if (!options_.may_campaign || options_.may_campaign()) {
+      Campaign();
+      if (leading_) return;
+    } else {
+      Publish(Role::kFollower, view().term, "");  // nobody leads; this one may not yet
+    }
   } else if (holder.ok()) {
     Publish(Role::kFollower, (*holder)->create_revision, (*holder)->value);
   } else {

@@ -84,6 +84,9 @@ struct LeaderElectionOptions {
   int follower_poll_ms = 200;
   int request_timeout_ms = 0;   // per etcd request and endpoint; 0: TTL / 4
   std::function<void(const LeaderView&)> on_change;
+  // Asked before each campaign (nobody leads); false: do not campaign now
+  // (a standby without a copy of the last leader's state). Unset: always.
+  std::function<bool()> may_campaign;
 };
 
 class LeaderElection {

@@ -94,6 +94,14 @@ void AddHaFlags(FlagSet& f, MasterConfig* c) {
               "HOST:PORT the leader publishes for clients (default --rpc_address and the "
               "bound RPC port; required when --rpc_address is a wildcard)");
   f.AddInt64("ha_lease_ttl_s", &c->ha_lease_ttl_s, "leader lease TTL in seconds", 1, 3600);
+  f.AddInt64("ha_sync_standbys", &c->ha_sync_standbys,
+             "standbys that must hold a mutation before it is acknowledged (fewer while fewer "
+             "are in sync; 0: acknowledge without waiting)",
+             0, 16);
+  f.AddInt64("ha_unsynced_takeover_s", &c->ha_unsynced_takeover_s,
+             "seconds without a leader after which a standby without a complete copy may "
+             "take over",
+             1, 86400);
   f.AddInt64("ha_safety_margin_ms", &c->ha_safety_margin_ms,
              "a leader stops acknowledging this long before its lease can expire", 0,
              3600 * 1000);

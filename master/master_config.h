@@ -72,6 +72,11 @@ struct MasterConfig {
   std::string rpc_advertise_address;
   int64_t ha_lease_ttl_s = 2;
   int64_t ha_safety_margin_ms = 500;    // < ha_lease_ttl_s * 1000
+  // Standbys whose acknowledgement a mutation waits for (fewer while fewer
+  // are in sync; 0: none), and how long a cluster stays without a leader
+  // before a standby without a complete copy may take over (docs/ha.md).
+  int64_t ha_sync_standbys = 1;
+  int64_t ha_unsynced_takeover_s = 10;
   std::vector<HostPort> etcd_endpoint_list;  // parsed by ParseMasterFlags
 
   DirectoryOptions ToDirectoryOptions() const;

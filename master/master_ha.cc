@@ -45,6 +45,7 @@ ha::LeaderElectionOptions MasterHa::ElectionOptions(const std::string& address) 
   e.lease_ttl_s = options_.lease_ttl_s;
   e.safety_margin_ms = options_.safety_margin_ms;
   e.on_change = [this](const ha::LeaderView& view) { OnChange(view); };
+  e.may_campaign = options_.may_campaign;
   return e;
 }
 
@@ -93,6 +94,7 @@ void MasterHa::OnChange(const ha::LeaderView& view) {
     leading_term_ = term;
   }
   cv_.notify_all();
+  if (options_.on_view) options_.on_view(view);
   std::fprintf(stderr, "shelfmark-master: ha: %s, term %lld, leader %s\n",
                std::string(ha::RoleName(view.role)).c_str(), static_cast<long long>(view.term),
                view.leader_address.empty() ? "unknown" : view.leader_address.c_str());

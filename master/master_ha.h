@@ -48,6 +48,10 @@ struct MasterHaOptions {
   // Runs each time this master wins a term, before it serves (default: no
   // step). The place to load the replicated state into the Directory.
   std::function<ErrorCode(int64_t term)> before_serving;
+  // Every change of the election's view (on the election thread: quick).
+  std::function<void(const ha::LeaderView&)> on_view;
+  // LeaderElectionOptions::may_campaign.
+  std::function<bool()> may_campaign;
 };
 
 class MasterHa {

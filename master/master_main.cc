@@ -11,6 +11,7 @@
 
 #include "master/directory_metrics.h"
 #include "master/master_ha.h"
+#include "master/master_replication.h"
 #include "service/http_server.h"
 #include "master/master_config.h"
 #include "service/metrics.h"
@@ -115,30 +116,41 @@ std::string AdvertisedAddress(const MasterConfig& config, uint16_t bound_port) {
   return HostPort{config.rpc_address, bound_port}.ToString();
 }
 
-// Where the integrator loads the replicated state into the Directory
-// before this master serves a term it won (MasterHaOptions::before_serving).
-// TODO(ha): replication plugs in here; for now the directory is whatever
-// this process holds (empty, or restored from a snapshot at start).
-std::function<ErrorCode(int64_t)> BeforeServing(Directory& /*directory*/) {
-  return [](int64_t) { return ErrorCode::OK; };
+// With --enable_ha: hot-standby replication (master/master_replication.h).
+std::unique_ptr<MasterReplication> MakeReplication(const MasterConfig& config,
+                                                   Directory& directory) {
+  if (!config.enable_ha) return nullptr;
+  MasterReplicationOptions options;
+  options.cluster_id = config.cluster_id;
+  options.tokens = config.tokens;
+  options.sync_standbys = static_cast<int>(config.ha_sync_standbys);
+  options.unsynced_takeover_ms = config.ha_unsynced_takeover_s * 1000;
+  return std::make_unique<MasterReplication>(directory, std::move(options));
 }
 
-// With --enable_ha: the HA wiring, its gate closed until it leads.
-std::unique_ptr<MasterHa> MakeHa(const MasterConfig& config, Directory& directory) {
+// With --enable_ha: the HA wiring, its gate closed until it leads; each term
+// it wins first loads the standby copy (MasterReplication::BeforeServing).
+std::unique_ptr<MasterHa> MakeHa(const MasterConfig& config, MasterReplication* replication) {
   if (!config.enable_ha) return nullptr;
   MasterHaOptions options;
   options.etcd_endpoints = config.etcd_endpoint_list;
   options.cluster_id = config.cluster_id;
   options.lease_ttl_s = static_cast<int>(config.ha_lease_ttl_s);
   options.safety_margin_ms = static_cast<int>(config.ha_safety_margin_ms);
-  options.before_serving = BeforeServing(directory);
+  options.before_serving = [replication](int64_t term) {
+    return replication->BeforeServing(term);
+  };
+  options.on_view = [replication](const ha::LeaderView& view) { replication->OnView(view); };
+  options.may_campaign = [replication] { return replication->MayCampaign(); };
   return std::make_unique<MasterHa>(std::move(options));
 }
 
 // Claims the published address and campaigns; false (the reason printed,
 // naming the flags) when etcd does not answer or the address is taken.
-bool StartHa(const MasterConfig& config, uint16_t bound_port, MasterHa& ha) {
+bool StartHa(const MasterConfig& config, uint16_t bound_port, MasterHa& ha,
+             MasterReplication& replication) {
   const std::string address = AdvertisedAddress(config, bound_port);
+  replication.SetOwnAddress(address);
   std::string error;
   if (ha.Start(address, &error) == ErrorCode::OK) return true;
   const std::string& endpoints =
@@ -168,7 +180,8 @@ int Run(const MasterConfig& config) {
   directory.StartBackgroundThread();
   // Before the RPC port opens: a store that cannot be written stops the
   // master at start, not at its first snapshot an interval later.
-  std::unique_ptr<MasterHa> ha = MakeHa(config, directory);
+  std::unique_ptr<MasterReplication> replication = MakeReplication(config, directory);
+  std::unique_ptr<MasterHa> ha = MakeHa(config, replication.get());
   SnapshotService snapshots;
   if (config.enable_snapshot &&
       !StartSnapshots(config, directory, snapshot_metrics, ha.get(), &snapshots)) {
@@ -186,6 +199,11 @@ int Run(const MasterConfig& config) {
   rpc_options.idle_timeout_ms = config.rpc_idle_timeout_sec * 1000;
   rpc_options.tokens = config.tokens;
   rpc_options.gate = ha != nullptr ? ha->gate() : nullptr;
+  if (replication != nullptr) {
+    ReplicationLeader* leader = &replication->leader();
+    rpc_options.on_standby = [leader](int fd, std::string first) { leader->Adopt(fd, first); };
+    rpc_options.replication = leader;
+  }
   if (!config.token_warning.empty()) {
     std::fprintf(stderr, "shelfmark-master: warning: %s\n", config.token_warning.c_str());
   }
@@ -198,13 +216,14 @@ int Run(const MasterConfig& config) {
   }
   AddRpcServerMetrics(metrics, rpc);
   // After the port listens (a standby answers NOT_LEADER from the start).
-  if (ha != nullptr && !StartHa(config, *rpc_port, *ha)) {
+  if (ha != nullptr && !StartHa(config, *rpc_port, *ha, *replication)) {
     rpc.Stop();
     return 1;
   }
   std::function<std::string()> health_detail;
   if (ha != nullptr) {
     AddMasterHaMetrics(metrics, *ha);
+    AddReplicationMetrics(metrics, *replication);
     health_detail = [h = ha.get()] {
       return std::string("ha_role ") + (h->serving() ? "leader" : "standby") + "\n";
     };
@@ -222,6 +241,7 @@ int Run(const MasterConfig& config) {
   http.Stop();
   if (ha != nullptr) ha->Stop();  // resign: a standby takes over at its next poll
   rpc.Stop();
+  replication.reset();  // after the port: no standby is handed over any more
   return 0;
 }
 

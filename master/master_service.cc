@@ -2,6 +2,8 @@
 
 #include <array>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "master/connection_auth.h"
 #include "master/lookup_session.h"
 #include "master/service_shared.h"
+#include "replication/replication_leader.h"
 #include "service/metrics.h"
 #include "rpc/rpc_convert.h"
 #include "directory/directory.h"
@@ -420,8 +423,12 @@ class MasterServiceImpl final : public wire::MasterService::Server {
   // Runs one call after the connection's role check (auth_.Admit) and the
   // leadership gate (NOT_LEADER on a standby, and for a mutation on a fenced
   // leader); records the per-method metrics.
-  // TODO(ha): a replication wait after a mutation goes after Run, before the
-  // reply: see docs/ha.md, "The master's role".
+  // A mutation that succeeded on a leader with hot standbys is answered once
+  // enough standbys hold it (ReplicationLeader::WhenReplicated), and only
+  // if this master may still acknowledge then (the fence is checked again:
+  // a leader cut off from etcd and its standbys never acknowledges a change
+  // that exists only here); else NOT_LEADER, and the caller asks the new
+  // leader, where the change does not exist.
   template <typename Context, typename Fn>
   kj::Promise<void> Serve(Method method, Context& ctx, Fn&& fn) {
     const auto start = std::chrono::steady_clock::now();
@@ -434,8 +441,33 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       // An unauthenticated caller gets this one answer, then the connection ends.
       if (code == ErrorCode::UNAUTHENTICATED) close_after_reply_();
     }
+    if (code == ErrorCode::OK && kMethodKinds[method] == CallKind::kMutation &&
+        s_.replication != nullptr) {
+      std::optional<kj::Promise<void>> waited = WaitReplicated();
+      if (waited) {
+        // `ctx` is the method's parameter: the continuation holds a copy.
+        return kj::mv(*waited).then([this, reply = ctx, method, start]() mutable {
+          ErrorCode code = s_.gate.Admit(CallKind::kMutation);
+          if (code != ErrorCode::OK) reply.initResults(kSmallReply).setCode(CodeToWire(code));
+          RecordCall(s_, method, code, start);
+        });
+      }
+    }
     RecordCall(s_, method, code, start);
     return kj::READY_NOW;
+  }
+
+  // A promise fulfilled once the directory's changes so far are replicated;
+  // null when they already are (or nothing waits).
+  std::optional<kj::Promise<void>> WaitReplicated() {
+    const uint64_t seq = s_.directory.ChangeSeq();
+    auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+    auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(
+        kj::mv(paf.fulfiller));
+    if (s_.replication->WhenReplicated(seq, [fulfiller] { (*fulfiller)->fulfill(); })) {
+      return std::nullopt;
+    }
+    return kj::mv(paf.promise);
   }
 
   // Runs `fn(params)`, which decodes, calls the directory, fills the payload
@@ -498,6 +530,10 @@ class MasterServiceImpl final : public wire::MasterService::Server {
 struct MasterServiceFactory::Shared : master_internal::SharedState {
   using SharedState::SharedState;
 };
+
+void MasterServiceFactory::SetReplication(ReplicationLeader* replication) {
+  shared_->replication = replication;
+}
 
 std::unique_ptr<LookupSession> MasterServiceFactory::NewLookupSession(std::string peer) const {
   return std::make_unique<LookupSession>(*shared_, std::move(peer));

@@ -48,6 +48,7 @@ class MetricsRegistry;
 struct AuthCounters;
 class LeadershipGate;
 class LookupSession;
+class ReplicationLeader;
 
 // What a service knows of its connection.
 struct ConnectionHooks {
@@ -70,6 +71,9 @@ class MasterServiceFactory {
   // The service of one lookup channel connection (master/lookup_session.h)
   // from `peer` (the caller's address): same directory, tokens and metrics.
   std::unique_ptr<LookupSession> NewLookupSession(std::string peer) const;
+  // Mutations wait for `replication`'s standbys before they are answered
+  // (null: no wait). Before the first connection; it must outlive the factory.
+  void SetReplication(ReplicationLeader* replication);
   const AuthCounters& auth_counters() const;
   bool auth_required() const;
 

@@ -143,7 +143,9 @@ struct RpcServer::Impl {
       : options(std::move(opts)),
         services(directory, metrics, options.max_batch, options.tokens, options.handshake_limits,
                  options.gate),
-        limits(options.max_request_bytes, options.max_buffered_request_bytes) {}
+        limits(options.max_request_bytes, options.max_buffered_request_bytes) {
+    services.SetReplication(options.replication);
+  }
 
   int TotalOpen() const {
     int total = 0;

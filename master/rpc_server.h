@@ -32,6 +32,7 @@ namespace shelfmark {
 class Directory;
 class LeadershipGate;
 class MetricsRegistry;
+class ReplicationLeader;
 
 struct RpcServerOptions {
   std::string bind_address = "0.0.0.0";  // IPv4/IPv6 literal (or a host name)
@@ -55,6 +56,9 @@ struct RpcServerOptions {
   // dup, non-blocking) and the bytes already read. Unset: such connections
   // are closed. Called on a loop thread; must not block.
   std::function<void(int fd, std::string first_bytes)> on_standby;
+  // With hot standbys: mutations are answered once replicated
+  // (MasterServiceFactory::SetReplication). Null: no wait.
+  ReplicationLeader* replication = nullptr;
   // Who may call (docs/security.md); empty: everyone, no handshake.
   auth::TokenTable tokens;
   auth::HandshakeLimits handshake_limits;

@@ -26,6 +26,7 @@
 namespace shelfmark {
 
 class Directory;
+class ReplicationLeader;
 
 namespace master_internal {
 
@@ -123,6 +124,8 @@ struct SharedState {
   LeadershipGate& gate;        // thread-safe; the HA wiring's, or always_open
   bool has_metrics = false;
   std::array<MethodMetrics, kMethodCount> metrics{};
+  // Hot standbys (set before serving; null: none): mutations wait for them.
+  ReplicationLeader* replication = nullptr;
 };
 
 // Counts one answered call of `method` (whole-call `code`, begun at `start`).

@@ -33,6 +33,12 @@ void ReplicationStandby::Follow(const std::string& leader_address) {
   {
     MutexLock lock(&mu_);
     if (target_ == leader_address) return;
+    // A copy counts only as the current leader's: another leader's copy is
+    // kept (the state a takeover falls back to) but no longer counts.
+    if (!leader_address.empty()) {
+      if (!last_leader_.empty() && last_leader_ != leader_address) has_state_.store(false);
+      last_leader_ = leader_address;
+    }
     target_ = leader_address;
     if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
   }

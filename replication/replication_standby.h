@@ -53,13 +53,15 @@ class ReplicationStandby {
 
   void Start();
   // The leader to copy from ("" : none; the current connection ends when
-  // the address changes).
+  // the address changes). Naming another leader than the last one clears
+  // has_state() until a copy from the new one completes.
   void Follow(const std::string& leader_address);
   // Ends the connection and joins the thread.
   void Stop();
 
-  // True once a complete copy arrived (it stays true after the connection
-  // ends: the state is what the leader had acknowledged through it).
+  // True once a complete copy from the followed leader arrived (it stays
+  // true after the connection ends: the state is what that leader had
+  // acknowledged through it).
   bool has_state() const { return has_state_.load(); }
   ReplicationStandbyStats stats() const;
   // Runs `f` on the state under the lock.
@@ -76,6 +78,7 @@ class ReplicationStandby {
   mutable Mutex mu_;
   std::condition_variable_any cv_;
   std::string target_ GUARDED_BY(mu_);
+  std::string last_leader_ GUARDED_BY(mu_);  // the last non-empty target
   bool stopping_ GUARDED_BY(mu_) = false;
   bool running_ GUARDED_BY(mu_) = false;
   int fd_ GUARDED_BY(mu_) = -1;  // the live connection (shut down to end it)

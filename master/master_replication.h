@@ -1,0 +1,82 @@
+// MasterReplication: what a master does with hot-standby replication as its
+// HA role changes (docs/ha.md, "Replication"):
+//
+//   - as a standby it follows the leader the election names
+//     (ReplicationStandby) and keeps a copy of its directory;
+//   - when it wins a term (before_serving) it loads that copy into its
+//     Directory (if it has one from a leader other than itself) and starts
+//     shipping to standbys (ReplicationLeader), the RPC port handing their
+//     connections over (Adopt);
+//   - when it loses the term it stops shipping and follows the new leader.
+//
+// Who may campaign (may_campaign): a master with a complete copy of the
+// last leader's state; a master that saw no other leader since it last led
+// (its own directory is the latest: a single master through an etcd outage,
+// or a fresh cluster); or, after `unsynced_takeover_ms` without any leader,
+// any master (so a cluster whose standbys never finished a copy does not
+// stay without a leader; what the old leader acknowledged alone is lost
+// then).
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "auth/token_table.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
+#include "directory/directory.h"
+#include "ha/leader_election.h"
+#include "replication/replication_leader.h"
+#include "replication/replication_standby.h"
+
+namespace shelfmark {
+
+class MetricsRegistry;
+
+struct MasterReplicationOptions {
+  std::string cluster_id;
+  auth::TokenTable tokens;   // the master's; standbys prove tokens.AdminToken()
+  int sync_standbys = 1;
+  int64_t io_timeout_ms = 5'000;
+  int64_t unsynced_takeover_ms = 10'000;
+};
+
+class MasterReplication {
+ public:
+  MasterReplication(Directory& directory, MasterReplicationOptions options);
+  ~MasterReplication();
+
+  // This master's published address (known once the RPC port is bound;
+  // before MasterHa starts).
+  void SetOwnAddress(std::string address);
+
+  // MasterHaOptions hooks.
+  void OnView(const ha::LeaderView& view);
+  ErrorCode BeforeServing(int64_t term);
+  bool MayCampaign();
+
+  // The leader side (RpcServerOptions::on_standby, the mutations' wait).
+  ReplicationLeader& leader() { return leader_; }
+  ReplicationStandbyStats standby_stats() const;
+  bool has_copy() const;
+
+ private:
+  Directory& dir_;
+  const MasterReplicationOptions options_;
+  ReplicationLeader leader_;
+  mutable Mutex mu_;
+  std::unique_ptr<ReplicationStandby> standby_ GUARDED_BY(mu_);
+  std::string own_address_ GUARDED_BY(mu_);
+  bool leading_ GUARDED_BY(mu_) = false;
+  bool saw_other_leader_ GUARDED_BY(mu_) = false;
+  int64_t no_leader_since_ms_ GUARDED_BY(mu_) = 0;  // 0: a leader is known
+};
+
+// shelfmark_master_ha_replication_* (docs/metrics.md). `r` must outlive the
+// registry's use.
+void AddReplicationMetrics(MetricsRegistry& registry, const MasterReplication& r);
+
+}  // namespace shelfmark
