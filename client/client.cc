@@ -22,6 +22,7 @@
 #include "common/host_port.h"
 #include "client/client_impl.h"
 #include "client/local_disk_client.h"
+#include "ha/master_address.h"
 
 namespace shelfmark {
 
@@ -96,6 +97,7 @@ MasterClient& Client::Impl::master() {
   if (slot == nullptr) {
     MasterClientOptions mo;
     mo.address = options.master;
+    mo.cluster_id = options.cluster_id;
     mo.client_id = options.transport.client_id;
     mo.call_timeout_ms = options.rpc_timeout_ms;
     mo.lookup_channel = options.lookup_channel;
@@ -408,7 +410,9 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
 
 Result<std::unique_ptr<Client>> Client::Create(
     ClientOptions options, std::vector<std::unique_ptr<TransportEngine>> engines) {
-  if (!ParseHostPort(options.master)) return ErrorCode::INVALID_PARAMS;
+  if (!ha::MasterFlagError("master", options.master, options.cluster_id).empty()) {
+    return ErrorCode::INVALID_PARAMS;
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   if (impl->options.transport.client_id.is_nil()) {

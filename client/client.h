@@ -127,7 +127,13 @@
 namespace shelfmark {
 
 struct ClientOptions {
-  std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master
+  // host:port of shelfmark-master, or etcd://H:P[;H:P...] (follow the
+  // leader published there; MasterClientOptions::address).
+  std::string master = "127.0.0.1:50051";
+  // With an etcd:// master: the cluster whose leader to follow ("" :
+  // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
+  // MasterClientOptions::cluster_id).
+  std::string cluster_id;
   // Proven to the master on each connection (docs/security.md); empty: the
   // cluster token (transport.cluster_token), which may be empty too.
   std::string master_token;

@@ -6,7 +6,7 @@
 # (shelfmark_binary in cmake/shelfmark.cmake).
 include(CMakePackageConfigHelpers)
 
-set(SHELFMARK_DEV_LIBRARIES common auth schemas rpc transport client)
+set(SHELFMARK_DEV_LIBRARIES common auth schemas ha rpc transport client)
 set(SHELFMARK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Shelfmark)
 
 foreach(lib IN LISTS SHELFMARK_DEV_LIBRARIES)

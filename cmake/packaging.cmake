@@ -73,7 +73,7 @@ set(CPACK_DEBIAN_NODE_PACKAGE_DEPENDS "adduser, init-system-helpers")
 # Static libraries: what they link against comes with its -dev package, and
 # ShelfmarkConfig.cmake finds UCX through pkg-config.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libcapnp-dev, libucx-dev, libssl-dev, pkg-config")
+  "libcapnp-dev, libucx-dev, libssl-dev, libcurl4-openssl-dev | libcurl-dev, pkg-config")
 set(CPACK_COMPONENT_MASTER_DESCRIPTION
   "Shelfmark master: the KV-cache directory over Cap'n Proto RPC, as a systemd service")
 set(CPACK_COMPONENT_NODE_DESCRIPTION

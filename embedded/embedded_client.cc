@@ -12,6 +12,7 @@ namespace {
 ClientOptions ClientOptionsOf(const EmbeddedOptions& o) {
   ClientOptions c;
   c.master = o.master;
+  c.cluster_id = o.cluster_id;
   c.master_token = o.master_token;
   c.protocol = o.protocol;
   c.transport.client_id = o.client_id;
@@ -61,6 +62,7 @@ ErrorCode EmbeddedClient::HostSegment(const EmbeddedOptions& options) {
   auto signal = std::make_shared<MountSignal>();
   NodeOptions n;
   n.master = options.master;
+  n.cluster_id = options.cluster_id;
   n.master_token = !options.node_token.empty()     ? options.node_token
                    : !options.master_token.empty() ? options.master_token
                                                    : options.cluster_token;

@@ -38,7 +38,11 @@ namespace shelfmark {
 
 // Mooncake's setup() arguments, by their Shelfmark names.
 struct EmbeddedOptions {
-  std::string master = "127.0.0.1:50051";  // master_server_addr
+  std::string master = "127.0.0.1:50051";  // master_server_addr (host:port or etcd://...)
+  // With an etcd:// master: the cluster whose leader to follow ("" :
+  // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
+  // MasterClientOptions::cluster_id).
+  std::string cluster_id;
   // Proven to the master by the client's calls; empty: cluster_token.
   std::string master_token;
   // Proven by the node's mount and pings (a token with the node role);

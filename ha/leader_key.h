@@ -23,6 +23,10 @@ namespace shelfmark::ha {
 
 inline constexpr std::string_view kEtcdKeyPrefix = "shelfmark/";
 inline constexpr size_t kMaxClusterIdLength = 128;
+// The cluster id of a master or client given none (no flag, no environment
+// variable; ha/master_address.h, ResolveClusterId): masters and clients
+// share it, so a cluster that never names itself still meets in etcd.
+inline constexpr std::string_view kDefaultClusterId = "shelfmark";
 
 // 1..128 characters of [A-Za-z0-9._-]: never a '/' (it would nest into
 // another cluster's keys).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "ha/etcd_client.h"
@@ -29,6 +30,36 @@ Result<MasterAddress> ParseMasterAddress(std::string_view text) {
   if (!direct) return ErrorCode::INVALID_PARAMS;
   out.direct = std::move(*direct);
   return out;
+}
+
+std::string ResolveClusterId(std::string_view explicit_id) {
+  if (!explicit_id.empty()) return std::string(explicit_id);
+  for (const char* name : {kClusterIdEnv, kMooncakeClusterIdEnv}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return value;
+  }
+  return std::string(kDefaultClusterId);
+}
+
+std::string MasterFlagError(std::string_view master_flag, std::string_view master,
+                            std::string_view cluster_id) {
+  const std::string flag = "flag --" + std::string(master_flag);
+  const std::string got = ", got '" + std::string(master) + "'";
+  Result<MasterAddress> address = ParseMasterAddress(master);
+  if (!address.ok()) {
+    if (master.substr(0, kEtcdScheme.size()) == kEtcdScheme) {
+      return flag + ": etcd:// needs one or more etcd endpoints HOST:PORT separated by ';'" + got;
+    }
+    return flag + " expects HOST:PORT or etcd://HOST:PORT[;HOST:PORT...]" + got;
+  }
+  const std::string id = ResolveClusterId(cluster_id);
+  if (address->uses_etcd() && !ValidClusterId(id)) {
+    return std::string("flag --cluster_id (default: $") + kClusterIdEnv + ", $" +
+           kMooncakeClusterIdEnv + ", '" + std::string(kDefaultClusterId) + "') expects 1.." +
+           std::to_string(kMaxClusterIdLength) + " characters of [A-Za-z0-9._-], got '" + id +
+           "'";
+  }
+  return "";
 }
 
 Result<HostPort> ResolveLeader(const std::vector<HostPort>& etcd_endpoints,

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include "ha/etcd_client.h"
 #include "ha/leader_key.h"
 
@@ -50,6 +54,56 @@ TEST(LeaderKey, ClusterIdsCannotEscapeTheirPrefix) {
 TEST(ResolveLeader, RefusesBadArgumentsWithoutAsking) {
   EXPECT_EQ(ResolveLeader({}, "c", 10).error(), ErrorCode::INVALID_PARAMS);
   EXPECT_EQ(ResolveLeader({{"127.0.0.1", 1}}, "a/b", 10).error(), ErrorCode::INVALID_PARAMS);
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(ClusterId, FlagThenOursThenMooncakesThenDefault) {
+  ScopedEnv ours(kClusterIdEnv, nullptr);
+  ScopedEnv theirs(kMooncakeClusterIdEnv, nullptr);
+  EXPECT_EQ(ResolveClusterId(""), kDefaultClusterId);
+  ::setenv(kMooncakeClusterIdEnv, "mc", 1);
+  EXPECT_EQ(ResolveClusterId(""), "mc");
+  ::setenv(kClusterIdEnv, "", 1);  // empty counts as unset
+  EXPECT_EQ(ResolveClusterId(""), "mc");
+  ::setenv(kClusterIdEnv, "sm", 1);
+  EXPECT_EQ(ResolveClusterId(""), "sm");
+  EXPECT_EQ(ResolveClusterId("flag"), "flag");
+}
+
+TEST(MasterFlagError, NamesTheFlagAndWhatIsWrong) {
+  ScopedEnv ours(kClusterIdEnv, nullptr);
+  ScopedEnv theirs(kMooncakeClusterIdEnv, nullptr);
+  EXPECT_EQ(MasterFlagError("master", "h:1", ""), "");
+  EXPECT_EQ(MasterFlagError("master", "etcd://h:1;g:2", ""), "");
+  EXPECT_EQ(MasterFlagError("master", "h:1", "bad/id"), "") << "unused without etcd";
+  const std::string no_endpoint = MasterFlagError("master", "etcd://", "");
+  EXPECT_NE(no_endpoint.find("flag --master: etcd:// needs"), std::string::npos) << no_endpoint;
+  const std::string bad_endpoint = MasterFlagError("master_server_address", "etcd://h", "");
+  EXPECT_NE(bad_endpoint.find("flag --master_server_address"), std::string::npos);
+  EXPECT_NE(bad_endpoint.find("'etcd://h'"), std::string::npos);
+  EXPECT_NE(MasterFlagError("master", "nope", "").find("expects HOST:PORT or etcd://"),
+            std::string::npos);
+  const std::string bad_id = MasterFlagError("master", "etcd://h:1", "a/b");
+  EXPECT_NE(bad_id.find("flag --cluster_id"), std::string::npos) << bad_id;
+  ::setenv(kClusterIdEnv, "x y", 1);
+  EXPECT_NE(MasterFlagError("master", "etcd://h:1", "").find("got 'x y'"), std::string::npos);
 }
 
 }  // namespace

@@ -15,13 +15,15 @@
 
 #include "common/host_port.h"
 #include "common/socket_io.h"
+#include "ha/master_address.h"
 #include "rpc/master_client.h"
 
 namespace shelfmark {
 
 Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine* engine) {
   if (engine == nullptr || options.segment_size == 0 || options.ping_interval_ms <= 0 ||
-      options.retry_interval_ms <= 0 || !ParseHostPort(options.master)) {
+      options.retry_interval_ms <= 0 ||
+      !ha::MasterFlagError("master", options.master, options.cluster_id).empty()) {
     return ErrorCode::INVALID_PARAMS;
   }
   if (options.disk != nullptr && (options.disk_am == nullptr || options.disk_endpoint.empty())) {
@@ -154,6 +156,7 @@ bool Node::WaitOffloadReady() {
 MasterClientOptions Node::MasterOptions() const {
   MasterClientOptions mo;
   mo.address = options_.master;
+  mo.cluster_id = options_.cluster_id;
   mo.client_id = options_.client_id;
   mo.call_timeout_ms = options_.rpc_timeout_ms;
   mo.token = options_.master_token;

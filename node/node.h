@@ -81,7 +81,12 @@
 namespace shelfmark {
 
 struct NodeOptions {
+  // host:port of shelfmark-master, or etcd://H:P[;H:P...] (follow the
+  // leader published there; MasterClientOptions::address).
   std::string master = "127.0.0.1:50051";
+  // With an etcd:// master: the cluster whose leader to follow ("" :
+  // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark").
+  std::string cluster_id;
   // Proven to the master on each connection (docs/security.md; a token with
   // the node role); empty: no handshake.
   std::string master_token;

@@ -54,6 +54,7 @@
 #include "auth/credentials.h"
 #include "common/flags.h"
 #include "common/host_port.h"
+#include "ha/master_address.h"
 #include "service/metrics.h"
 #include "node/node.h"
 #include "service/process_stats.h"
@@ -69,6 +70,7 @@ namespace {
 
 struct NodeFlags {
   std::string master = "127.0.0.1:50051";
+  std::string cluster_id;
   int64_t segment_size = 0;
   std::string protocol = "auto";
   std::string device;
@@ -91,7 +93,8 @@ struct NodeFlags {
 // message when the values do not fit together.
 bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   FlagSet flags("shelfmark-node");
-  flags.AddString("master", &f->master, "HOST:PORT of shelfmark-master's RPC");
+  flags.AddString("master", &f->master, "HOST:PORT of shelfmark-master's RPC, or etcd://HOST:PORT[;HOST:PORT...]: follow the leader published in etcd");
+  flags.AddString("cluster_id", &f->cluster_id, "with an etcd:// --master: the cluster whose leader to follow (\"\" = $SHELFMARK_CLUSTER_ID, else $MC_STORE_CLUSTER_ID, else \"shelfmark\")");
   flags.AddInt64("segment_size", &f->segment_size, "bytes of DRAM to contribute", 4096,
                  INT64_MAX);
   flags.AddString("protocol", &f->protocol, "data-plane protocol", {"rdma", "ucx", "auto"});
@@ -122,9 +125,9 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
                  "with an SSD store: the window in which --promote_after_hits reads count",
                  1, 3'600'000);
   flags.ParseOrExit(argc, argv);
-  if (!ParseHostPort(f->master)) {
-    std::fprintf(stderr, "shelfmark-node: flag --master expects HOST:PORT, got '%s'\n",
-                 f->master.c_str());
+  if (std::string error = ha::MasterFlagError("master", f->master, f->cluster_id);
+      !error.empty()) {
+    std::fprintf(stderr, "shelfmark-node: %s\n", error.c_str());
     return false;
   }
   if (f->segment_size == 0) {
@@ -340,6 +343,7 @@ int Run(const NodeFlags& f) {
     no.disk_endpoint = ssd.ucx->endpoint();
   }
   no.master = f.master;
+  no.cluster_id = f.cluster_id;
   no.master_token = f.credentials.master_token;
   no.client_id = to.client_id;
   no.segment_size = static_cast<uint64_t>(f.segment_size);

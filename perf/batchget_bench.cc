@@ -16,6 +16,7 @@
 #include "common/host_port.h"
 #include "embedded/embedded_client.h"
 #include "perf/batchget_report.h"
+#include "perf/master_flags.h"
 #include "perf/bench_util.h"
 
 namespace shelfmark {
@@ -23,6 +24,7 @@ namespace {
 
 struct Options {
   std::string master = "127.0.0.1:50051";
+  std::string cluster_id;
   std::string protocol = "ucx";
   int64_t objects = 64;
   int64_t size = 256 << 10;
@@ -40,7 +42,7 @@ struct Options {
 
 bool ParseOptions(int argc, const char* const* argv, Options* o) {
   FlagSet flags(argv[0]);
-  flags.AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  AddMasterFlags(&flags, &o->master, &o->cluster_id);
   flags.AddString("protocol", &o->protocol, "engine of the client (and its segment)",
                   {"ucx", "rdma", "auto"});
   flags.AddInt64("objects", &o->objects, "objects per batch", 1, 1'000'000);
@@ -58,8 +60,8 @@ bool ParseOptions(int argc, const char* const* argv, Options* o) {
                 "serve lookups from the client's location cache (off: a master RPC per get)");
   o->credential_flags.Add(flags);
   flags.ParseOrExit(argc, argv);
-  if (!ParseHostPort(o->master)) {
-    std::fprintf(stderr, "%s: flag --master expects HOST:PORT\n", argv[0]);
+  if (std::string error = CheckMasterFlags(o->master, o->cluster_id); !error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
     return false;
   }
   auto credentials = o->credential_flags.Resolve(argv[0]);
@@ -132,6 +134,7 @@ class BatchGetBench {
   bool SetUp() {
     EmbeddedOptions eo;
     eo.master = o_.master;
+    eo.cluster_id = o_.cluster_id;
     eo.master_token = o_.credentials.master_token;
     eo.cluster_token = o_.credentials.cluster_token;
     eo.protocol = o_.protocol;

@@ -8,6 +8,7 @@
 #include "auth/credential_flags.h"
 #include "common/flags.h"
 #include "perf/bench_util.h"
+#include "perf/master_flags.h"
 #include "rpc/master_client.h"
 
 namespace shelfmark {
@@ -15,6 +16,7 @@ namespace {
 
 struct ConnectOptions {
   std::string master = "127.0.0.1:50051";
+  std::string cluster_id;
   int64_t count = 200;
   int64_t calls = 2000;
   bool json = false;
@@ -69,18 +71,23 @@ bool TimeCalls(const MasterClientOptions& base, int64_t calls, std::vector<int64
 int RunConnectBench(int argc, const char* const* argv) {
   ConnectOptions o;
   FlagSet flags(argv[0]);
-  flags.AddString("master", &o.master, "HOST:PORT of shelfmark-master");
+  AddMasterFlags(&flags, &o.master, &o.cluster_id);
   flags.AddInt64("count", &o.count, "fresh connections to time", 1, 1'000'000);
   flags.AddInt64("calls", &o.calls, "calls to time on one established connection", 1,
                  100'000'000);
   flags.AddBool("json", &o.json, "one JSON line");
   o.credentials.Add(flags);
   flags.ParseOrExit(argc, argv);
+  if (std::string error = CheckMasterFlags(o.master, o.cluster_id); !error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
+    return 2;
+  }
   auto credentials = o.credentials.Resolve(argv[0]);
   if (!credentials.ok()) return 2;
 
   MasterClientOptions base;
   base.address = o.master;
+  base.cluster_id = o.cluster_id;
   base.token = credentials->master_token;
   std::vector<int64_t> connect_ns, call_ns;
   if (!TimeConnections(base, o.count, &connect_ns) || !TimeCalls(base, o.calls, &call_ns)) {

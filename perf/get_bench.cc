@@ -143,6 +143,7 @@ class GetBench {
   bool SetUp() {
     ClientOptions co;
     co.master = o_.master;
+    co.cluster_id = o_.cluster_id;
     // LOCAL_DISK reads need the ucx engine; "auto" opens it (and rdma when
     // a device exists). --protocol only checks what MEMORY rows used.
     co.protocol = o_.protocol == "rdma" && o_.replica == kReplicaMemory ? "rdma" : "auto";

@@ -4,12 +4,13 @@
 #include "common/host_port.h"
 #include "common/object_key.h"
 #include "perf/bench_util.h"
+#include "perf/master_flags.h"
 
 namespace shelfmark {
 namespace {
 
 void AddFlags(FlagSet* f, GetBenchOptions* o) {
-  f->AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  AddMasterFlags(f, &o->master, &o->cluster_id);
   f->AddString("replica", &o->replica, "replica type(s) to measure",
                {kReplicaMemory, kReplicaLocalDisk, "all"});
   f->AddString("protocol", &o->protocol, "engine for MEMORY reads", {"rdma", "ucx", "auto"});
@@ -53,7 +54,9 @@ std::vector<std::string> SplitList(const std::string& text) {
 // "" when the parsed values are consistent, else what is wrong.
 std::string Check(const FlagSet& flags, GetBenchOptions* o) {
   if (!flags.positional().empty()) return "unexpected argument '" + flags.positional()[0] + "'";
-  if (!ParseHostPort(o->master)) return "flag --master expects HOST:PORT, got '" + o->master + "'";
+  if (std::string error = CheckMasterFlags(o->master, o->cluster_id); !error.empty()) {
+    return error;
+  }
   if (!ParseSizeList(o->sizes_text, &o->sizes)) {
     return "flag --size expects positive integers separated by commas, got '" + o->sizes_text +
            "'";

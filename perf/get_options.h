@@ -18,7 +18,8 @@ inline constexpr const char* kReplicaMemory = "memory";
 inline constexpr const char* kReplicaLocalDisk = "local_disk";
 
 struct GetBenchOptions {
-  std::string master = "127.0.0.1:50051";
+  std::string master = "127.0.0.1:50051";  // host:port or etcd://...
+  std::string cluster_id;  // with an etcd:// master
   std::string replica = "all";  // memory | local_disk | all
   std::string protocol = "auto";
   std::string sizes_text = "4096,65536,1048576";

@@ -11,6 +11,7 @@
 #include "client/object_load.h"
 #include "common/flags.h"
 #include "perf/bench_util.h"
+#include "perf/master_flags.h"
 
 namespace shelfmark {
 namespace {
@@ -19,6 +20,7 @@ constexpr const char* kProgram = "shelfmark-perf hit";
 
 struct HitOptions {
   std::string master = "127.0.0.1:50051";
+  std::string cluster_id;
   std::string tenant;
   std::string key;
   std::string compare_key;
@@ -85,7 +87,7 @@ void Print(const HitOptions& o, uint64_t size, Served& disk, Served& memory, Ser
 int RunHitBench(int argc, const char* const* argv) {
   HitOptions o;
   FlagSet flags(argv[0]);
-  flags.AddString("master", &o.master, "HOST:PORT of shelfmark-master");
+  AddMasterFlags(&flags, &o.master, &o.cluster_id);
   flags.AddString("tenant", &o.tenant, "tenant of the key (\"\": the default tenant)");
   flags.AddString("key", &o.key, "the key to read (it must exist)");
   flags.AddString("compare_key", &o.compare_key,
@@ -99,6 +101,10 @@ int RunHitBench(int argc, const char* const* argv) {
   flags.AddBool("json", &o.json, "one JSON line");
   o.credentials.Add(flags);
   flags.ParseOrExit(argc, argv);
+  if (std::string error = CheckMasterFlags(o.master, o.cluster_id); !error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
+    return 2;
+  }
   if (o.key.empty()) {
     std::fprintf(stderr, "%s: --key is required\n", kProgram);
     return 2;
@@ -108,6 +114,7 @@ int RunHitBench(int argc, const char* const* argv) {
 
   ClientOptions co;
   co.master = o.master;
+  co.cluster_id = o.cluster_id;
   co.protocol = o.protocol;
   co.transport.cluster_token = credentials->cluster_token;
   co.master_token = credentials->master_token;

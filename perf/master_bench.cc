@@ -43,6 +43,7 @@ class MasterBench {
  public:
   explicit MasterBench(MasterBenchOptions o) : o_(std::move(o)) {
     client_options_.address = o_.master;
+    client_options_.cluster_id = o_.cluster_id;
     client_options_.call_timeout_ms = o_.timeout_ms;
     client_options_.token = o_.credentials.master_token;  // the Pinger's too
     client_options_.lookup_channel = o_.lookup_channel;

@@ -5,6 +5,7 @@
 #include "common/flags.h"
 #include "common/object_key.h"
 #include "perf/bench_keys.h"
+#include "perf/master_flags.h"
 
 namespace shelfmark {
 namespace {
@@ -12,9 +13,10 @@ namespace {
 constexpr int64_t kMinKeySize = 2 + BenchKeys::kIdBytes;  // with the default prefix "pm"
 
 void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
-  flags->AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  AddMasterFlags(flags, &o->master, &o->cluster_id);
   flags->AddString("metrics", &o->metrics,
-                   "HOST:PORT of the master's HTTP /metrics (default: master host, port 9003)");
+                   "HOST:PORT of the master's HTTP /metrics (default: master host, port 9003; "
+                   "required with an etcd:// --master)");
   flags->AddString("tenant", &o->tenant, "tenant of the benchmark keys (\"\" = default)");
   flags->AddInt64("connections", &o->connections, "client threads, one connection each", 1,
                   1024);
@@ -51,10 +53,16 @@ void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
 // "" when the parsed values are consistent, else what is wrong.
 std::string Check(const FlagSet& flags, MasterBenchOptions* o) {
   if (!flags.positional().empty()) return "unexpected argument '" + flags.positional()[0] + "'";
-  std::optional<HostPort> master = ParseHostPort(o->master);
-  if (!master) return "flag --master expects HOST:PORT, got '" + o->master + "'";
-  std::optional<HostPort> metrics =
-      o->metrics.empty() ? HostPort{master->host, 9003} : ParseHostPort(o->metrics);
+  if (std::string error = CheckMasterFlags(o->master, o->cluster_id); !error.empty()) {
+    return error;
+  }
+  if (o->metrics.empty() && FollowsLeader(o->master)) {
+    return "flag --metrics is required with an etcd:// --master (the leader's host is not "
+           "known before the run)";
+  }
+  std::optional<HostPort> metrics = o->metrics.empty()
+                                        ? HostPort{ParseHostPort(o->master)->host, 9003}
+                                        : ParseHostPort(o->metrics);
   if (!metrics) return "flag --metrics expects HOST:PORT, got '" + o->metrics + "'";
   o->metrics_at = *metrics;
   if (!o->tenant.empty() && ValidateTenant(o->tenant) != ErrorCode::OK) {

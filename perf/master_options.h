@@ -14,8 +14,10 @@
 namespace shelfmark {
 
 struct MasterBenchOptions {
-  std::string master = "127.0.0.1:50051";
-  std::string metrics;  // "" = the master's host, port 9003
+  std::string master = "127.0.0.1:50051";  // host:port or etcd://...
+  std::string cluster_id;  // with an etcd:// master ("" : the environment, then "shelfmark")
+  // "" = the master's host, port 9003 (required with an etcd:// master)
+  std::string metrics;
   std::string tenant;   // "" = the default tenant
   int64_t connections = 1;
   int64_t batch = 1;

@@ -17,6 +17,7 @@
 #include "client/client.h"
 #include "client/data_client.h"
 #include "perf/bench_util.h"
+#include "perf/master_flags.h"
 #include "transport/ucx_engine.h"
 #if defined(SHELFMARK_HAVE_VERBS)
 #include "transport/verbs_engine.h"
@@ -27,6 +28,7 @@ namespace {
 
 struct ReadBenchOptions {
   std::string master = "127.0.0.1:50051";
+  std::string cluster_id;
   std::string protocol = "ucx";
   std::string sizes_text = "4096,65536,1048576";
   std::vector<uint64_t> sizes;
@@ -51,7 +53,7 @@ struct Row {
 // message for values that do not parse.
 bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
   FlagSet flags(argv[0]);
-  flags.AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  AddMasterFlags(&flags, &o->master, &o->cluster_id);
   flags.AddString("protocol", &o->protocol, "engine to read with", {"rdma", "ucx"});
   flags.AddString("size", &o->sizes_text, "object sizes in bytes, comma-separated");
   flags.AddInt64("iters", &o->iters, "timed reads per size and path", 1, 100'000'000);
@@ -62,8 +64,8 @@ bool ParseOptions(int argc, const char* const* argv, ReadBenchOptions* o) {
   flags.AddString("device", &o->device, "RDMA device for the client's QPs (\"\" = the first)");
   flags.AddString("tenant", &o->tenant, "tenant of the benchmark objects");
   flags.ParseOrExit(argc, argv);
-  if (!ParseHostPort(o->master)) {
-    std::fprintf(stderr, "%s: flag --master expects HOST:PORT\n", argv[0]);
+  if (std::string error = CheckMasterFlags(o->master, o->cluster_id); !error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
     return false;
   }
   if (!ParseSizeList(o->sizes_text, &o->sizes)) {
@@ -159,6 +161,7 @@ class ReadBench {
   bool SetUp() {
     ClientOptions co;
     co.master = o_.master;
+    co.cluster_id = o_.cluster_id;
     co.protocol = o_.protocol;
     co.transport.cluster_token = o_.credentials.cluster_token;
     co.master_token = o_.credentials.master_token;

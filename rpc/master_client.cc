@@ -3,7 +3,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include <capnp/message.h>
@@ -14,7 +17,9 @@
 #include <kj/timer.h>
 
 #include "auth/proof.h"
+#include "rpc/leader_retry.h"
 #include "rpc/lookup_client.h"
+#include "rpc/master_target.h"
 #include "rpc/rpc_convert.h"
 #include "schemas/master.capnp.h"
 
@@ -79,6 +84,17 @@ struct Connection {
   kj::Promise<void> watch = nullptr;
 };
 
+// The whole-call code of a call's answer.
+ErrorCode CodeOf(ErrorCode code) { return code; }
+template <typename T>
+ErrorCode CodeOf(const Result<T>& r) {
+  return r.ok() ? ErrorCode::OK : r.error();
+}
+
+// The retry budget of a call following the leader when call_timeout_ms
+// does not bound it (<= 0).
+constexpr int64_t kUnboundedCallRetryMs = 10'000;
+
 // Size hint (words) for a request carrying `keys`.
 size_t KeysWords(const std::vector<std::string>& keys) {
   size_t words = 16;
@@ -89,7 +105,12 @@ size_t KeysWords(const std::vector<std::string>& keys) {
 }  // namespace
 
 struct MasterClient::Impl {
-  explicit Impl(MasterClientOptions opts) : options(std::move(opts)), tio(AcquireThreadIo()) {}
+  using Clock = std::chrono::steady_clock;
+
+  explicit Impl(MasterClientOptions opts)
+      : options(std::move(opts)),
+        target(options.address, options.cluster_id),
+        tio(AcquireThreadIo()) {}
   ~Impl() {
     conn = nullptr;
     address = nullptr;
@@ -98,12 +119,20 @@ struct MasterClient::Impl {
 
   kj::AsyncIoContext& io() { return tio->io; }
 
+  // How long one wait may take: call_timeout_ms (<= 0: unbounded), or,
+  // while a call follows the leader, what is left of its deadline (>= 1).
+  int64_t WaitMs() const {
+    if (!deadline) return options.call_timeout_ms;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+    return std::max<int64_t>(1, left.count());
+  }
+
   template <typename T>
   T WaitWithTimeout(kj::Promise<T>&& promise) {
-    if (options.call_timeout_ms > 0) {
+    if (const int64_t ms = WaitMs(); ms > 0) {
       return io()
           .provider->getTimer()
-          .timeoutAfter(options.call_timeout_ms * kj::MILLISECONDS, kj::mv(promise))
+          .timeoutAfter(ms * kj::MILLISECONDS, kj::mv(promise))
           .wait(io().waitScope);
     }
     return promise.wait(io().waitScope);
@@ -122,8 +151,25 @@ struct MasterClient::Impl {
 
   void Drop() { conn = nullptr; }
 
-  // OK when a live connection exists (or was just made); RPC_FAIL otherwise.
+  // Following the leader: asks etcd when the leader is unknown or suspect;
+  // a new address drops the connection, the parsed address and the lookup
+  // channel (they belong to the old one). Codes: MasterTarget::Refresh.
+  ErrorCode RefreshTarget() {
+    bool changed = false;
+    ErrorCode code = target.Refresh(WaitMs(), &changed);
+    if (changed) {
+      Drop();
+      address = nullptr;
+      lookup.reset();
+      lookup_unsupported = false;
+    }
+    return code;
+  }
+
+  // OK when a live connection exists (or was just made); RPC_FAIL otherwise
+  // (and, following the leader, when none is published in etcd).
   ErrorCode EnsureConnected() {
+    if (ErrorCode code = RefreshTarget(); code != ErrorCode::OK) return code;
     if (conn) {
       // Let the loop notice a peer that went away since the last call, so a
       // stale connection is replaced before a request is sent on it.
@@ -133,7 +179,7 @@ struct MasterClient::Impl {
     }
     try {
       if (!address) {
-        address = WaitWithTimeout(io().provider->getNetwork().parseAddress(options.address));
+        address = WaitWithTimeout(io().provider->getNetwork().parseAddress(target.address()));
       }
       auto stream = WaitWithTimeout(address->connect());
       try {
@@ -178,57 +224,118 @@ struct MasterClient::Impl {
     return ErrorCode::OK;
   }
 
-  // Sends the request built by make(master) and decodes the reply with
-  // on_reply(response) -> Ret. Transport failures give RPC_FAIL (the
-  // connection is dropped; the next call reconnects). A read-only call that
-  // found its connection dropped is retried once on a fresh connection.
+  // One attempt: connects if needed, sends the request built by
+  // make(master) and decodes the reply with on_reply(response) -> Ret.
+  // Transport failures give RPC_FAIL (the connection is dropped; the next
+  // attempt reconnects). *sent: the request left (its effect is unknown
+  // after a failure); *disconnected: the failure was the connection's end.
+  template <typename Ret, typename Make, typename OnReply>
+  Ret Attempt(Make& make, OnReply& on_reply, bool* sent, bool* disconnected) {
+    *sent = false;
+    *disconnected = false;
+    if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
+    try {
+      auto request = make(conn->master);
+      *sent = true;
+      auto response = WaitReply(request.send());
+      try {
+        return on_reply(AsReader(response));
+      } catch (const kj::Exception&) {
+        return ErrorCode::RPC_FAIL;  // malformed reply
+      }
+    } catch (const kj::Exception& e) {
+      *disconnected = e.getType() == kj::Exception::Type::DISCONNECTED;
+      Drop();
+      return ErrorCode::RPC_FAIL;
+    }
+  }
+
+  // A call: with a fixed address, one attempt, and for a read-only call
+  // that found its connection dropped a second one on a fresh connection;
+  // following the leader, RetryOnLeader's rules.
   template <typename Ret, typename Make, typename OnReply>
   Ret Call(bool read_only, Make&& make, OnReply&& on_reply) {
-    for (int attempt = 0;; ++attempt) {
-      if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
-      bool retry = false;
-      try {
-        auto request = make(conn->master);
-        auto response = WaitReply(request.send());
-        try {
-          return on_reply(AsReader(response));
-        } catch (const kj::Exception&) {
-          return ErrorCode::RPC_FAIL;  // malformed reply
-        }
-      } catch (const kj::Exception& e) {
-        retry = read_only && attempt == 0 &&
-                e.getType() == kj::Exception::Type::DISCONNECTED;
-        Drop();
-      }
-      if (!retry) return ErrorCode::RPC_FAIL;
+    bool sent = false;
+    bool disconnected = false;
+    if (target.follows_leader()) {
+      return RetryOnLeader<Ret>(read_only, [&](bool* s) {
+        return Attempt<Ret>(make, on_reply, s, &disconnected);
+      });
     }
+    Ret r = Attempt<Ret>(make, on_reply, &sent, &disconnected);
+    if (!read_only || !disconnected) return r;
+    return Attempt<Ret>(make, on_reply, &sent, &disconnected);
+  }
+
+  // Runs attempt(&sent) until its answer is final (ShouldRetryOnLeader),
+  // re-resolving the leader after NOT_LEADER and transport failures and
+  // pausing (RetryBackoff) between attempts; all of it, waits included,
+  // within call_timeout_ms (kUnboundedCallRetryMs when that is <= 0).
+  template <typename Ret, typename AttemptFn>
+  Ret RetryOnLeader(bool read_only, AttemptFn&& attempt) {
+    const int64_t budget_ms =
+        options.call_timeout_ms > 0 ? options.call_timeout_ms : kUnboundedCallRetryMs;
+    deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+    RetryBackoff backoff(*deadline);
+    while (true) {
+      bool sent = false;
+      Ret r = attempt(&sent);
+      const ErrorCode code = CodeOf(r);
+      if (ShouldReResolve(code)) target.Suspect();
+      if (!ShouldRetryOnLeader(code, sent, read_only) || !Pause(backoff)) {
+        deadline.reset();
+        return r;
+      }
+    }
+  }
+
+  // Waits the backoff's next pause on the thread's event loop (a timer,
+  // bounded by the deadline); false when no time is left for an attempt.
+  bool Pause(RetryBackoff& backoff) {
+    if (backoff.Expired(Clock::now())) return false;
+    const int64_t ms = backoff.Next(Clock::now()).count();
+    io().provider->getTimer().afterDelay(ms * kj::MILLISECONDS).wait(io().waitScope);
+    return !backoff.Expired(Clock::now());
   }
 
   // The lookup channel, while it is usable (null: off, or the master does
   // not speak it).
+  // Following the leader, the channel goes to the resolved leader, and is
+  // not used while none is resolved or it is suspect (the Cap'n Proto call
+  // resolves it).
   LookupClient* Lookup() {
-    if (!options.lookup_channel || lookup_unsupported) return nullptr;
+    if (!options.lookup_channel || lookup_unsupported || target.needs_refresh()) return nullptr;
     if (!lookup) {
       lookup = std::make_unique<LookupClient>(
-          LookupClientOptions{options.address, options.token, options.call_timeout_ms});
+          LookupClientOptions{target.address(), options.token, options.call_timeout_ms});
     }
     return lookup.get();
   }
 
   // Runs `call(channel)` over the lookup channel; on a transport failure
-  // there, `fallback()` (the Cap'n Proto call) answers instead. A channel
-  // that never answered means the master does not speak it: not tried again.
+  // there (or, following the leader, a NOT_LEADER answer: the leader is
+  // then suspect), `fallback()` (the Cap'n Proto call, which re-resolves
+  // and retries) answers instead. A channel that never answered means the
+  // master does not speak it: not tried again (until the leader changes).
   template <typename Ret, typename ChannelCall, typename Fallback>
   Ret Lookup(ChannelCall&& call, Fallback&& fallback) {
     if (LookupClient* channel = Lookup()) {
       Ret r = call(*channel);
-      if (r.ok() || r.error() != ErrorCode::RPC_FAIL) return r;
-      if (!channel->ever_answered()) lookup_unsupported = true;
+      if (r.ok()) return r;
+      const bool follow = target.follows_leader() && ShouldReResolve(r.error());
+      if (!follow && r.error() != ErrorCode::RPC_FAIL) return r;
+      if (follow) target.Suspect();
+      if (r.error() == ErrorCode::RPC_FAIL && !channel->ever_answered()) {
+        lookup_unsupported = true;
+      }
     }
     return fallback();
   }
 
   MasterClientOptions options;
+  MasterTarget target;
+  // The deadline of the call in progress while it follows the leader.
+  std::optional<Clock::time_point> deadline;
   std::unique_ptr<LookupClient> lookup;
   bool lookup_unsupported = false;
   ThreadIo* tio;
@@ -295,7 +402,17 @@ MasterClient::~MasterClient() = default;
 
 const UUID& MasterClient::client_id() const { return impl_->options.client_id; }
 
-ErrorCode MasterClient::Connect() { return impl_->EnsureConnected(); }
+ErrorCode MasterClient::Connect() {
+  if (!impl_->target.follows_leader()) return impl_->EnsureConnected();
+  return impl_->RetryOnLeader<ErrorCode>(true, [&](bool* sent) {
+    *sent = false;
+    return impl_->EnsureConnected();
+  });
+}
+
+std::string MasterClient::master_address() const { return impl_->target.address(); }
+
+const std::string& MasterClient::cluster_id() const { return impl_->target.cluster_id(); }
 
 // --- segments and clients -----------------------------------------------------
 

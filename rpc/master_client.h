@@ -11,6 +11,14 @@
 // that only read (Ping, GetReplicaList, ExistKey, Stat, ListKeys, CountKeys,
 // GroupMembers, their batch forms) are retried once on a fresh connection,
 // calls that change state are not (they return RPC_FAIL).
+// Following the leader (address "etcd://H:P[;H:P...]", docs/ha.md "Finding
+// the leader"): the leader's address is read from etcd (key
+// shelfmark/<cluster_id>/leader) on first use, and again after a call is
+// answered NOT_LEADER or fails with RPC_FAIL; the call is then tried again
+// (rpc/leader_retry.h: NOT_LEADER and unsent calls always, calls whose
+// request may have arrived only when read-only), pausing 50 ms doubling to
+// 500 ms between attempts, all within call_timeout_ms. No leader found in
+// that time: RPC_FAIL.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +34,13 @@
 namespace shelfmark {
 
 struct MasterClientOptions {
-  std::string address = "127.0.0.1:50051";  // host:port of shelfmark-master
+  // host:port of shelfmark-master, or etcd://H:P[;H:P...]: follow the
+  // leader of cluster `cluster_id` published in those etcd endpoints.
+  std::string address = "127.0.0.1:50051";
+  // The cluster whose leader an etcd:// address follows; "" :
+  // $SHELFMARK_CLUSTER_ID, else $MC_STORE_CLUSTER_ID, else "shelfmark"
+  // (ha::ResolveClusterId). Unused with a host:port address.
+  std::string cluster_id{};
   UUID client_id = UUID::Generate();
   int64_t call_timeout_ms = 10'000;
   // Proven to the master on every new connection (docs/security.md); the
@@ -50,10 +64,17 @@ class MasterClient {
 
   const UUID& client_id() const;
   // Connects now (calls connect lazily otherwise). RPC_FAIL when
-  // unreachable; UNAUTHENTICATED or RATE_LIMITED when the token handshake
-  // fails (every call returns these too when its connection's handshake
-  // fails).
+  // unreachable (or no leader is published in etcd within
+  // call_timeout_ms); UNAUTHENTICATED or RATE_LIMITED when the token
+  // handshake fails (every call returns these too when its connection's
+  // handshake fails); INVALID_PARAMS for an etcd:// address or cluster id
+  // that does not parse.
   ErrorCode Connect();
+  // The host:port calls go to: the fixed address, or the leader last
+  // resolved from etcd ("" before one was).
+  std::string master_address() const;
+  // The resolved cluster id (meaningful with an etcd:// address).
+  const std::string& cluster_id() const;
 
   ErrorCode MountSegment(const Segment& segment);
   ErrorCode UnmountSegment(const UUID& segment_id);

@@ -46,6 +46,7 @@
 #include "common/json_line.h"
 #include "common/object_key.h"
 #include "client/client.h"
+#include "ha/master_address.h"
 #include "rpc/master_client.h"
 #include "client/object_load.h"
 #include "client/data_client.h"
@@ -55,6 +56,7 @@ namespace {
 
 struct CliOptions {
   std::string master = "127.0.0.1:50051";
+  std::string cluster_id;  // with an etcd:// master ("" : the environment, then "shelfmark")
   std::string tenant;
   bool json = false;
   int64_t timeout_ms = 10'000;
@@ -268,6 +270,7 @@ void AddPutFlags(FlagSet* f, CliOptions* o) {
 std::unique_ptr<Client> MakeDataClient(const CliOptions& o) {
   ClientOptions options;
   options.master = o.master;
+  options.cluster_id = o.cluster_id;
   options.protocol = o.protocol;
   options.transport.cluster_token = o.credentials.cluster_token;
   options.master_token = o.credentials.master_token;
@@ -401,11 +404,31 @@ constexpr Subcommand kSubcommands[] = {
 };
 
 void AddGlobalFlags(FlagSet* f, CliOptions* o) {
-  f->AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC");
+  f->AddString("master", &o->master, "HOST:PORT of shelfmark-master's RPC, or etcd://HOST:PORT[;HOST:PORT...]: follow the leader published in etcd");
+  f->AddString("cluster_id", &o->cluster_id, "with an etcd:// --master: the cluster whose leader to follow (\"\" = $SHELFMARK_CLUSTER_ID, else $MC_STORE_CLUSTER_ID, else \"shelfmark\")");
   f->AddString("tenant", &o->tenant, "tenant (\"\" = default)");
   f->AddBool("json", &o->json, "machine-readable output");
   f->AddInt64("timeout_ms", &o->timeout_ms, "per-RPC timeout", 1, 3'600'000);
   o->credential_flags.Add(*f);
+}
+
+bool IsEtcdAddress(std::string_view master) { return master.rfind("etcd://", 0) == 0; }
+
+// With an etcd:// --master: connects first, so that a cluster without a
+// leader is reported as such (not as a failure of the subcommand's call).
+bool FoundLeader(const CliOptions& o, MasterClient& client) {
+  const ErrorCode code = client.Connect();
+  if (code == ErrorCode::OK) return true;
+  if (code == ErrorCode::RPC_FAIL && client.master_address().empty()) {
+    std::fprintf(stderr,
+                 "shelfmark-cli: no leader found in etcd at %s for cluster ID '%s' within "
+                 "%" PRId64 " ms (RPC_FAIL)\n",
+                 o.master.substr(std::strlen("etcd://")).c_str(), client.cluster_id().c_str(),
+                 o.timeout_ms);
+  } else {
+    Fail("connect to the leader " + client.master_address() + " published in etcd", code);
+  }
+  return false;
 }
 
 void PrintUsage(FILE* out) {
@@ -413,7 +436,8 @@ void PrintUsage(FILE* out) {
   FlagSet global("shelfmark-cli");
   AddGlobalFlags(&global, &defaults);
   std::fprintf(out,
-               "usage: shelfmark-cli [--master=HOST:PORT] [--tenant=T] [--json]\n"
+               "usage: shelfmark-cli [--master=HOST:PORT|etcd://HOST:PORT[;...]] [--cluster_id=ID]\n"
+               "                     [--tenant=T] [--json]\n"
                "                     [--cluster_token_file=PATH] [--master_token_file=PATH] "
                "SUBCOMMAND\n");
   for (const Subcommand& s : kSubcommands) std::fprintf(out, "  shelfmark-cli %s\n", s.synopsis);
@@ -467,9 +491,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "usage: shelfmark-cli %s\n", sub->synopsis);
     return 2;
   }
-  if (!ParseHostPort(o.master)) {
-    std::fprintf(stderr, "shelfmark-cli: flag --master expects HOST:PORT, got '%s'\n",
-                 o.master.c_str());
+  if (std::string error = ha::MasterFlagError("master", o.master, o.cluster_id);
+      !error.empty()) {
+    std::fprintf(stderr, "shelfmark-cli: %s\n", error.c_str());
     return 2;
   }
   if (!o.tenant.empty() && ValidateTenant(o.tenant) != ErrorCode::OK) {
@@ -485,9 +509,11 @@ int Main(int argc, char** argv) {
   o.credentials = std::move(credentials).value();
   MasterClientOptions options;
   options.address = o.master;
+  options.cluster_id = o.cluster_id;
   options.call_timeout_ms = o.timeout_ms;
   options.token = o.credentials.master_token;
   MasterClient client(options);
+  if (IsEtcdAddress(o.master) && !FoundLeader(o, client)) return 1;
   return sub->run(Context{o, args, client});
 }
 

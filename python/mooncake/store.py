@@ -190,8 +190,12 @@ class MooncakeDistributedStore:
               global_segment_size=16 * 1024 * 1024, local_buffer_size=16 * 1024 * 1024,
               protocol="tcp", rdma_devices="", master_server_addr="127.0.0.1:50051",
               engine=None, **kwargs):
-        """Connects to the master at master_server_addr; 0 or a negative code
-        (-900 RPC_FAIL when the master does not answer).
+        """Connects to the master at master_server_addr ("host:port", or
+        Mooncake's "etcd://H:P[;H:P...]": follow the leader published in
+        etcd; cluster_id keyword, else $SHELFMARK_CLUSTER_ID, else
+        $MC_STORE_CLUSTER_ID, else "shelfmark"); 0 or a negative code
+        (-900 RPC_FAIL when the master does not answer or no leader is
+        published).
 
         Also setup(dict) / setup(MooncakeConfig) with the JSON file's fields.
         metadata_server is accepted and unused (Shelfmark needs no metadata
@@ -199,7 +203,8 @@ class MooncakeDistributedStore:
         names the device (the first of a comma-separated list). Sizes: bytes
         or size strings ("16MB"); others raise ValueError. Extra keywords:
         tenant_id, rpc_timeout_ms, transfer_timeout_ms, cluster_token,
-        master_token ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN)."""
+        master_token ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN),
+        cluster_id."""
         if isinstance(local_hostname, dict):
             cfg = MooncakeConfig.from_dict(local_hostname)
         elif isinstance(local_hostname, MooncakeConfig):
@@ -220,7 +225,7 @@ class MooncakeDistributedStore:
         if isinstance(local_hostname, dict):
             extra.update({k: local_hostname[k] for k in
                           ("rpc_timeout_ms", "transfer_timeout_ms", "cluster_token",
-                           "master_token") if k in local_hostname})
+                           "master_token", "cluster_id") if k in local_hostname})
         return self._setup(cfg, **extra)
 
     def setup_with_env(self, **kwargs):
@@ -228,7 +233,7 @@ class MooncakeDistributedStore:
         return self._setup(MooncakeConfig.load_from_env(), **kwargs)
 
     def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
-               master_token=None):
+               master_token=None, cluster_id=None):
         device = (cfg.device_name or "").split(",")[0].strip()
         o = store_options(
             master=cfg.master_server_address, protocol=PROTOCOLS[cfg.protocol.lower()],
@@ -236,7 +241,8 @@ class MooncakeDistributedStore:
             local_buffer_size=cfg.local_buffer_size, global_segment_size=cfg.global_segment_size,
             rpc_timeout_ms=rpc_timeout_ms, transfer_timeout_ms=transfer_timeout_ms,
             cluster_token=cluster_token, master_token=master_token,
-            device="" if device == "auto-discovery" else device, hostname=cfg.local_hostname)
+            device="" if device == "auto-discovery" else device, hostname=cfg.local_hostname,
+            cluster_id=cluster_id)
         return _c(self._store.setup(o))
 
     def close(self):

@@ -148,6 +148,7 @@ int Store::Setup(const StoreOptions& options) {
   if (!listen_ip) return Code(ErrorCode::INVALID_PARAMS);
   EmbeddedOptions eo;
   eo.master = options.master;
+  eo.cluster_id = options.cluster_id;
   eo.protocol = options.protocol;
   eo.device = options.device;
   eo.listen_ip = *listen_ip;

@@ -46,7 +46,11 @@
 namespace shelfmark::python {
 
 struct StoreOptions {
-  std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master
+  std::string master = "127.0.0.1:50051";  // host:port of shelfmark-master, or etcd://...
+  // With an etcd:// master: the cluster whose leader to follow ("" :
+  // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
+  // MasterClientOptions::cluster_id).
+  std::string cluster_id;
   // Client protocol: "ucx", "rdma", "auto" or "loopback" (the Python layers
   // map Mooncake's "tcp" to "ucx" and "rdma" to "rdma").
   std::string protocol = "ucx";

@@ -101,7 +101,10 @@ class Store:
     """A client of one Shelfmark cluster.
 
     master: "host:port" of shelfmark-master ($SHELFMARK_MASTER, else
-    127.0.0.1:50051). protocol: "ucx" (default), "rdma", "auto" or
+    127.0.0.1:50051), or "etcd://H:P[;H:P...]": follow the leader of
+    cluster_id published in those etcd endpoints (cluster_id None:
+    $SHELFMARK_CLUSTER_ID, else $MC_STORE_CLUSTER_ID, else "shelfmark";
+    docs/ha.md). protocol: "ucx" (default), "rdma", "auto" or
     "loopback". tenant: the tenant the keys belong to ("" = default).
     local_buffer_size: the staging buffer put/get copy through (an int or a
     size string such as "64MB"). global_segment_size: DRAM of this process
@@ -114,13 +117,15 @@ class Store:
 
     def __init__(self, master=None, *, protocol="ucx", tenant="", local_buffer_size="64MB",
                  rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
-                 master_token=None, device="", hostname="", global_segment_size=0):
+                 master_token=None, device="", hostname="", global_segment_size=0,
+                 cluster_id=None):
         o = store_options(
             master=master or os.environ.get("SHELFMARK_MASTER", "127.0.0.1:50051"),
             protocol=protocol, tenant=tenant, local_buffer_size=local_buffer_size,
             global_segment_size=global_segment_size, rpc_timeout_ms=rpc_timeout_ms,
             transfer_timeout_ms=transfer_timeout_ms, cluster_token=cluster_token,
-            master_token=master_token, device=device, hostname=hostname)
+            master_token=master_token, device=device, hostname=hostname,
+            cluster_id=cluster_id)
         self._native = _native.NativeStore()
         _check(self._native.setup(o), "cannot open a store of master %s" % o.master)
 

@@ -69,11 +69,15 @@ def as_buffer(obj):
 
 def store_options(*, master, protocol, tenant, local_buffer_size, global_segment_size,
                   rpc_timeout_ms, transfer_timeout_ms, cluster_token, master_token, device,
-                  hostname):
+                  hostname, cluster_id=None):
     """The native StoreOptions; tokens default to $SHELFMARK_CLUSTER_TOKEN /
-    $SHELFMARK_MASTER_TOKEN when None, sizes are parse_size's."""
+    $SHELFMARK_MASTER_TOKEN when None, sizes are parse_size's. master is
+    "host:port" or "etcd://H:P[;H:P...]" (follow the leader of cluster_id
+    published there; None or "": $SHELFMARK_CLUSTER_ID, else
+    $MC_STORE_CLUSTER_ID, else "shelfmark", resolved by the native side)."""
     o = _native.StoreOptions()
     o.master = master
+    o.cluster_id = cluster_id or ""
     o.protocol = protocol
     o.tenant = tenant
     o.local_buffer_bytes = parse_size(local_buffer_size, "local_buffer_size")
