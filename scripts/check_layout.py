@@ -66,8 +66,8 @@ LAYOUT = [
     Row("perf", "auth ha common",
         "embedded client node master rpc service ssdstore transport snapshot directory schemas", ""),
     Row("tests", "", "",
-        "tools perf embedded client node master replication rpc service ssdstore transport "
-        "snapshot directory schemas auth common"),
+        "tools perf embedded client node master replication rpc ha service ssdstore "
+        "transport snapshot directory schemas auth common"),
 ]
 
 # Folders whose every file is test code.
