@@ -32,7 +32,7 @@ std::string Quote(const std::string& s) {
 
 // Runs `binary args...` with the environment assignments `env` ("NAME=V")
 // through /bin/sh, stdout into `out`, stderr into `err`; its exit status.
-int Run(const std::string& binary, const std::vector<std::string>& args, const std::string& out,
+int RunBinary(const std::string& binary, const std::vector<std::string>& args, const std::string& out,
         const std::string& err, const std::vector<std::string>& env = {}) {
   std::string command;
   for (const std::string& e : env) command += e + " ";
@@ -71,18 +71,18 @@ TEST_F(HaProcessTest, CliFindsTheMasterPublishedInEtcd) {
   }
 
   const std::string out = dir_.Join("count.out"), err = dir_.Join("count.err");
-  ASSERT_EQ(Run(SHELFMARK_CLI_BIN, {"--master=" + Etcd(), "--cluster_id=proc", "count"}, out,
+  ASSERT_EQ(RunBinary(SHELFMARK_CLI_BIN, {"--master=" + Etcd(), "--cluster_id=proc", "count"}, out,
                 err),
             0)
       << ReadFile(err);
   EXPECT_EQ(ReadFile(out), "2\n");
   // The cluster id from the environment (ours over Mooncake's).
-  ASSERT_EQ(Run(SHELFMARK_CLI_BIN, {"--master=" + Etcd(), "count"}, out, err,
+  ASSERT_EQ(RunBinary(SHELFMARK_CLI_BIN, {"--master=" + Etcd(), "count"}, out, err,
                 {"SHELFMARK_CLUSTER_ID=proc", "MC_STORE_CLUSTER_ID=other"}),
             0)
       << ReadFile(err);
   EXPECT_EQ(ReadFile(out), "2\n");
-  ASSERT_EQ(Run(SHELFMARK_CLI_BIN, {"--master=" + Etcd(), "count"}, out, err,
+  ASSERT_EQ(RunBinary(SHELFMARK_CLI_BIN, {"--master=" + Etcd(), "count"}, out, err,
                 {"SHELFMARK_CLUSTER_ID=", "MC_STORE_CLUSTER_ID=proc"}),
             0)
       << ReadFile(err);
@@ -91,7 +91,7 @@ TEST_F(HaProcessTest, CliFindsTheMasterPublishedInEtcd) {
 
 TEST_F(HaProcessTest, CliSaysWhenNoLeaderIsPublished) {
   const std::string out = dir_.Join("none.out"), err = dir_.Join("none.err");
-  EXPECT_EQ(Run(SHELFMARK_CLI_BIN,
+  EXPECT_EQ(RunBinary(SHELFMARK_CLI_BIN,
                 {"--master=" + Etcd(), "--cluster_id=nobody", "--timeout_ms=300", "count"}, out,
                 err),
             1);
@@ -120,7 +120,7 @@ TEST_F(HaProcessTest, BadEtcdAddressesAreUsageErrorsNamingTheFlag) {
       {SHELFMARK_PERF_BIN, {"get", "--master=etcd://x"}, "--master"},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(Run(c.binary, c.args, out, err), 2) << c.args[0] << " " << ReadFile(err);
+    EXPECT_EQ(RunBinary(c.binary, c.args, out, err), 2) << c.args[0] << " " << ReadFile(err);
     EXPECT_NE(ReadFile(err).find(c.names), std::string::npos) << c.args[0] << ": " << ReadFile(err);
   }
 }
