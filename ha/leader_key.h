@@ -12,13 +12,6 @@
 #include <string>
 #include <string_view>
 
-namespace shelfmark {
-
-// The cluster id masters and clients use when none is given (--cluster_id).
-inline constexpr std::string_view kDefaultClusterId = "shelfmark";
-
-}  // namespace shelfmark
-
 namespace shelfmark::ha {
 
 inline constexpr std::string_view kEtcdKeyPrefix = "shelfmark/";

@@ -240,7 +240,7 @@ ParseOutcome ParseMasterFlags(int argc, const char* const* argv, MasterConfig* c
     return ParseOutcome::kError;
   }
   const bool cluster_given = !config->cluster_id.empty();
-  if (!cluster_given) config->cluster_id = std::string(kDefaultClusterId);
+  if (!cluster_given) config->cluster_id = std::string(ha::kDefaultClusterId);
   config->snapshot_cluster_id = cluster_given ? config->cluster_id : "shelfmark_cluster";
   if (config->cluster_id.find('/') != std::string::npos ||
       config->cluster_id.find("..") != std::string::npos) {

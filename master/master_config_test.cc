@@ -77,7 +77,7 @@ TEST(MasterConfig, HaOffByDefaultAndClusterIdDefaults) {
   std::string msg;
   ASSERT_EQ(Parse({}, &c, &msg), ParseOutcome::kRun) << msg;
   EXPECT_FALSE(c.enable_ha);
-  EXPECT_EQ(c.cluster_id, kDefaultClusterId);
+  EXPECT_EQ(c.cluster_id, ha::kDefaultClusterId);
   EXPECT_EQ(c.snapshot_cluster_id, "shelfmark_cluster");  // snapshots do not move
   MasterConfig given;
   ASSERT_EQ(Parse({"--cluster_id=c1"}, &given, &msg), ParseOutcome::kRun) << msg;

@@ -43,7 +43,7 @@ int RunBinary(const std::string& binary, const std::vector<std::string>& args, c
   return child.Wait(60'000);
 }
 
-class HaProcessTest : public ::testing::Test {
+class HaCliTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(etcd_.Start()) << etcd_.StartFailure(); }
   std::string Etcd() const { return "etcd://" + etcd_.endpoint(); }
@@ -52,7 +52,7 @@ class HaProcessTest : public ::testing::Test {
   testing::TempDir dir_{"ha_process"};
 };
 
-TEST_F(HaProcessTest, CliFindsTheMasterPublishedInEtcd) {
+TEST_F(HaCliTest, CliFindsTheMasterPublishedInEtcd) {
   testing::ServicePorts ports;
   auto master = testing::StartMaster(SHELFMARK_MASTER_BIN, {}, dir_.Join("master.err"), &ports);
   ASSERT_NE(master, nullptr) << ReadFile(dir_.Join("master.err"));
@@ -89,7 +89,7 @@ TEST_F(HaProcessTest, CliFindsTheMasterPublishedInEtcd) {
   EXPECT_EQ(ReadFile(out), "2\n");
 }
 
-TEST_F(HaProcessTest, CliSaysWhenNoLeaderIsPublished) {
+TEST_F(HaCliTest, CliSaysWhenNoLeaderIsPublished) {
   const std::string out = dir_.Join("none.out"), err = dir_.Join("none.err");
   EXPECT_EQ(RunBinary(SHELFMARK_CLI_BIN,
                 {"--master=" + Etcd(), "--cluster_id=nobody", "--timeout_ms=300", "count"}, out,
@@ -101,7 +101,7 @@ TEST_F(HaProcessTest, CliSaysWhenNoLeaderIsPublished) {
       << ReadFile(err);
 }
 
-TEST_F(HaProcessTest, BadEtcdAddressesAreUsageErrorsNamingTheFlag) {
+TEST_F(HaCliTest, BadEtcdAddressesAreUsageErrorsNamingTheFlag) {
   const std::string out = dir_.Join("bad.out"), err = dir_.Join("bad.err");
   struct Case {
     std::string binary;
