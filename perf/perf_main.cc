@@ -16,6 +16,7 @@
 
 #include "perf/batchget_bench.h"
 #include "perf/connect_bench.h"
+#include "perf/failover_bench.h"
 #include "perf/hit_bench.h"
 #include "perf/disk_bench.h"
 #include "perf/get_bench.h"
@@ -49,6 +50,8 @@ constexpr Subcommand kSubcommands[] = {
      shelfmark::RunHitBench},
     {"batchget", "zero-copy BatchGetInto of N objects, and a same-process get vs memcpy",
      shelfmark::RunBatchGetBench},
+    {"failover", "puts through the leader (etcd://) and the gaps a leader's death leaves",
+     shelfmark::RunFailoverBench},
 };
 
 void PrintUsage(FILE* out) {

@@ -23,6 +23,20 @@ constexpr uint32_t kShardsPerCopyFrame = 16;
 
 int64_t NowMs() { return SteadyClock().NowMs(); }
 
+// Puts every object of `c` into one ShardState: one payload (one zstd frame)
+// per batch instead of one per shard, which a batch touching hundreds of
+// shards would otherwise pay hundreds of times. The standby files each
+// object by its own key's hash (StandbyState::Apply), whatever shard the
+// batch names.
+void MergeShards(ChangeSet* c) {
+  if (c->shards.size() < 2) return;
+  ShardState& all = c->shards.front();
+  for (size_t i = 1; i < c->shards.size(); ++i) {
+    for (ObjectState& o : c->shards[i].objects) all.objects.push_back(std::move(o));
+  }
+  c->shards.resize(1);
+}
+
 }  // namespace
 
 struct ReplicationLeader::Standby {
@@ -177,6 +191,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
       batch.flags |= kBatchSynced;
       batch.changes.seq = seq;
     }
+    MergeShards(&batch.changes);
     out.clear();
     AppendBatch(batch, &out);
     ok = WriteFrames(s.fd.get(), timeout, out) == ErrorCode::OK;
@@ -205,6 +220,7 @@ void ReplicationLeader::ShipBatch() {
   }
   ReplicationBatch batch;
   batch.changes = dir_.TakeChanges();
+  MergeShards(&batch.changes);
   std::string out;
   AppendBatch(batch, &out);
   const int timeout = static_cast<int>(options_.io_timeout_ms);

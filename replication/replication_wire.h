@@ -18,7 +18,8 @@
 //               [segments bytes (snapshot/codec.h EncodeSegments)] |
 //               shard_count u32 | shard_count x (EncodeShard bytes) |
 //               removed_count u32 | removed_count x (tenant bytes | key bytes)
-// Batch flags: kReset (the standby drops its state first: a full copy
+// A batch's objects may come in any shard's ShardState (the leader ships one
+// per batch); the standby files each by its own key. Batch flags: kReset (the standby drops its state first: a full copy
 // follows), kSynced (the full copy is complete with this batch).
 //   bytes = length u32 | the bytes
 //

@@ -1,0 +1,126 @@
+#include "perf/failover_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "auth/credential_flags.h"
+#include "common/flags.h"
+#include "perf/master_flags.h"
+#include "perf/pinger.h"
+#include "rpc/master_client.h"
+
+namespace shelfmark {
+namespace {
+
+constexpr const char* kProgram = "shelfmark-perf failover";
+
+struct FailoverOptions {
+  std::string master = "127.0.0.1:50051";
+  std::string cluster_id;
+  double seconds = 10;
+  int64_t gap_ms = 200;
+  int64_t timeout_ms = 15'000;
+  auth::CredentialFlags credentials;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double MsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// A bookkeeping segment (no bytes behind it: the bench only registers
+// puts), at a range of its own (another run's may still be mounted).
+Segment BenchSegment() {
+  Segment s;
+  s.id = UUID::Generate();
+  s.name = "failover-" + s.id.ToString();
+  s.base = (1ull << 40) + (s.id.lo % 4096) * (1ull << 30);
+  s.size = 1ull << 30;
+  s.endpoint = "127.0.0.1:1";
+  s.protocol = "tcp";
+  return s;
+}
+
+}  // namespace
+
+int RunFailoverBench(int argc, const char* const* argv) {
+  FailoverOptions o;
+  FlagSet flags(argv[0]);
+  AddMasterFlags(&flags, &o.master, &o.cluster_id);
+  flags.AddDouble("seconds", &o.seconds, "how long to put", 0.1, 86400);
+  flags.AddInt64("gap_ms", &o.gap_ms, "report gaps between acknowledged puts longer than this",
+                 1, 3'600'000);
+  flags.AddInt64("timeout_ms", &o.timeout_ms, "per-call timeout (a call follows the leader "
+                 "within it)", 1, 3'600'000);
+  o.credentials.Add(flags);
+  flags.ParseOrExit(argc, argv);
+  if (std::string error = CheckMasterFlags(o.master, o.cluster_id); !error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
+    return 2;
+  }
+  auto credentials = o.credentials.Resolve(argv[0]);
+  if (!credentials.ok()) return 2;
+  MasterClientOptions mo;
+  mo.address = o.master;
+  mo.cluster_id = o.cluster_id;
+  mo.call_timeout_ms = o.timeout_ms;
+  mo.token = credentials->master_token;
+  MasterClient client(mo);
+  const Segment segment = BenchSegment();
+  if (ErrorCode rc = client.MountSegment(segment); rc != ErrorCode::OK) {
+    std::fprintf(stderr, "%s: mount: %s\n", kProgram, std::string(ErrorCodeName(rc)).c_str());
+    return 1;
+  }
+  Pinger pinger(mo, segment);
+
+  std::vector<std::string> acked;
+  std::vector<double> gaps;
+  uint64_t failed = 0;
+  const auto end = Clock::now() + std::chrono::duration<double>(o.seconds);
+  auto last_ack = Clock::now();
+  for (uint64_t i = 0; Clock::now() < end; ++i) {
+    const std::string key = "failover-" + segment.id.ToString() + "-" + std::to_string(i);
+    auto started = client.PutStart("", key, 64, {});
+    if (!started.ok() || client.PutEnd("", key) != ErrorCode::OK) {
+      ++failed;
+      continue;
+    }
+    const auto now = Clock::now();
+    if (MsBetween(last_ack, now) > static_cast<double>(o.gap_ms)) {
+      gaps.push_back(MsBetween(last_ack, now));
+      std::printf("{\"bench\":\"failover\",\"gap_ms\":%.1f}\n", gaps.back());
+      std::fflush(stdout);
+    }
+    last_ack = now;
+    acked.push_back(key);
+  }
+  uint64_t lost = 0;
+  for (const std::string& key : acked) {
+    auto r = client.GetReplicaList("", key);
+    if (!r.ok()) {
+      if (++lost <= 5) {
+        std::fprintf(stderr, "%s: acknowledged %s is gone: %s\n", kProgram, key.c_str(),
+                     std::string(ErrorCodeName(r.error())).c_str());
+      }
+    }
+  }
+  double max_gap = 0;
+  for (double g : gaps) max_gap = std::max(max_gap, g);
+  std::printf(
+      "{\"bench\":\"failover_summary\",\"acked\":%zu,\"failed_puts\":%llu,\"lost\":%llu,"
+      "\"gaps\":%zu,\"max_gap_ms\":%.1f}\n",
+      acked.size(), static_cast<unsigned long long>(failed), static_cast<unsigned long long>(lost),
+      gaps.size(), max_gap);
+  for (size_t i = 0; i < acked.size(); i += 1000) {  // only this run's keys
+    const size_t n = std::min<size_t>(1000, acked.size() - i);
+    (void)client.BatchRemove("", {acked.begin() + i, acked.begin() + i + n}, /*force=*/true);
+  }
+  (void)client.UnmountSegment(segment.id);
+  return lost == 0 ? 0 : 1;
+}
+
+}  // namespace shelfmark

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Master high availability (docs/ha.md), in one run on this machine:
+#   1. put throughput and latency (`shelfmark-perf master`, unbatched at one
+#      connection and batched 128 at 16) against a master without HA, then
+#      against the leader of two --enable_ha masters whose standby must hold
+#      every put before it is acknowledged (--ha_sync_standbys=1);
+#   2. failover: BENCH_KILLS times, a client that follows the leader through
+#      etcd (`shelfmark-perf failover`) puts one object after another while
+#      the leader is killed with SIGKILL; the failover time is the gap from
+#      the last put the old leader acknowledged to the first the new leader
+#      acknowledged; every acknowledged put must read back afterwards. The
+#      killed master restarts as the next standby and copies the directory
+#      before the next kill.
+# Prints p50 and max of the failover times and the throughput ratios.
+#
+# Usage: scripts/bench_ha.sh [BUILD_DIR]
+# Environment (all optional):
+#   BENCH_KILLS    leader kills (default 10)
+#   BENCH_SECONDS  seconds per throughput phase (default 5)
+#   BENCH_OUT      JSON lines output (default out/bench_ha.jsonl; rewritten)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+kills="${BENCH_KILLS:-10}"
+seconds="${BENCH_SECONDS:-5}"
+out="${BENCH_OUT:-$root/out/bench_ha.jsonl}"
+
+script=bench_ha
+# shellcheck source=scripts/lib/cluster.sh
+. "$root/scripts/lib/cluster.sh"
+
+build="$(build_tree "${1:-}")"
+master_bin="$(find_binary "$build" shelfmark-master)"
+perf_bin="$(find_binary "$build" shelfmark-perf)"
+command -v etcd >/dev/null || die "etcd is not installed (scripts/setup.sh installs etcd-server)"
+
+mkdir -p "$(dirname "$out")"
+: > "$out"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do stop_pid "$p" || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+etcd_port="$(free_port)"
+peer_port="$(free_port)"
+etcd --name bench --data-dir "$work/etcd" \
+  --listen-client-urls "http://127.0.0.1:$etcd_port" \
+  --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-cluster "bench=http://127.0.0.1:$peer_port" >"$work/etcd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q true && break
+  sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$etcd_port/health" | grep -q true || die "etcd did not start"
+ha_flags=(--enable_ha "--etcd_endpoints=127.0.0.1:$etcd_port" --rpc_address=127.0.0.1
+          --cluster_id=bench_ha)
+
+perf_master() {  # VARIANT RPC_PORT METRICS_PORT, then flags
+  local variant="$1" rpc="$2" metrics="$3"
+  shift 3
+  log "shelfmark-perf master ($variant) $*"
+  "$perf_bin" master --master="127.0.0.1:$rpc" --metrics="127.0.0.1:$metrics" --json "$@" |
+    grep '"op":"put"' | sed "s/^{/{\"variant\":\"$variant\",/" >>"$out" || true
+}
+
+# HA masters: name -> pid, rpc port, metrics port.
+declare -A mpid mrpc mmetrics
+start_ha() {
+  start_master "$master_bin" "$work/master.$1.$RANDOM.log" "${ha_flags[@]}"
+  pids+=("$master_pid")
+  mpid[$1]="$master_pid"
+  mrpc[$1]="$rpc_port"
+  mmetrics[$1]="$metrics_port"
+}
+metric() { curl -fsS "http://127.0.0.1:${mmetrics[$1]}/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
+leading() { [ "$(metric "$1" shelfmark_master_ha_role)" = "1" ]; }
+wait_for() {  # SECONDS COMMAND...: polls the command every 50 ms
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+synced() { [ "$(metric "$1" shelfmark_master_ha_standby_synced)" = "1" ]; }
+one_leads() { leading a || leading b; }
+
+log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
+# 1. Throughput: no HA, then a leader with one synchronous standby.
+start_master "$master_bin" "$work/plain.log"
+pids+=("$master_pid")
+perf_master no_ha "$rpc_port" "$metrics_port" --batch=1 --connections=1 --seconds="$seconds"
+perf_master no_ha "$rpc_port" "$metrics_port" --batch=1 --connections=16 --seconds="$seconds"
+perf_master no_ha "$rpc_port" "$metrics_port" --batch=128 --connections=16 --seconds="$seconds"
+stop_pid "$master_pid" || true
+start_ha a
+start_ha b
+wait_for 30 one_leads || die "no leader"
+if leading a; then leader=a standby=b; else leader=b standby=a; fi
+wait_for 30 synced "$standby" || die "the standby did not copy the directory"
+perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=1 --connections=1 --seconds="$seconds"
+perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=1 --connections=16 \
+  --seconds="$seconds"
+perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=128 --connections=16 \
+  --seconds="$seconds"
+
+# 2. Failover: kill the leader while a client puts.
+for k in $(seq 1 "$kills"); do
+  wait_for 60 synced "$standby" || die "kill $k: the standby did not copy the directory"
+  "$perf_bin" failover --master="etcd://127.0.0.1:$etcd_port" --cluster_id=bench_ha \
+    --seconds=6 --gap_ms=100 >"$work/failover.$k" 2>"$work/failover.$k.err" &
+  writer=$!
+  sleep 1.5  # the writer is putting at full speed by now
+  kill -9 "${mpid[$leader]}"
+  wait "${mpid[$leader]}" 2>/dev/null || true
+  wait "$writer" || log "kill $k: shelfmark-perf failover exited with $? (see below)"
+  cat "$work/failover.$k.err" >&2
+  gap="$( (grep '"bench":"failover"' "$work/failover.$k" || true) | json_field gap_ms | sort -n |
+          tail -n 1)"
+  summary="$(grep failover_summary "$work/failover.$k" || echo '{}')"
+  echo "{\"bench\":\"failover_kill\",\"kill\":$k,\"failover_ms\":${gap:-null},\"summary\":$summary}" >>"$out"
+  log "kill $k: failover ${gap:-?} ms, $(echo "$summary" | json_field acked) puts acknowledged, $(echo "$summary" | json_field lost) lost"
+  wait_for 30 leading "$standby" || die "kill $k: the standby did not take over"
+  dead="$leader"
+  leader="$standby"
+  start_ha "$dead"
+  standby="$dead"
+done
+
+# Summary.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+put() { grep "\"variant\":\"$1\"" "$out" | grep "\"batch\":$2,\"connections\":$3," | json_field "$4"; }
+times="$(grep failover_kill "$out" | sed -n 's/.*"failover_ms":\([0-9.]*\).*/\1/p' | sort -n)"
+count="$(echo "$times" | grep -c . || true)"
+p50="$(echo "$times" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')"
+max="$(echo "$times" | tail -n 1)"
+lost="$(grep failover_kill "$out" | sed -n 's/.*"lost":\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')"
+echo
+echo "=== shelfmark master HA ($(nproc) CPUs) ==="
+printf "%-58s %12s %8s\n" measure value ratio
+for shape in "1 1" "1 16" "128 16"; do
+  set -- $shape
+  no="$(put no_ha "$1" "$2" keys_per_s)"
+  ha="$(put ha "$1" "$2" keys_per_s)"
+  printf "%-58s %12s\n" "put batch=$1 conns=$2 keys/s, no HA" "$no"
+  printf "%-58s %12s %8s\n" "  with one synchronous standby (ratio: HA / no HA)" "$ha" "$(ratio "$ha" "$no")"
+  printf "%-58s %12s %8s\n" "  p50 us, no HA / HA" "$(put no_ha "$1" "$2" p50_us) / $(put ha "$1" "$2" p50_us)" ""
+done
+printf "%-58s %12s\n" "failover ms (SIGKILL -> first put acknowledged), p50" "${p50:-n/a}"
+printf "%-58s %12s\n" "failover ms, max over $count kills" "${max:-n/a}"
+printf "%-58s %12s\n" "acknowledged puts lost over all kills" "$lost"
+echo "JSON lines: $out"
