@@ -77,13 +77,8 @@ int RunConnectBench(int argc, const char* const* argv) {
                  100'000'000);
   flags.AddBool("json", &o.json, "one JSON line");
   o.credentials.Add(flags);
-  flags.ParseOrExit(argc, argv);
-  if (std::string error = CheckMasterFlags(o.master, o.cluster_id); !error.empty()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
-    return 2;
-  }
-  auto credentials = o.credentials.Resolve(argv[0]);
-  if (!credentials.ok()) return 2;
+  auto credentials = ParseWithMaster(flags, argc, argv, o.master, o.cluster_id, o.credentials);
+  if (!credentials) return 2;
 
   MasterClientOptions base;
   base.address = o.master;

@@ -57,13 +57,8 @@ int RunFailoverBench(int argc, const char* const* argv) {
   flags.AddInt64("timeout_ms", &o.timeout_ms, "per-call timeout (a call follows the leader "
                  "within it)", 1, 3'600'000);
   o.credentials.Add(flags);
-  flags.ParseOrExit(argc, argv);
-  if (std::string error = CheckMasterFlags(o.master, o.cluster_id); !error.empty()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
-    return 2;
-  }
-  auto credentials = o.credentials.Resolve(argv[0]);
-  if (!credentials.ok()) return 2;
+  auto credentials = ParseWithMaster(flags, argc, argv, o.master, o.cluster_id, o.credentials);
+  if (!credentials) return 2;
   MasterClientOptions mo;
   mo.address = o.master;
   mo.cluster_id = o.cluster_id;

@@ -100,17 +100,12 @@ int RunHitBench(int argc, const char* const* argv) {
   flags.AddBool("check_bytes", &o.check_bytes, "compare the bytes with shelfmark-cli fill's");
   flags.AddBool("json", &o.json, "one JSON line");
   o.credentials.Add(flags);
-  flags.ParseOrExit(argc, argv);
-  if (std::string error = CheckMasterFlags(o.master, o.cluster_id); !error.empty()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
-    return 2;
-  }
+  auto credentials = ParseWithMaster(flags, argc, argv, o.master, o.cluster_id, o.credentials);
+  if (!credentials) return 2;
   if (o.key.empty()) {
     std::fprintf(stderr, "%s: --key is required\n", kProgram);
     return 2;
   }
-  auto credentials = o.credentials.Resolve(argv[0]);
-  if (!credentials.ok()) return 2;
 
   ClientOptions co;
   co.master = o.master;

@@ -1,5 +1,7 @@
 #include "perf/master_flags.h"
 
+#include <cstdio>
+
 #include "ha/master_address.h"
 
 namespace shelfmark {
@@ -18,5 +20,20 @@ std::string CheckMasterFlags(const std::string& master, const std::string& clust
 }
 
 bool FollowsLeader(const std::string& master) { return master.rfind("etcd://", 0) == 0; }
+
+std::optional<auth::Credentials> ParseWithMaster(FlagSet& flags, int argc,
+                                                 const char* const* argv,
+                                                 const std::string& master,
+                                                 const std::string& cluster_id,
+                                                 const auth::CredentialFlags& credential_flags) {
+  flags.ParseOrExit(argc, argv);
+  if (std::string error = CheckMasterFlags(master, cluster_id); !error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
+    return std::nullopt;
+  }
+  auto credentials = credential_flags.Resolve(argv[0]);  // prints why it fails
+  if (!credentials.ok()) return std::nullopt;
+  return *credentials;
+}
 
 }  // namespace shelfmark

@@ -5,8 +5,10 @@
 // Thread safety: reentrant.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "auth/credential_flags.h"
 #include "common/flags.h"
 
 namespace shelfmark {
@@ -19,5 +21,14 @@ std::string CheckMasterFlags(const std::string& master, const std::string& clust
 
 // Whether `master` names etcd endpoints (etcd://...) rather than a master.
 bool FollowsLeader(const std::string& master);
+
+// Parses `flags` (--help and malformed flags exit there), checks --master and
+// --cluster_id and resolves the credentials; nullopt, the reason printed,
+// when either is wrong (the caller exits 2).
+std::optional<auth::Credentials> ParseWithMaster(FlagSet& flags, int argc,
+                                                 const char* const* argv,
+                                                 const std::string& master,
+                                                 const std::string& cluster_id,
+                                                 const auth::CredentialFlags& credential_flags);
 
 }  // namespace shelfmark
