@@ -81,7 +81,7 @@ struct LeaderElectionOptions {
   int lease_ttl_s = 2;
   int safety_margin_ms = 500;   // must be < lease_ttl_s * 1000
   int renew_interval_ms = 0;    // 0: granted TTL / 3
-  int follower_poll_ms = 200;
+  int follower_poll_ms = 100;
   int request_timeout_ms = 0;   // per etcd request and endpoint; 0: TTL / 4
   std::function<void(const LeaderView&)> on_change;
   // Asked before each campaign (nobody leads); false: do not campaign now

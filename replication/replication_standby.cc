@@ -128,13 +128,14 @@ ErrorCode ReplicationStandby::Handshake(int fd) {
 ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, StandbyState* copy) {
   auto batch = DecodeBatch(body);
   if (!batch.ok()) return batch.error();
+  const uint64_t seq = batch->changes.seq;
   const bool reset = (batch->flags & kBatchReset) != 0;
   const bool synced = (batch->flags & kBatchSynced) != 0;
   {
     MutexLock lock(&mu_);
     if (reset) copy->Reset();
     if (reset || stats_.synced == false) {
-      copy->Apply(batch->changes);
+      copy->Apply(std::move(batch->changes));
       if (synced) {
         std::swap(state_, *copy);
         copy->Reset();
@@ -143,7 +144,7 @@ ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, Standb
         has_state_.store(true);
       }
     } else {
-      state_.Apply(batch->changes);
+      state_.Apply(std::move(batch->changes));
     }
     stats_.applied_seq = state_.seq();
     ++stats_.batches;
@@ -151,7 +152,7 @@ ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, Standb
     if (!stats_.synced) return ErrorCode::OK;  // a copy under way: no ack yet
   }
   std::string out;
-  AppendAck(batch->changes.seq, &out);
+  AppendAck(seq, &out);
   return WriteFrames(fd, static_cast<int>(options_.io_timeout_ms), out);
 }
 

@@ -67,13 +67,19 @@ void StandbyState::Reset() {
   seq_ = 0;
 }
 
-void StandbyState::Apply(const ChangeSet& changes) {
-  if (changes.has_segments) segments_ = changes.segments;
-  for (const ShardState& shard : changes.shards) {
-    for (const ObjectState& o : shard.objects) {
+void StandbyState::Apply(ChangeSet&& changes) {
+  if (changes.has_segments) segments_ = std::move(changes.segments);
+  for (ShardState& shard : changes.shards) {
+    for (ObjectState& o : shard.objects) {
       auto& map = shards_[ShardIndex(o.tenant, o.key)];
-      auto [it, inserted] = map.insert_or_assign(Name(o.tenant, o.key), o);
-      if (inserted) ++objects_;
+      std::string name = Name(o.tenant, o.key);
+      auto it = map.find(name);
+      if (it != map.end()) {
+        it->second = std::move(o);  // reuses the node: no allocation for the entry
+      } else {
+        map.emplace(std::move(name), std::move(o));
+        ++objects_;
+      }
     }
   }
   for (const auto& [tenant, key] : changes.removed) {

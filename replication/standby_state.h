@@ -36,7 +36,7 @@ class StandbyState {
   // Applies one batch: the segment table when it carries one, each object
   // state (replacing the key's), each removal. Objects are filed under the
   // shard their (tenant, key) hashes to, whatever shard a batch names.
-  void Apply(const ChangeSet& changes);
+  void Apply(ChangeSet&& changes);
 
   uint64_t seq() const { return seq_; }
   size_t object_count() const { return objects_; }

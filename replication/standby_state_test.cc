@@ -30,7 +30,7 @@ void FullCopy(Directory& d, StandbyState* state) {
     if (!s.objects.empty()) c.shards.push_back(std::move(s));
   }
   state->Reset();
-  state->Apply(c);
+  state->Apply(std::move(c));
 }
 
 using Row = std::tuple<std::string, std::string, uint64_t, std::vector<std::tuple<uint64_t, int, uint64_t>>>;
@@ -129,7 +129,7 @@ TEST_F(StandbyStateTest, ReplicasOnUnknownSegmentsAreDroppedAtLoad) {
   StandbyState state;
   ChangeSet changes = dir_->TakeChanges();
   changes.has_segments = false;  // the table arrives in a later batch
-  state.Apply(changes);
+  state.Apply(std::move(changes));
   EXPECT_EQ(state.object_count(), 1u);
   ManualClock clock2;
   auto loaded = MakeTestDirectory(&clock2);

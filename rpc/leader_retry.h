@@ -26,13 +26,13 @@ bool ShouldRetryOnLeader(ErrorCode code, bool request_sent, bool read_only);
 // next attempt (or call) asks etcd again: NOT_LEADER and RPC_FAIL.
 bool ShouldReResolve(ErrorCode code);
 
-// The pauses between attempts of one call: 50 ms, doubling up to 500 ms,
+// The pauses between attempts of one call: 50 ms, doubling up to 200 ms,
 // and never past the call's deadline.
 class RetryBackoff {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::milliseconds kFirst{50};
-  static constexpr std::chrono::milliseconds kMax{500};
+  static constexpr std::chrono::milliseconds kMax{200};
 
   explicit RetryBackoff(Clock::time_point deadline) : deadline_(deadline) {}
 
