@@ -23,7 +23,9 @@
 # same cluster runs inside the soft-RoCE VM (tests/softroce) and MEMORY reads
 # go over RDMA.
 #
-# Usage: scripts/demo.sh [--vm] [BUILD_DIR]
+# Usage: scripts/demo.sh [--vm | --ha] [BUILD_DIR]
+#   --ha: etcd, three masters with --enable_ha and two nodes; the leader is
+#         killed during puts (scripts/demo_ha.sh, docs/ha.md)
 # Environment: DEMO_OUT (default out/demo): the table (get.txt), JSON lines
 # (get.jsonl) and the plot (get.png) of the last run.
 set -euo pipefail
@@ -35,6 +37,10 @@ script=demo
 . "$root/scripts/lib/cluster.sh"
 
 vm=0
+if [ "${1:-}" = "--ha" ]; then
+  shift
+  exec bash "$(dirname "$0")/demo_ha.sh" "$@"
+fi
 if [ "${1:-}" = "--vm" ]; then
   vm=1
   shift
