@@ -109,7 +109,6 @@ class ReplicationLeader {
   std::vector<std::thread> readers_ GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ GUARDED_BY(mu_);
   uint64_t shipped_seq_ GUARDED_BY(mu_) = 0;
-  int64_t oldest_unacked_ms_ GUARDED_BY(mu_) = 0;  // steady ms; 0: none
   ReplicationLeaderStats counters_ GUARDED_BY(mu_);
   std::thread shipper_;
 };
