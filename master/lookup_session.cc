@@ -52,13 +52,16 @@ bool LookupSession::Authenticate(std::string* out) {
   return code == ErrorCode::OK || code == ErrorCode::INVALID_PARAMS;
 }
 
+ErrorCode LookupSession::Admit(master_internal::Method method) {
+  ErrorCode code = auth_.Admit(master_internal::kMethodRoles[method]);
+  if (code == ErrorCode::OK) code = auth_.Check({request_.tenant});
+  if (code == ErrorCode::OK) code = s_.gate.Admit(master_internal::kMethodKinds[method]);
+  return code;
+}
+
 bool LookupSession::Get(std::string* out) {
   const auto start = std::chrono::steady_clock::now();
-  ErrorCode code = auth_.Admit(master_internal::kMethodRoles[master_internal::kGetReplicaList]);
-  if (code == ErrorCode::OK) code = auth_.Check({request_.tenant});
-  if (code == ErrorCode::OK) {
-    code = s_.gate.Admit(master_internal::kMethodKinds[master_internal::kGetReplicaList]);
-  }
+  ErrorCode code = Admit(master_internal::kGetReplicaList);
   if (code == ErrorCode::OK) {
     code = s_.directory.GetReplicaListInto(request_.tenant, request_.key, &response_);
     AppendGetReply(code, response_, out);
@@ -71,12 +74,7 @@ bool LookupSession::Get(std::string* out) {
 
 bool LookupSession::BatchGet(std::string* out) {
   const auto start = std::chrono::steady_clock::now();
-  ErrorCode code =
-      auth_.Admit(master_internal::kMethodRoles[master_internal::kBatchGetReplicaList]);
-  if (code == ErrorCode::OK) code = auth_.Check({request_.tenant});
-  if (code == ErrorCode::OK) {
-    code = s_.gate.Admit(master_internal::kMethodKinds[master_internal::kBatchGetReplicaList]);
-  }
+  ErrorCode code = Admit(master_internal::kBatchGetReplicaList);
   if (code == ErrorCode::OK) {
     const size_t frame = BeginBatchGetReply(static_cast<uint32_t>(request_.keys.size()), out);
     for (std::string_view key : request_.keys) {

@@ -21,6 +21,7 @@ namespace shelfmark {
 
 namespace master_internal {
 struct SharedState;
+enum Method : int;
 }
 
 class LookupSession {
@@ -34,6 +35,9 @@ class LookupSession {
   bool Handle(std::string_view body, std::string* out);
 
  private:
+  // The role, tenant and leadership checks of a lookup `method` (the Cap'n
+  // Proto service's own, master/service_shared.h).
+  ErrorCode Admit(master_internal::Method method);
   bool Challenge(std::string* out);
   bool Authenticate(std::string* out);
   bool Get(std::string* out);

@@ -24,9 +24,14 @@ int64_t NowMs() { return SteadyClock().NowMs(); }
 
 MasterReplication::MasterReplication(Directory& directory, MasterReplicationOptions options)
     : dir_(directory), options_(std::move(options)), leader_(directory, LeaderOptions(options_)) {
-  standby_ = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
+  standby_ = NewStandby();
+}
+
+std::unique_ptr<ReplicationStandby> MasterReplication::NewStandby() const {
+  auto standby = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
       options_.cluster_id, options_.tokens.AdminToken(), options_.io_timeout_ms});
-  standby_->Start();
+  standby->Start();
+  return standby;
 }
 
 MasterReplication::~MasterReplication() {
@@ -80,9 +85,7 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
     standby_->Stop();
   }
   // A fresh standby for when this term ends (no copy: it must copy again).
-  standby_ = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
-      options_.cluster_id, options_.tokens.AdminToken(), options_.io_timeout_ms});
-  standby_->Start();
+  standby_ = NewStandby();
   leading_ = true;
   saw_other_leader_ = false;
   leader_.Start();
@@ -108,7 +111,7 @@ bool MasterReplication::has_copy() const {
 
 void AddReplicationMetrics(MetricsRegistry& registry, const MasterReplication& r) {
   const MasterReplication* p = &r;
-  auto& leader = const_cast<MasterReplication*>(p)->leader();
+  const ReplicationLeader& leader = r.leader();
   registry.AddGauge("shelfmark_master_ha_replication_standbys_in_sync",
                     "Standbys with a complete copy receiving this leader's batches.",
                     [&leader] { return static_cast<double>(leader.stats().in_sync); });

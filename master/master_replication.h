@@ -60,10 +60,14 @@ class MasterReplication {
 
   // The leader side (RpcServerOptions::on_standby, the mutations' wait).
   ReplicationLeader& leader() { return leader_; }
+  const ReplicationLeader& leader() const { return leader_; }
   ReplicationStandbyStats standby_stats() const;
   bool has_copy() const;
 
  private:
+  // A started standby with this master's options (no copy yet).
+  std::unique_ptr<ReplicationStandby> NewStandby() const;
+
   Directory& dir_;
   const MasterReplicationOptions options_;
   ReplicationLeader leader_;

@@ -182,6 +182,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
   batch.changes.has_segments = true;
   batch.changes.segments = dir_.ExportSegmentTable();
   std::string out;
+  uint64_t sent_bytes = 0;
   bool ok = true;
   for (uint32_t index = 0; ok && index < kShardCount; ++index) {
     ShardState shard = dir_.ExportShardLive(index);
@@ -195,6 +196,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
     out.clear();
     AppendBatch(batch, &out);
     ok = WriteFrames(s.fd.get(), timeout, out) == ErrorCode::OK;
+    sent_bytes += out.size();
     batch = ReplicationBatch{};
   }
   if (!ok) {
@@ -206,7 +208,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
   s.state = Standby::State::kSynced;
   s.sent = seq;
   s.unacked_since_ms = NowMs();
-  counters_.bytes += out.size();
+  counters_.bytes += sent_bytes;
 }
 
 void ReplicationLeader::ShipBatch() {

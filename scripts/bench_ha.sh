@@ -33,7 +33,6 @@ script=bench_ha
 build="$(build_tree "${1:-}")"
 master_bin="$(find_binary "$build" shelfmark-master)"
 perf_bin="$(find_binary "$build" shelfmark-perf)"
-command -v etcd >/dev/null || die "etcd is not installed (scripts/setup.sh installs etcd-server)"
 
 mkdir -p "$(dirname "$out")"
 : > "$out"
@@ -46,20 +45,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-etcd_port="$(free_port)"
-peer_port="$(free_port)"
-etcd --name bench --data-dir "$work/etcd" \
-  --listen-client-urls "http://127.0.0.1:$etcd_port" \
-  --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-  --listen-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-cluster "bench=http://127.0.0.1:$peer_port" >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-  curl -fsS "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q true && break
-  sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$etcd_port/health" | grep -q true || die "etcd did not start"
+start_etcd bench "$work"
+pids+=("$etcd_pid")
 ha_flags=(--enable_ha "--etcd_endpoints=127.0.0.1:$etcd_port" --rpc_address=127.0.0.1
           --cluster_id=bench_ha)
 

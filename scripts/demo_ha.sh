@@ -16,7 +16,6 @@ script=demo_ha
 
 cluster_binaries "${1:-}"
 cli_bin="$(find_binary "$build" shelfmark-cli)"
-command -v etcd >/dev/null || die "etcd is not installed (scripts/setup.sh installs etcd-server)"
 work="$(mktemp -d)"
 pids=()
 cleanup() {
@@ -26,19 +25,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-etcd_port="$(free_port)"
-peer_port="$(free_port)"
-etcd --name demo --data-dir "$work/etcd" \
-  --listen-client-urls "http://127.0.0.1:$etcd_port" \
-  --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-  --listen-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-cluster "demo=http://127.0.0.1:$peer_port" >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-  curl -fsS "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q true && break
-  sleep 0.1
-done
+start_etcd demo "$work"
+pids+=("$etcd_pid")
 echo "== etcd on 127.0.0.1:$etcd_port"
 master="etcd://127.0.0.1:$etcd_port"
 cluster=(--cluster_id=demo)

@@ -108,6 +108,29 @@ stop_pid() {
   wait "$1" 2>/dev/null
 }
 
+# start_etcd NAME DIR: a single-member etcd on free loopback ports, its data
+# and log (DIR/etcd.log) in DIR; sets etcd_port and etcd_pid once it answers
+# /health (dies otherwise).
+start_etcd() {
+  local name="$1" dir="$2" peer_port
+  command -v etcd >/dev/null || die "etcd is not installed (scripts/setup.sh installs etcd-server)"
+  etcd_port="$(free_port)"
+  peer_port="$(free_port)"
+  etcd --name "$name" --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "$name=http://127.0.0.1:$peer_port" >"$dir/etcd.log" 2>&1 &
+  etcd_pid=$!
+  for _ in $(seq 1 100); do
+    curl -fsS "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q true && return 0
+    kill -0 "$etcd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  die "etcd did not start; see $dir/etcd.log"
+}
+
 # wait_redis PORT PID SECONDS LOG: waits for redis-server PID to answer PING
 # with PONG (it answers LOADING while an RDB file loads); dies when it exits
 # or does not answer within SECONDS.
