@@ -3,16 +3,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <utility>
 #include <vector>
 
 namespace shelfmark::testing {
 namespace {
 
-std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+std::string Url(uint16_t port, const std::string& host = "127.0.0.1") {
+  return "http://" + host + ":" + std::to_string(port);
+}
 
 }  // namespace
 
-EtcdProcess::EtcdProcess() {
+EtcdProcess::EtcdProcess(std::string client_host) : client_host_(std::move(client_host)) {
   client_port_ = FreePort();
   peer_port_ = FreePort();
   while (peer_port_ == client_port_) peer_port_ = FreePort();
@@ -21,7 +24,8 @@ EtcdProcess::EtcdProcess() {
 EtcdProcess::~EtcdProcess() { Stop(); }  // before dir_ goes
 
 std::string EtcdProcess::endpoint() const {
-  return "127.0.0.1:" + std::to_string(client_port_);
+  return (client_host_.empty() ? "127.0.0.1" : client_host_) + ":" +
+         std::to_string(client_port_);
 }
 
 bool EtcdProcess::Healthy() const {
@@ -33,11 +37,15 @@ bool EtcdProcess::Healthy() const {
 bool EtcdProcess::Start(int timeout_ms) {
   if (child_ != nullptr) return true;
   if (dir_.path().empty() || access(kBinary, X_OK) != 0) return false;
+  // Loopback always (Healthy() asks there), the client host besides.
+  const std::string listen =
+      Url(client_port_) + (client_host_.empty() ? "" : "," + Url(client_port_, client_host_));
   const std::vector<std::string> args = {
       "--name=shelfmark-test",
       "--data-dir=" + dir_.path() + "/data",
-      "--listen-client-urls=" + Url(client_port_),
-      "--advertise-client-urls=" + Url(client_port_),
+      "--listen-client-urls=" + listen,
+      "--advertise-client-urls=" + Url(client_port_, client_host_.empty() ? "127.0.0.1"
+                                                                          : client_host_),
       "--listen-peer-urls=" + Url(peer_port_),
       "--initial-advertise-peer-urls=" + Url(peer_port_),
       "--initial-cluster=shelfmark-test=" + Url(peer_port_),
@@ -62,6 +70,15 @@ bool EtcdProcess::Stop(int timeout_ms) {
     child_->Wait(timeout_ms);
   }
   child_.reset();
+  return true;
+}
+
+bool EtcdProcess::Kill(int timeout_ms) {
+  if (child_ == nullptr) return false;
+  child_->Signal(SIGKILL);  // a stopped process dies of SIGKILL too
+  child_->Wait(timeout_ms);
+  child_.reset();
+  paused_ = false;
   return true;
 }
 

@@ -1,6 +1,7 @@
 // EtcdProcess: one real etcd server (Debian's etcd-server, /usr/bin/etcd)
 // for the ha tests: a single member on free loopback client and peer ports,
-// its data directory in a fresh TempDir, fast raft settings (heartbeat
+// its data directory in a fresh TempDir (kept across Stop/Start, so a
+// restarted etcd keeps its keys), fast raft settings (heartbeat
 // 50 ms, election timeout 500 ms: etcd's minimum lease TTL becomes 1 s).
 // Never the system etcd on 2379: installing etcd-server on Debian starts
 // one there. Stopped (SIGTERM, then SIGKILL) and removed with the object.
@@ -21,7 +22,10 @@ class EtcdProcess {
  public:
   static constexpr const char* kBinary = "/usr/bin/etcd";
 
-  EtcdProcess();
+  // `client_host`: where clients reach it besides 127.0.0.1 (e.g. a
+  // TestNetwork's host address, for processes in network namespaces);
+  // endpoint() names it. Empty: loopback only.
+  explicit EtcdProcess(std::string client_host = "");
   ~EtcdProcess();
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
@@ -32,6 +36,8 @@ class EtcdProcess {
   bool Start(int timeout_ms = 30'000);
   // SIGTERM, then SIGKILL after `timeout_ms`; true when it was running.
   bool Stop(int timeout_ms = 10'000);
+  // SIGKILL (a crash: no clean shutdown); true when it was running.
+  bool Kill(int timeout_ms = 10'000);
   // Stop, then Start on the same ports and data directory.
   bool Restart(int timeout_ms = 30'000);
   // SIGSTOP / SIGCONT: etcd holds its connections but answers nothing,
@@ -41,13 +47,15 @@ class EtcdProcess {
 
   bool running() const { return child_ != nullptr; }
   uint16_t client_port() const { return client_port_; }
-  // "127.0.0.1:<client port>", as EtcdClient and ParseEtcdEndpoints take it.
+  // "<client host>:<client port>" (127.0.0.1 by default), as EtcdClient and
+  // ParseEtcdEndpoints take it.
   std::string endpoint() const;
   std::string StartFailure() const;
 
  private:
   bool Healthy() const;
 
+  std::string client_host_;
   TempDir dir_{"etcd"};
   uint16_t client_port_ = 0;
   uint16_t peer_port_ = 0;

@@ -35,6 +35,27 @@ TEST(EtcdProcess, StartsStopsAndRestartsOnTheSamePort) {
   EXPECT_TRUE(Healthy(port));
 }
 
+TEST(EtcdProcess, KilledAndStartedAgainAnswersOnTheSamePort) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.Start()) << etcd.StartFailure();
+  const uint16_t port = etcd.client_port();
+  EXPECT_TRUE(etcd.Kill());
+  EXPECT_FALSE(etcd.running());
+  EXPECT_FALSE(etcd.Kill());
+  std::string body;
+  EXPECT_LT(HttpGet(port, "/health", &body), 0);  // SIGKILL was waited for
+  ASSERT_TRUE(etcd.Start()) << etcd.StartFailure();
+  EXPECT_TRUE(Healthy(port));
+}
+
+// Another local address besides loopback: endpoint() names it.
+TEST(EtcdProcess, ListensOnAClientHost) {
+  EtcdProcess etcd("127.0.0.2");
+  ASSERT_TRUE(etcd.Start()) << etcd.StartFailure();
+  EXPECT_EQ(etcd.endpoint(), "127.0.0.2:" + std::to_string(etcd.client_port()));
+  EXPECT_TRUE(Healthy(etcd.client_port()));  // loopback still answers
+}
+
 TEST(EtcdProcess, PauseAndResume) {
   EtcdProcess etcd;
   ASSERT_TRUE(etcd.Start()) << etcd.StartFailure();
