@@ -200,6 +200,7 @@ void Directory::RunPaused(const std::function<void()>& f) {
 ShardState Directory::ExportShard(uint32_t index) const { return impl_->ExportShard(index); }
 void Directory::EnableChangeTracking() { impl_->EnableChangeTracking(); }
 uint64_t Directory::ChangeSeq() const { return impl_->ChangeSeq(); }
+uint64_t Directory::FreeSeq() const { return impl_->FreeSeq(); }
 ChangeSet Directory::TakeChanges() {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->TakeChanges();

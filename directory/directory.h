@@ -292,6 +292,12 @@ class Directory {
   // seq is at least this value has been shipped, the caller's change is in
   // it (directory/change_feed.h has the argument).
   uint64_t ChangeSeq() const;
+  // A sequence covering every change that freed memory so far
+  // (directory/change_feed.h, "Frees"): a call that only allocated (PutStart,
+  // BatchPutStart, PromoteStart) reads it after returning; once a batch
+  // with at least this seq is shipped, no standby holds an object in the
+  // ranges it was given. At most ChangeSeq().
+  uint64_t FreeSeq() const;
   // Takes what changed since the last call (see ChangeSet). Thread-safe;
   // one taker at a time (a second would split the changes between them).
   ChangeSet TakeChanges();

@@ -89,7 +89,7 @@ void DirectoryImpl::DescribeInto(const ObjectMetadata& meta, const Replica& r,
 
 void DirectoryImpl::FreeReplica(const ObjectMetadata& meta, const Replica& r) {
   if (r.is_memory()) {
-    segments_.Free(const_cast<SegmentEntry*>(r.segment()), r.offset, meta.size);
+    FreeRange(const_cast<SegmentEntry*>(r.segment()), r.offset, meta.size);
   }
 }
 
@@ -100,12 +100,12 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
   if (t == nullptr) return;
   TenantState& state = *t;
   if (ObjectMetadata* meta = state.objects.Find(key)) {
+    Touch(shard, tenant, key);  // before the frees (change_feed.h, "Frees")
     if (meta->has_pending) DropPending(state, key);  // a removed key takes its upsert along
     for (const Replica& r : meta->replicas) FreeReplica(*meta, r);
     if (meta->group) drops->emplace_back(*meta->group, std::string(key));
     state.objects.Erase(key);
     key_count_.fetch_sub(1, std::memory_order_relaxed);
-    Touch(shard, tenant, key);
   }
   if (auto p = state.processing.find(key); p != state.processing.end()) {
     state.processing.erase(p);
@@ -119,12 +119,13 @@ size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tena
                                      GroupDrops* drops) {
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr) return 0;
+  // The touch comes before the frees (change_feed.h, "Frees").
+  if (std::any_of(meta->replicas.begin(), meta->replicas.end(), pred)) Touch(shard, tenant, key);
   size_t removed = meta->replicas.erase_if([&](const Replica& r) {
     if (!pred(r)) return false;
     FreeReplica(*meta, r);
     return true;
   });
-  if (removed > 0) Touch(shard, tenant, key);
   if (meta->replicas.empty()) {
     EraseObject(shard, tenant, key, drops);
   } else if (!meta->HasProcessing()) {
@@ -248,10 +249,12 @@ ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
     ObjectMetadata* meta = Find(shard, tenant, key);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     TenantState& state = *shard.tenants.Find(tenant);
+    // Touched whatever the outcome (a state shipped twice is harmless), and
+    // first: a replacement frees the old version's ranges (change_feed.h).
+    Touch(shard, tenant, key);
     rc = meta->has_pending && type == ReplicaType::MEMORY
              ? FinishReplacement(state, tenant, key, client, *meta, &drops, &joined)
              : FinishPut(state, tenant, key, client, *meta, type);
-    if (rc == ErrorCode::OK) Touch(shard, tenant, key);
   }
   DropGroupMembers(tenant, drops);
   if (!joined.empty()) AddGroupMember(tenant, joined, key);

@@ -74,7 +74,7 @@ PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
     rc = ErrorCode::NO_AVAILABLE_HANDLE;
   }
   if (rc != ErrorCode::OK) {
-    segments_.Free(seg, placed->offset, item.size);
+    FreeRange(seg, placed->offset, item.size);
     return {rc, 0};
   }
   promotions_granted_.fetch_add(1, std::memory_order_relaxed);
@@ -115,7 +115,7 @@ ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* dis
                       meta->size == p->size && DiskReplicaOf(*meta, disk) == p->disk_replica_id &&
                       !HasMemoryReplica(*meta) && meta->replicas.size() < kMaxReplicas;
   if (!attach) {
-    segments_.Free(p->segment, p->offset, p->size);
+    FreeRange(p->segment, p->offset, p->size);
     promotions_abandoned_.fetch_add(1, std::memory_order_relaxed);
     // Abandoned by the node: given back as asked. Copied but the object
     // changed (removed, replaced, its disk copy gone): not promoted.
@@ -136,7 +136,7 @@ Result<std::vector<ErrorCode>> DirectoryImpl::PromoteEnd(const UUID& client,
 
 void DirectoryImpl::ExpirePromotions() {
   promotions_.TakeExpired(Now(), [this](const InflightPromotion& p) {
-    segments_.Free(p.segment, p.offset, p.size);
+    FreeRange(p.segment, p.offset, p.size);
     promotions_abandoned_.fetch_add(1, std::memory_order_relaxed);
   });
 }

@@ -377,7 +377,7 @@ ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
       if (!p.keep[i]) {  // an unfinished put: give its space back
         for (const Replica* r = first; r != last; ++r) {
           if (r->is_memory()) {
-            segments_.Free(const_cast<SegmentEntry*>(r->segment()), r->offset, o.size);
+            FreeRange(const_cast<SegmentEntry*>(r->segment()), r->offset, o.size);
           }
         }
         continue;

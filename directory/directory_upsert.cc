@@ -126,7 +126,7 @@ void DirectoryImpl::ReclaimStaleReplacements(MetadataShard& shard, int64_t cutof
 
 void DirectoryImpl::ReleaseRetired() {
   retired_.TakeExpired(Now(), [this](const RetiredRange& r) {
-    segments_.Free(r.segment, r.offset, r.size);
+    FreeRange(r.segment, r.offset, r.size);
   });
 }
 

@@ -12,7 +12,7 @@ ErrorCode LeadershipGate::AdmitHa(CallKind kind) {
     not_leader_.fetch_add(1, std::memory_order_relaxed);
     return ErrorCode::NOT_LEADER;
   }
-  if (kind != CallKind::kMutation || !can_acknowledge_ || can_acknowledge_()) {
+  if (!Mutates(kind) || !can_acknowledge_ || can_acknowledge_()) {
     return ErrorCode::OK;
   }
   fenced_.fetch_add(1, std::memory_order_relaxed);

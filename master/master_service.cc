@@ -441,9 +441,12 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       // An unauthenticated caller gets this one answer, then the connection ends.
       if (code == ErrorCode::UNAUTHENTICATED) close_after_reply_();
     }
-    if (code == ErrorCode::OK && kMethodKinds[method] == CallKind::kMutation &&
-        s_.replication != nullptr) {
-      std::optional<kj::Promise<void>> waited = WaitReplicated();
+    const CallKind kind = kMethodKinds[method];
+    if (code == ErrorCode::OK && Mutates(kind) && s_.replication != nullptr) {
+      // An allocation's own state is dropped by a loaded standby; what it
+      // must not outrun is the removal of what its ranges held.
+      std::optional<kj::Promise<void>> waited = WaitReplicated(
+          kind == CallKind::kAllocation ? s_.directory.FreeSeq() : s_.directory.ChangeSeq());
       if (waited) {
         // `ctx` is the method's parameter: the continuation holds a copy.
         return kj::mv(*waited).then([this, reply = ctx, method, start]() mutable {
@@ -457,10 +460,9 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     return kj::READY_NOW;
   }
 
-  // A promise fulfilled once the directory's changes so far are replicated;
-  // null when they already are (or nothing waits).
-  std::optional<kj::Promise<void>> WaitReplicated() {
-    const uint64_t seq = s_.directory.ChangeSeq();
+  // A promise fulfilled once the directory's changes up to `seq` are
+  // replicated; null when they already are (or nothing waits).
+  std::optional<kj::Promise<void>> WaitReplicated(uint64_t seq) {
     auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
     auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(
         kj::mv(paf.fulfiller));

@@ -1,11 +1,14 @@
 // The master's RPC port hands hot standbys' connections (the replication
 // tag) to replication: a real ReplicationStandby copies the directory
 // through the port while Cap'n Proto and lookup channel clients are served
-// beside it.
+// beside it; mutations are answered once it holds them, a put's start only
+// once it holds the frees the start may reuse.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "master/rpc_server_test_util.h"
 #include "replication/replication_leader.h"
@@ -24,6 +27,7 @@ class StandbyHandoverTest : public RpcServerFixture {
     leader_ = std::make_unique<ReplicationLeader>(*dir_, o);
     leader_->Start();
     options.on_standby = [this](int fd, std::string first) { leader_->Adopt(fd, first); };
+    options.replication = leader_.get();
   }
   void TearDown() override {
     RpcServerFixture::TearDown();
@@ -50,6 +54,78 @@ TEST_F(StandbyHandoverTest, AStandbyCopiesThroughTheRpcPort) {
   EXPECT_TRUE(client.ExistKey("", "k2").ok());
   LookupClient lookups({"127.0.0.1:" + std::to_string(port_), "", 5000});
   EXPECT_TRUE(lookups.GetReplicaList("", "k1").ok());
+  standby.Stop();
+}
+
+// Holds the standby's state lock, so it applies (and acknowledges) nothing
+// until the object goes.
+class HeldStandby {
+ public:
+  explicit HeldStandby(ReplicationStandby& standby) {
+    std::promise<void> held;
+    auto holding = held.get_future();
+    thread_ = std::thread([&standby, &held, release = release_.get_future()]() mutable {
+      standby.WithState([&](const StandbyState&) {
+        held.set_value();
+        release.wait();
+      });
+    });
+    holding.wait();
+  }
+  ~HeldStandby() {
+    release_.set_value();
+    thread_.join();
+  }
+
+ private:
+  std::promise<void> release_;
+  std::thread thread_;
+};
+
+TEST_F(StandbyHandoverTest, APutStartWaitsOnlyForTheFreesItMayReuse) {
+  MasterClient client(ClientOptions());
+  // Room for two objects: a third put reuses a removed one's range.
+  constexpr uint64_t kObject = 1 << 20;
+  ASSERT_EQ(client.MountSegment(MakeSegment("seg", 0x10000000, 2 * kObject)), ErrorCode::OK);
+  ReplicationStandby standby(ReplicationStandbyOptions{"c1", "", 5000});
+  standby.Start();
+  standby.Follow("127.0.0.1:" + std::to_string(port_));
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));
+  Put(client, "k1", kObject);  // answered once the standby holds it
+  EXPECT_GE(leader_->stats().acked_seq, dir_->ChangeSeq());
+
+  {
+    HeldStandby held(standby);
+    // Nothing was freed since the last acknowledgement: answered at once.
+    auto started = client.PutStart("", "k2", kObject, {});
+    ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+    EXPECT_LT(leader_->stats().acked_seq, dir_->ChangeSeq());
+    EXPECT_EQ(leader_->stats().in_sync, 1u) << "not released by dropping the standby";
+  }
+  ASSERT_EQ(client.PutEnd("", "k2"), ErrorCode::OK);
+  EXPECT_GE(leader_->stats().acked_seq, dir_->ChangeSeq()) << "an end waits for the standby";
+
+  // k1's removal is not acknowledged while the standby is held: a start
+  // that may reuse its range waits for it. (std::async: joined on any exit.)
+  auto held = std::make_unique<HeldStandby>(standby);
+  auto removed = std::async(std::launch::async, [&] {
+    MasterClient remover(ClientOptions());  // a client is used on its own thread
+    return remover.Remove("", "k1", true);
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return dir_->FreeSeq() > 0; }, 10'000));
+  const uint64_t freed = dir_->FreeSeq();
+  // Released once the directory shows the start made (its change counted).
+  auto released = std::async(std::launch::async, [&] {
+    const bool started = testing::WaitFor([&] { return dir_->ChangeSeq() > freed; }, 10'000);
+    held.reset();
+    return started;
+  });
+  auto reused = client.PutStart("", "k3", kObject, {});
+  ASSERT_TRUE(reused.ok()) << ErrorCodeName(reused.error());
+  EXPECT_GE(leader_->stats().acked_seq, freed) << "answered only once the free was acknowledged";
+  EXPECT_TRUE(released.get());
+  EXPECT_EQ(removed.get(), ErrorCode::OK);
+  EXPECT_EQ(dir_->FreeSeq(), freed);
   standby.Stop();
 }
 

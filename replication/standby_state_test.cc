@@ -157,5 +157,45 @@ TEST_F(StandbyStateTest, NothingIsRecordedBeforeTrackingIsEnabled) {
   EXPECT_TRUE(dir_->TakeChanges().empty());
 }
 
+// What lets a put's start be answered before standbys acknowledge it: an
+// unfinished put ships as absent (a loaded standby drops it anyway), and
+// FreeSeq covers the removal whose range the new put reuses, so a standby
+// that acknowledged it holds no object in that range any more.
+TEST_F(StandbyStateTest, UnfinishedPutsShipAsAbsentAndFreeSeqCoversReusedRanges) {
+  dir_->EnableChangeTracking();
+  Mount(UUID::Generate(), "a", 1 << 20);
+  ASSERT_EQ(Put("old", 1 << 20), ErrorCode::OK);  // fills the segment
+  EXPECT_EQ(dir_->FreeSeq(), 0u) << "puts free nothing";
+  StandbyState state;
+  state.Apply(dir_->TakeChanges());
+  ASSERT_EQ(state.object_count(), 1u);
+  auto old = dir_->GetReplicaList("", "old");
+  ASSERT_TRUE(old.ok());
+
+  const uint64_t before_remove = dir_->ChangeSeq();
+  ASSERT_EQ(dir_->Remove("", "old", true), ErrorCode::OK);
+  auto started = dir_->PutStart(writer_, "", "new", 1 << 20, {});
+  ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+  ASSERT_EQ(started->at(0).memory.buffer_address, old->replicas.at(0).memory.buffer_address)
+      << "the new put reuses the removed object's range";
+  const uint64_t free_seq = dir_->FreeSeq();
+  EXPECT_GT(free_seq, before_remove) << "the removal is counted before its range is freed";
+  EXPECT_LE(free_seq, dir_->ChangeSeq());
+
+  ChangeSet changes = dir_->TakeChanges();
+  EXPECT_GE(changes.seq, free_seq);
+  EXPECT_TRUE(changes.shards.empty()) << "the unfinished put ships as absent";
+  EXPECT_EQ(changes.removed.size(), 2u);  // "old" and the unfinished "new"
+  state.Apply(std::move(changes));
+  EXPECT_EQ(state.object_count(), 0u) << "no object left in the reused range";
+
+  ASSERT_EQ(dir_->PutEnd(writer_, "", "new"), ErrorCode::OK);
+  ChangeSet finished = dir_->TakeChanges();
+  ASSERT_EQ(finished.shards.size(), 1u);
+  EXPECT_EQ(finished.shards[0].objects.at(0).key, "new");
+  state.Apply(std::move(finished));
+  EXPECT_EQ(state.object_count(), 1u);
+}
+
 }  // namespace
 }  // namespace shelfmark
