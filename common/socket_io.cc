@@ -42,7 +42,8 @@ bool WaitFd(int fd, short events, int timeout_ms) {
   return n > 0;
 }
 
-UniqueFd ConnectTcp(const HostPort& where, int timeout_ms) {
+UniqueFd ConnectTcp(const HostPort& where, int timeout_ms, bool* refused) {
+  if (refused != nullptr) *refused = false;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -50,20 +51,29 @@ UniqueFd ConnectTcp(const HostPort& where, int timeout_ms) {
   const std::string port = std::to_string(where.port);
   if (::getaddrinfo(where.host.c_str(), port.c_str(), &hints, &list) != 0) return UniqueFd();
   UniqueFd result;
+  bool all_refused = list != nullptr;
   for (addrinfo* a = list; a != nullptr && !result.valid(); a = a->ai_next) {
     UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                          a->ai_protocol));
-    if (!fd.valid()) continue;
+    if (!fd.valid()) {
+      all_refused = false;
+      continue;
+    }
     int rc = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS && WaitFd(fd.get(), POLLOUT, timeout_ms)) {
-      int err = 0;
-      socklen_t len = sizeof(err);
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    int err = rc == 0 ? 0 : errno;
+    if (rc != 0 && err == EINPROGRESS) {
+      err = ETIMEDOUT;
+      if (WaitFd(fd.get(), POLLOUT, timeout_ms)) {
+        socklen_t len = sizeof(err);
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      }
       rc = err == 0 ? 0 : -1;
     }
     if (rc == 0) result = std::move(fd);
+    all_refused = all_refused && err == ECONNREFUSED;
   }
   ::freeaddrinfo(list);
+  if (refused != nullptr) *refused = !result.valid() && all_refused;
   return result;
 }
 

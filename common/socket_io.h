@@ -46,8 +46,10 @@ void CloseFd(int& fd);
 bool WaitFd(int fd, short events, int timeout_ms);
 
 // A connected socket to `where` (each resolved address tried in turn), or an
-// invalid UniqueFd when none answers within `timeout_ms` each.
-UniqueFd ConnectTcp(const HostPort& where, int timeout_ms);
+// invalid UniqueFd when none answers within `timeout_ms` each. `refused`
+// (when not null): true only when every address answered ECONNREFUSED, i.e.
+// each host is up and nothing listens on the port.
+UniqueFd ConnectTcp(const HostPort& where, int timeout_ms, bool* refused = nullptr);
 
 // Writes all of `data`; false on an error or when the socket stays full for
 // `timeout_ms`.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace shelfmark {
 namespace {
@@ -68,7 +69,34 @@ TEST(SocketIoTest, ConnectToAClosedPortFails) {
   const uint16_t port = BoundPort(fd);
   CloseFd(fd);
   EXPECT_EQ(fd, -1);
-  EXPECT_FALSE(ConnectTcp(HostPort{"127.0.0.1", port}, 2000).valid());
+  bool refused = false;
+  EXPECT_FALSE(ConnectTcp(HostPort{"127.0.0.1", port}, 2000, &refused).valid());
+  EXPECT_TRUE(refused) << "the host answered: nothing listens";
+}
+
+TEST(SocketIoTest, RefusedOnlyWhenTheHostAnswersThatNothingListens) {
+  int fd = ListenTcp("127.0.0.1", 0, 1);
+  ASSERT_GE(fd, 0);
+  bool refused = true;
+  EXPECT_TRUE(ConnectTcp(HostPort{"127.0.0.1", BoundPort(fd)}, 2000, &refused).valid());
+  EXPECT_FALSE(refused);
+  // A listener whose backlog is full drops further SYNs (Linux's default,
+  // tcp_abort_on_overflow=0): silence, which is no refusal.
+  std::vector<UniqueFd> queued;
+  for (int i = 0; i < 8; ++i) {
+    bool refused_now = true;
+    UniqueFd c = ConnectTcp(HostPort{"127.0.0.1", BoundPort(fd)}, 100, &refused_now);
+    if (!c.valid()) {
+      EXPECT_FALSE(refused_now);
+      break;
+    }
+    queued.push_back(std::move(c));
+  }
+  EXPECT_LT(queued.size(), 8u) << "the backlog filled up";
+  CloseFd(fd);
+  refused = true;
+  EXPECT_FALSE(ConnectTcp(HostPort{"no-such-host.invalid", 9}, 50, &refused).valid());
+  EXPECT_FALSE(refused);
 }
 
 TEST(SocketIoTest, ListenRefusesAHostThatIsNotANumericAddress) {

@@ -97,7 +97,30 @@ LeaderFence LeaderElection::fence() const {
 }
 
 LeaderElectionCounts LeaderElection::counts() const {
-  return {won_.load(), lost_.load(), renew_failures_.load(), refusals_.load()};
+  return {won_.load(), lost_.load(), renew_failures_.load(), refusals_.load(), revoked_.load()};
+}
+
+void LeaderElection::LeaderGone(int64_t term) {
+  if (term <= 0) return;
+  {
+    MutexLock lock(&mu_);
+    gone_term_ = term;
+  }
+  cv_.notify_all();
+}
+
+int64_t LeaderElection::TakeGoneTerm() {
+  MutexLock lock(&mu_);
+  return std::exchange(gone_term_, 0);
+}
+
+bool LeaderElection::RevokeIfGone(const EtcdKeyValue& holder, int64_t gone_term) {
+  if (gone_term == 0 || holder.create_revision != gone_term) return false;
+  // That lease is the gone leader's alone: if the key changed meanwhile,
+  // revoking it touches no other leader.
+  if (holder.lease == 0 || etcd_->LeaseRevoke(holder.lease) != ErrorCode::OK) return false;
+  revoked_.fetch_add(1);
+  return true;
 }
 
 bool LeaderElection::Stopping() {
@@ -105,9 +128,11 @@ bool LeaderElection::Stopping() {
   return stopping_;
 }
 
-bool LeaderElection::WaitUntil(Clock::time_point until) {
+bool LeaderElection::WaitUntil(Clock::time_point until, bool wake_on_gone) {
   MutexLock lock(&mu_);
-  while (!stopping_ && Clock::now() < until) cv_.wait_until(lock, until);
+  while (!stopping_ && !(wake_on_gone && gone_term_ != 0) && Clock::now() < until) {
+    cv_.wait_until(lock, until);
+  }
   return !stopping_;
 }
 
@@ -127,7 +152,11 @@ void LeaderElection::Run() {
 }
 
 void LeaderElection::Follow() {
+  const int64_t gone = TakeGoneTerm();
   Result<std::optional<EtcdKeyValue>> holder = etcd_->Get(key_);
+  if (holder.ok() && holder->has_value() && RevokeIfGone(**holder, gone)) {
+    holder = etcd_->Get(key_);  // gone with the lease: campaign now
+  }
   if (holder.ok() && !holder->has_value()) {
     if (!options_.may_campaign || options_.may_campaign()) {
       Campaign();
@@ -140,7 +169,7 @@ void LeaderElection::Follow() {
   } else {
     Publish(Role::kNone, view().term, "");  // etcd not answering: leader unknown
   }
-  WaitUntil(Clock::now() + milliseconds(options_.follower_poll_ms));
+  WaitUntil(Clock::now() + milliseconds(options_.follower_poll_ms), /*wake_on_gone=*/true);
 }
 
 void LeaderElection::Campaign() {

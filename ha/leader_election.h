@@ -3,6 +3,7 @@
 //   - follower (or nobody known): reads the leader key every
 //     `follower_poll_ms`; when it is absent, grants a lease and creates the
 //     key with it if still absent (one transaction), value = `address`;
+//     told that the leader is gone (LeaderGone), revokes its lease first;
 //   - leader: renews the lease every `renew_interval_ms` (TTL/3 by default);
 //     a renewal etcd answers "lease unknown" ends the leadership.
 // The term is the leader key's create_revision: etcd revisions only grow, so
@@ -58,6 +59,7 @@ struct LeaderElectionCounts {
   uint64_t leaderships_lost = 0;       // a renewal found the lease gone
   uint64_t lease_renew_failures = 0;   // renewals that got no new TTL
   uint64_t fenced_refusals = 0;        // CanAcknowledge() calls that answered false
+  uint64_t gone_leaders_revoked = 0;   // leases of gone leaders revoked (LeaderGone)
 };
 
 // Steady-clock instants of the fence (while leader).
@@ -109,6 +111,15 @@ class LeaderElection {
   // expires the lease. For tests of failover.
   void Abandon();
 
+  // Evidence that the leader of `term` is gone (ReplicationStandbyOptions::
+  // on_leader_gone: its process no longer listens on its published
+  // address, so it acknowledges nothing any more). The election thread
+  // then revokes that leader's lease, if the key still belongs to `term`,
+  // instead of waiting for etcd to expire it (up to the TTL, plus etcd's
+  // expiry check), and campaigns at once (may_campaign permitting). The
+  // fence argument is untouched: it is about leaders that live.
+  void LeaderGone(int64_t term);
+
   // True only while this master leads and its fence holds (see above).
   bool CanAcknowledge();
   LeaderView view() const;
@@ -127,8 +138,14 @@ class LeaderElection {
   void SetFence(Clock::time_point sent, int64_t ttl_s);
   void Publish(Role role, int64_t term, std::string address);
   void Shutdown(bool resign);
-  // Waits until `until` or Stop; false when stopping.
-  bool WaitUntil(Clock::time_point until);
+  // Waits until `until` or Stop (or, with `wake_on_gone`, a LeaderGone);
+  // false when stopping.
+  bool WaitUntil(Clock::time_point until, bool wake_on_gone = false);
+  // LeaderGone's term since the last call (0: none), cleared.
+  int64_t TakeGoneTerm();
+  // Revokes the lease of the leader `holder` names if its term is
+  // `gone_term`; true when it did (the key is gone with it).
+  bool RevokeIfGone(const EtcdKeyValue& holder, int64_t gone_term);
   bool Stopping();
   std::chrono::milliseconds RenewInterval() const;
 
@@ -146,11 +163,12 @@ class LeaderElection {
   // The fence: ack_deadline_ns_ copies fence_.ack_deadline for the fast path
   // (0: not leading).
   std::atomic<int64_t> ack_deadline_ns_{0};
-  std::atomic<uint64_t> won_{0}, lost_{0}, renew_failures_{0}, refusals_{0};
+  std::atomic<uint64_t> won_{0}, lost_{0}, renew_failures_{0}, refusals_{0}, revoked_{0};
 
   mutable Mutex mu_;
   std::condition_variable_any cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
+  int64_t gone_term_ GUARDED_BY(mu_) = 0;  // LeaderGone's, until the thread looks
   LeaderView view_ GUARDED_BY(mu_);
   LeaderFence fence_ GUARDED_BY(mu_);
 };

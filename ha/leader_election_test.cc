@@ -159,6 +159,44 @@ TEST_F(LeaderElectionTest, AnAbandonedLeaseIsTakenOverOnlyAfterItExpires) {
   EXPECT_EQ(follower->counts().elections_won, 1u);
 }
 
+// LeaderGone: the follower revokes the gone leader's lease and wins long
+// before etcd would have expired it (a 10 s TTL makes the order plain).
+TEST_F(LeaderElectionTest, AGoneLeadersLeaseIsRevokedAndTheFollowerWinsAtOnce) {
+  auto a = Master("m1:1", 10), b = Master("m2:2", 10);
+  LeaderElection* leader = WaitOneLeader(a.get(), b.get());
+  ASSERT_NE(leader, nullptr);
+  LeaderElection* follower = leader == a.get() ? b.get() : a.get();
+  const int64_t old_term = leader->view().term;
+  leader->Abandon();  // a crash: no resignation
+  const LeaderFence fence = leader->fence();
+  follower->LeaderGone(old_term);
+  ASSERT_TRUE(WaitFor([&] { return follower->CanAcknowledge(); }, kDeadlineMs));
+  EXPECT_LT(Clock::now(), fence.earliest_expiry()) << "won before the lease could expire";
+  EXPECT_GT(follower->view().term, old_term);
+  EXPECT_EQ(follower->counts().gone_leaders_revoked, 1u);
+}
+
+// Evidence about another term (an earlier leader's, or none) revokes
+// nothing: the live leader keeps its lease through several renewals while
+// the follower keeps polling.
+TEST_F(LeaderElectionTest, LeaderGoneOfAnotherTermRevokesNothing) {
+  auto a = Master("m1:1"), b = Master("m2:2");
+  LeaderElection* leader = WaitOneLeader(a.get(), b.get());
+  ASSERT_NE(leader, nullptr);
+  LeaderElection* follower = leader == a.get() ? b.get() : a.get();
+  const int64_t term = leader->view().term;
+  follower->LeaderGone(term - 1);
+  follower->LeaderGone(0);
+  const Clock::time_point renewed = leader->fence().renew_sent;
+  ASSERT_TRUE(WaitFor([&] { return leader->fence().renew_sent > renewed; }, kDeadlineMs));
+  const Clock::time_point again = leader->fence().renew_sent;
+  ASSERT_TRUE(WaitFor([&] { return leader->fence().renew_sent > again; }, kDeadlineMs));
+  EXPECT_TRUE(leader->CanAcknowledge());
+  EXPECT_EQ(leader->view().term, term);
+  EXPECT_EQ(follower->counts().gone_leaders_revoked, 0u);
+  EXPECT_EQ(follower->view().role, Role::kFollower);
+}
+
 TEST_F(LeaderElectionTest, LeadershipResumesAfterAnEtcdRestart) {
   auto a = Master("m1:1");
   ASSERT_TRUE(WaitFor([&] { return a->CanAcknowledge(); }, kDeadlineMs));

@@ -150,6 +150,10 @@ void AddMasterHaMetrics(MetricsRegistry& registry, const MasterHa& ha) {
   registry.AddCounterFunc("shelfmark_master_ha_lease_renew_failures_total",
                           "Lease renewals that got no new TTL from etcd.",
                           count(&ha::LeaderElectionCounts::lease_renew_failures));
+  registry.AddCounterFunc("shelfmark_master_ha_gone_leaders_revoked_total",
+                          "Leases of gone leaders (their stream closed, their address refusing "
+                          "connections) this master revoked to take over at once.",
+                          count(&ha::LeaderElectionCounts::gone_leaders_revoked));
   registry.AddCounterFunc("shelfmark_master_ha_fenced_writes_total",
                           "Calls that change state refused NOT_LEADER while this leader could "
                           "not be sure of its lease.",

@@ -73,6 +73,11 @@ class MasterHa {
   // releases the address. Idempotent.
   void Stop();
 
+  // ha::LeaderElection::LeaderGone (nothing before Start).
+  void LeaderGone(int64_t term) {
+    if (election_ != nullptr) election_->LeaderGone(term);
+  }
+
   // After Start.
   ha::LeaderView view() const { return election_->view(); }
   ha::LeaderElectionCounts counts() const { return election_->counts(); }

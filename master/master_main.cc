@@ -182,6 +182,9 @@ int Run(const MasterConfig& config) {
   // master at start, not at its first snapshot an interval later.
   std::unique_ptr<MasterReplication> replication = MakeReplication(config, directory);
   std::unique_ptr<MasterHa> ha = MakeHa(config, replication.get());
+  if (ha != nullptr) {
+    replication->SetOnLeaderGone([h = ha.get()](int64_t term) { h->LeaderGone(term); });
+  }
   SnapshotService snapshots;
   if (config.enable_snapshot &&
       !StartSnapshots(config, directory, snapshot_metrics, ha.get(), &snapshots)) {

@@ -27,11 +27,32 @@ MasterReplication::MasterReplication(Directory& directory, MasterReplicationOpti
   standby_ = NewStandby();
 }
 
-std::unique_ptr<ReplicationStandby> MasterReplication::NewStandby() const {
+std::unique_ptr<ReplicationStandby> MasterReplication::NewStandby() {
   auto standby = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
-      options_.cluster_id, options_.tokens.AdminToken(), options_.io_timeout_ms});
+      options_.cluster_id, options_.tokens.AdminToken(), options_.io_timeout_ms,
+      [this](const std::string& address) { StandbyLostLeader(address); }});
   standby->Start();
   return standby;
+}
+
+void MasterReplication::SetOnLeaderGone(std::function<void(int64_t term)> on_leader_gone) {
+  MutexLock lock(&mu_);
+  on_leader_gone_ = std::move(on_leader_gone);
+}
+
+void MasterReplication::StandbyLostLeader(const std::string& address) {
+  std::function<void(int64_t)> tell;
+  int64_t term = 0;
+  {
+    MutexLock lock(&mu_);
+    if (leading_ || view_.leader_address != address) return;  // old news
+    term = view_.term;
+    tell = on_leader_gone_;
+  }
+  std::fprintf(stderr, "shelfmark-master: ha: the leader of term %lld at %s is gone (it closed "
+               "the stream and nothing listens there): revoking its lease\n",
+               static_cast<long long>(term), address.c_str());
+  if (tell) tell(term);
 }
 
 MasterReplication::~MasterReplication() {
@@ -49,6 +70,7 @@ void MasterReplication::OnView(const ha::LeaderView& view) {
   bool stop_leading = false;
   {
     MutexLock lock(&mu_);
+    view_ = view;
     const bool other = !view.leader_address.empty() && view.leader_address != own_address_;
     if (view.role != ha::Role::kLeader && leading_) {
       leading_ = false;

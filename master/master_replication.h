@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -53,6 +54,11 @@ class MasterReplication {
   // before MasterHa starts).
   void SetOwnAddress(std::string address);
 
+  // Told when the leader this standby follows is gone for certain
+  // (ReplicationStandbyOptions::on_leader_gone), with that leader's term:
+  // MasterHa::LeaderGone. Set before MasterHa starts.
+  void SetOnLeaderGone(std::function<void(int64_t term)> on_leader_gone);
+
   // MasterHaOptions hooks.
   void OnView(const ha::LeaderView& view);
   ErrorCode BeforeServing(int64_t term);
@@ -66,7 +72,10 @@ class MasterReplication {
 
  private:
   // A started standby with this master's options (no copy yet).
-  std::unique_ptr<ReplicationStandby> NewStandby() const;
+  std::unique_ptr<ReplicationStandby> NewStandby();
+  // The standby's on_leader_gone: the term of the leader at `address`, if
+  // the election still names it, goes to on_leader_gone_.
+  void StandbyLostLeader(const std::string& address);
 
   Directory& dir_;
   const MasterReplicationOptions options_;
@@ -74,6 +83,8 @@ class MasterReplication {
   mutable Mutex mu_;
   std::unique_ptr<ReplicationStandby> standby_ GUARDED_BY(mu_);
   std::string own_address_ GUARDED_BY(mu_);
+  ha::LeaderView view_ GUARDED_BY(mu_);  // the election's latest
+  std::function<void(int64_t term)> on_leader_gone_ GUARDED_BY(mu_);
   bool leading_ GUARDED_BY(mu_) = false;
   bool saw_other_leader_ GUARDED_BY(mu_) = false;
   int64_t no_leader_since_ms_ GUARDED_BY(mu_) = 0;  // 0: a leader is known

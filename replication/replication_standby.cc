@@ -70,6 +70,12 @@ void ReplicationStandby::WithState(const std::function<void(const StandbyState&)
 
 void ReplicationStandby::Run() {
   int64_t backoff_ms = 100;
+  // The leader at this address closed the stream in order, and no session
+  // since proved it alive (a handshake): is it gone? A process dying closes
+  // its descriptors one by one, so its port may still take a connection or
+  // two (reset at once) after the stream's FIN.
+  bool maybe_gone = false;
+  int probes_left = 0;  // bounded: a live master that closes early is not probed for long
   for (;;) {
     std::string address;
     {
@@ -78,18 +84,29 @@ void ReplicationStandby::Run() {
       if (stopping_) return;
       address = target_;
     }
-    const ErrorCode rc = Session(address);
+    const SessionEnd end = Session(address);
+    if (maybe_gone && end.refused) {
+      maybe_gone = false;
+      if (options_.on_leader_gone) options_.on_leader_gone(address);
+    } else if (end.closed_in_order) {
+      maybe_gone = true;
+      probes_left = kGoneProbes;
+    } else {
+      maybe_gone = maybe_gone && !end.handshook && --probes_left > 0;
+    }
     MutexLock lock(&mu_);
     stats_.connected = false;
     stats_.synced = false;
-    if (rc != ErrorCode::OK) ++stats_.failures;
+    if (end.rc != ErrorCode::OK) ++stats_.failures;
     if (stopping_) return;
     if (target_ != address) {
       backoff_ms = 100;
+      maybe_gone = false;
       continue;
     }
-    cv_.wait_for(mu_, std::chrono::milliseconds(backoff_ms));
-    backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
+    // Soon while the leader may be gone, else backing off.
+    cv_.wait_for(mu_, std::chrono::milliseconds(maybe_gone ? kGoneProbeMs : backoff_ms));
+    if (!maybe_gone) backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
   }
 }
 
@@ -156,30 +173,41 @@ ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, Standb
   return WriteFrames(fd, static_cast<int>(options_.io_timeout_ms), out);
 }
 
-ErrorCode ReplicationStandby::Session(const std::string& address) {
+ReplicationStandby::SessionEnd ReplicationStandby::Session(const std::string& address) {
+  SessionEnd end;
   const auto where = ParseHostPort(address);
-  if (!where) return ErrorCode::INVALID_PARAMS;
-  UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms));
-  if (!fd.valid()) return ErrorCode::RPC_FAIL;
+  if (!where) {
+    end.rc = ErrorCode::INVALID_PARAMS;
+    return end;
+  }
+  UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms), &end.refused);
+  if (!fd.valid()) {
+    end.rc = ErrorCode::RPC_FAIL;
+    return end;
+  }
   {
     MutexLock lock(&mu_);
-    if (stopping_ || target_ != address) return ErrorCode::OK;
+    if (stopping_ || target_ != address) return end;
     fd_ = fd.get();
   }
-  ErrorCode rc = Handshake(fd.get());
-  if (rc == ErrorCode::OK) {
+  end.rc = Handshake(fd.get());
+  if (end.rc == ErrorCode::OK) {
+    end.handshook = true;
     MutexLock lock(&mu_);
     stats_.connected = true;
   }
   auto copy = std::make_unique<StandbyState>();
   std::string body, pending;
-  while (rc == ErrorCode::OK) {
-    rc = ReadFrame(fd.get(), -1, &pending, &body);
-    if (rc == ErrorCode::OK) rc = ApplyBatch(fd.get(), body, copy.get());
+  while (end.rc == ErrorCode::OK) {
+    end.rc = ReadFrame(fd.get(), -1, &pending, &body, &end.closed_in_order);
+    if (end.rc == ErrorCode::OK) end.rc = ApplyBatch(fd.get(), body, copy.get());
   }
   MutexLock lock(&mu_);
   fd_ = -1;
-  return rc;
+  // Our own Stop or a new target shut the descriptor down: that is no close
+  // by the leader.
+  if (stopping_ || target_ != address) end.closed_in_order = false;
+  return end;
 }
 
 }  // namespace shelfmark

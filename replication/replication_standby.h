@@ -8,7 +8,8 @@
 // only once complete (kBatchSynced): a standby that loses its leader in the
 // middle of a copy still holds its last complete state. After any failure
 // it reconnects (100 ms, doubling to 1 s) to whatever address Follow() last
-// named.
+// named; every 10 ms for up to 20 tries when the leader closed the stream
+// in order (to learn whether it is gone: on_leader_gone).
 //
 // Thread safety: every public method may be called from any thread; the
 // state is read through WithState (under the standby's lock) or taken
@@ -32,6 +33,16 @@ struct ReplicationStandbyOptions {
   std::string cluster_id;
   std::string token;  // proven to the leader; "" when the leader asks none
   int64_t io_timeout_ms = 5'000;
+  // Called (on the standby's thread, no lock held) when the followed leader
+  // is gone for certain: its stream, after the handshake, ended in order
+  // (the leader's side closed it: FIN, not a reset) and at once a new
+  // connection to the same address was refused (its host answered that
+  // nothing listens there), with no handshake answered in between. A
+  // master listens on its published address until
+  // after it resigned, so that leader is dead or no longer leads. Silence
+  // and resets, which a partition or a firewall can cause, never count.
+  // Once per such loss. Unset: nothing is called.
+  std::function<void(const std::string& address)> on_leader_gone;
 };
 
 struct ReplicationStandbyStats {
@@ -69,8 +80,18 @@ class ReplicationStandby {
 
  private:
   void Run();
+  struct SessionEnd {
+    ErrorCode rc = ErrorCode::OK;
+    bool refused = false;          // the connection was refused (ConnectTcp)
+    bool handshook = false;        // the leader answered the handshake: alive
+    bool closed_in_order = false;  // after the handshake, the leader closed (FIN)
+  };
+  // While the leader may be gone: the pause between connections, and how
+  // many are tried before backing off as usual.
+  static constexpr int64_t kGoneProbeMs = 10;
+  static constexpr int kGoneProbes = 20;
   // One connection: handshake, then batches until an error or a new target.
-  ErrorCode Session(const std::string& address);
+  SessionEnd Session(const std::string& address);
   ErrorCode Handshake(int fd);
   ErrorCode ApplyBatch(int fd, const std::string& body, StandbyState* copy);
 

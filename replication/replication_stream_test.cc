@@ -10,8 +10,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "auth/token_table.h"
+#include "common/mutex.h"
 #include "common/socket_io.h"
 #include "directory/directory_test_util.h"
 #include "replication/replication_leader.h"
@@ -63,8 +65,11 @@ class ReplicationStreamTest : public DirectoryFixture {
   }
   std::unique_ptr<ReplicationStandby> StartStandby(const std::string& token = "",
                                                    const std::string& cluster = "c1") {
-    auto s = std::make_unique<ReplicationStandby>(
-        ReplicationStandbyOptions{cluster, token, 2000});
+    auto s = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
+        cluster, token, 2000, [this](const std::string& address) {
+          MutexLock lock(&gone_mu_);
+          gone_.push_back(address);
+        }});
     s->Start();
     s->Follow(acceptor_->address());
     return s;
@@ -79,8 +84,15 @@ class ReplicationStreamTest : public DirectoryFixture {
     if (leader_) leader_->Stop();
   }
 
+  std::vector<std::string> Gone() {
+    MutexLock lock(&gone_mu_);
+    return gone_;
+  }
+
   std::unique_ptr<ReplicationLeader> leader_;
   std::unique_ptr<Acceptor> acceptor_;
+  Mutex gone_mu_;
+  std::vector<std::string> gone_ GUARDED_BY(gone_mu_);  // on_leader_gone's addresses
 };
 
 TEST_F(ReplicationStreamTest, StandbyCopiesThenFollowsAndMutationsWaitForIt) {
@@ -128,6 +140,37 @@ TEST_F(ReplicationStreamTest, AStandbyThatGoesAwayReleasesWaiters) {
   ASSERT_EQ(Put("alone"), ErrorCode::OK);
   // No standby in sync: nothing to wait for.
   EXPECT_TRUE(leader_->WhenReplicated(dir_->ChangeSeq(), [] {}));
+}
+
+// The leader closing the stream while its address still listens (it
+// dropped this standby, or stopped shipping) is no sign of death: the
+// standby reconnects, and nobody is told the leader is gone.
+TEST_F(ReplicationStreamTest, AClosedStreamWhileTheAddressListensIsNoLeaderGone) {
+  Mount(UUID::Generate(), "a");
+  StartLeader();
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return standby->stats().synced; }, 10'000));
+  leader_->Stop();  // closes the stream; the acceptor keeps listening
+  // Each reconnect is adopted by the stopped leader and closed again.
+  ASSERT_TRUE(testing::WaitFor([&] { return standby->stats().failures >= 3; }, 10'000));
+  EXPECT_TRUE(Gone().empty());
+  standby->Stop();
+}
+
+// Closed in order, then refused: the leader's process is gone.
+TEST_F(ReplicationStreamTest, AClosedStreamThenARefusedAddressIsLeaderGone) {
+  Mount(UUID::Generate(), "a");
+  StartLeader();
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return standby->stats().synced; }, 10'000));
+  const std::string address = acceptor_->address();
+  acceptor_.reset();  // nothing listens there any more
+  leader_->Stop();    // the stream ends with a FIN
+  ASSERT_TRUE(testing::WaitFor([&] { return !Gone().empty(); }, 10'000));
+  EXPECT_EQ(Gone(), std::vector<std::string>{address}) << "once per loss";
+  EXPECT_TRUE(standby->has_state()) << "the copy stays: it may take over";
+  standby->Stop();
+  EXPECT_EQ(Gone().size(), 1u);
 }
 
 TEST_F(ReplicationStreamTest, TokensAndClusterIdsAreChecked) {
