@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auth/credential_flags.h"
@@ -23,10 +24,18 @@ struct FailoverOptions {
   double seconds = 10;
   int64_t gap_ms = 200;
   int64_t timeout_ms = 15'000;
+  std::string put_log;
+  int64_t retry_pause_ms = 0;
   auth::CredentialFlags credentials;
 };
 
 using Clock = std::chrono::steady_clock;
+
+int64_t RealtimeNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 double MsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -56,6 +65,9 @@ int RunFailoverBench(int argc, const char* const* argv) {
                  1, 3'600'000);
   flags.AddInt64("timeout_ms", &o.timeout_ms, "per-call timeout (a call follows the leader "
                  "within it)", 1, 3'600'000);
+  flags.AddString("put_log", &o.put_log, "append one JSON line per put (key, result, "
+                  "CLOCK_REALTIME start_ns and end_ns) to this file");
+  flags.AddInt64("retry_pause_ms", &o.retry_pause_ms, "pause after a failed put", 0, 60'000);
   o.credentials.Add(flags);
   auto credentials = ParseWithMaster(flags, argc, argv, o.master, o.cluster_id, o.credentials);
   if (!credentials) return 2;
@@ -64,10 +76,16 @@ int RunFailoverBench(int argc, const char* const* argv) {
   mo.cluster_id = o.cluster_id;
   mo.call_timeout_ms = o.timeout_ms;
   mo.token = credentials->master_token;
+  FILE* put_log = nullptr;
+  if (!o.put_log.empty() && (put_log = std::fopen(o.put_log.c_str(), "a")) == nullptr) {
+    std::fprintf(stderr, "%s: cannot open --put_log=%s\n", kProgram, o.put_log.c_str());
+    return 2;
+  }
   MasterClient client(mo);
   const Segment segment = BenchSegment();
   if (ErrorCode rc = client.MountSegment(segment); rc != ErrorCode::OK) {
     std::fprintf(stderr, "%s: mount: %s\n", kProgram, std::string(ErrorCodeName(rc)).c_str());
+    if (put_log != nullptr) std::fclose(put_log);
     return 1;
   }
   Pinger pinger(mo, segment);
@@ -79,9 +97,23 @@ int RunFailoverBench(int argc, const char* const* argv) {
   auto last_ack = Clock::now();
   for (uint64_t i = 0; Clock::now() < end; ++i) {
     const std::string key = "failover-" + segment.id.ToString() + "-" + std::to_string(i);
+    const int64_t start_ns = RealtimeNs();
     auto started = client.PutStart("", key, 64, {});
-    if (!started.ok() || client.PutEnd("", key) != ErrorCode::OK) {
+    const ErrorCode rc = started.ok() ? client.PutEnd("", key) : started.error();
+    if (put_log != nullptr) {
+      std::fprintf(put_log,
+                   "{\"put\":%llu,\"key\":\"%s\",\"result\":\"%s\",\"start_ns\":%lld,"
+                   "\"end_ns\":%lld}\n",
+                   static_cast<unsigned long long>(i), key.c_str(),
+                   std::string(ErrorCodeName(rc)).c_str(), static_cast<long long>(start_ns),
+                   static_cast<long long>(RealtimeNs()));
+      std::fflush(put_log);
+    }
+    if (rc != ErrorCode::OK) {
       ++failed;
+      if (o.retry_pause_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.retry_pause_ms));
+      }
       continue;
     }
     const auto now = Clock::now();
@@ -115,6 +147,7 @@ int RunFailoverBench(int argc, const char* const* argv) {
     (void)client.BatchRemove("", {acked.begin() + i, acked.begin() + i + n}, /*force=*/true);
   }
   (void)client.UnmountSegment(segment.id);
+  if (put_log != nullptr) std::fclose(put_log);
   return lost == 0 ? 0 : 1;
 }
 

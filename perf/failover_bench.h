@@ -10,6 +10,12 @@
 // Output: one JSON line per gap {"bench":"failover","gap_ms":..}, then
 //   {"bench":"failover_summary","acked":..,"failed_puts":..,"lost":..,
 //    "gaps":..,"max_gap_ms":..}
+// With --put_log=PATH, every put is also appended to PATH as it returns:
+//   {"put":I,"key":"..","result":"OK"|error code,"start_ns":..,"end_ns":..}
+// (CLOCK_REALTIME nanoseconds, so a test can order one process's puts
+// against another's on the same machine); with --retry_pause_ms, a failed
+// put is followed by that pause (a fixed --master that is a standby or a
+// fenced leader answers NOT_LEADER at once).
 // Exit 1 when an acknowledged put is lost, 2 on bad flags.
 #pragma once
 
