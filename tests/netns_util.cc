@@ -54,7 +54,8 @@ std::unique_ptr<NetNamespace> NetNamespace::Create(int index, std::string* error
   ns->host_if_ = "smh" + tag;  // at most 15 bytes: "smh" + 7-digit pid + "n" + 3 digits
   ns->host_ip_ = subnet + "1";
   ns->ip_ = subnet + "2";
-  const std::string peer = "smp" + tag;
+  ns->peer_if_ = "smp" + tag;
+  const std::string& peer = ns->peer_if_;
   const std::string host_dev = bridge.empty() ? ns->host_if_ : bridge;
   std::vector<std::vector<std::string>> steps = {
       {"ip", "netns", "add", ns->name_},

@@ -50,6 +50,7 @@ class NetNamespace {
   const std::string& ip() const { return ip_; }            // inside the namespace
   const std::string& host_ip() const { return host_ip_; }  // the host's end of the veth
   const std::string& host_device() const { return host_if_; }  // the veth's host end
+  const std::string& device() const { return peer_if_; }       // the veth's end inside
 
   // The binary to give ChildProcess and the arguments that run `binary args`
   // inside the namespace (`ip netns exec NAME binary args...`; the pid is the
@@ -60,7 +61,7 @@ class NetNamespace {
 
  private:
   NetNamespace() = default;
-  std::string name_, host_if_, ip_, host_ip_;
+  std::string name_, host_if_, peer_if_, ip_, host_ip_;
 };
 
 class TestNetwork {
