@@ -63,7 +63,7 @@ void ReplicationLeader::Start() {
 }
 
 void ReplicationLeader::Stop() {
-  std::vector<std::thread> readers;
+  std::vector<Reader> readers;
   {
     MutexLock lock(&mu_);
     if (!running_) return;
@@ -77,7 +77,7 @@ void ReplicationLeader::Stop() {
   }
   cv_.notify_all();
   shipper_.join();
-  for (auto& t : readers) t.join();
+  for (Reader& r : readers) r.thread.join();
   {
     MutexLock lock(&mu_);
     running_ = false;
@@ -90,9 +90,21 @@ void ReplicationLeader::Adopt(int fd, std::string first) {
   s->fd.Reset(fd);
   MutexLock lock(&mu_);
   if (!running_ || stopping_) return;  // `s` closes the descriptor
+  ReapReadersLocked();
   standbys_.push_back(s);
-  readers_.emplace_back([this, s, first = std::move(first)]() mutable {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread thread([this, s, done, first = std::move(first)]() mutable {
     ReadLoop(std::move(s), std::move(first));
+    done->store(true);  // last: nothing after it touches the leader
+  });
+  readers_.push_back({std::move(thread), std::move(done)});
+}
+
+void ReplicationLeader::ReapReadersLocked() {
+  std::erase_if(readers_, [](Reader& r) {
+    if (!r.done->load()) return false;
+    r.thread.join();  // it is past its last step: returns at once
+    return true;
   });
 }
 
@@ -322,6 +334,7 @@ ReplicationLeaderStats ReplicationLeader::stats() const {
     ++out.in_sync;
     if (s->unacked_since_ms != 0) out.lag_ms = std::max(out.lag_ms, now - s->unacked_since_ms);
   }
+  out.reader_threads = readers_.size();
   out.change_seq = dir_.ChangeSeq();
   const uint64_t acked = AckedLocked();
   out.acked_seq = acked == kNoWait ? out.change_seq : acked;

@@ -18,6 +18,7 @@
 // Thread safety: every public method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,7 @@ struct ReplicationLeaderStats {
   uint64_t bytes = 0;         // sent, every standby counted
   uint64_t full_copies = 0;   // started
   uint64_t dropped = 0;       // standbys dropped (error, stall, bad proof)
+  uint64_t reader_threads = 0;  // not joined yet (live, or ended since the last Adopt)
 };
 
 class ReplicationLeader {
@@ -106,7 +108,15 @@ class ReplicationLeader {
   bool stopping_ GUARDED_BY(mu_) = false;
   bool wake_ GUARDED_BY(mu_) = false;
   std::vector<std::shared_ptr<Standby>> standbys_ GUARDED_BY(mu_);
-  std::vector<std::thread> readers_ GUARDED_BY(mu_);
+  // One per adopted connection; `done` set as its thread's last step, so
+  // Adopt joins finished ones (a standby that reconnects again and again
+  // leaves no threads behind).
+  struct Reader {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  void ReapReadersLocked() REQUIRES(mu_);
+  std::vector<Reader> readers_ GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ GUARDED_BY(mu_);
   uint64_t shipped_seq_ GUARDED_BY(mu_) = 0;
   ReplicationLeaderStats counters_ GUARDED_BY(mu_);

@@ -216,5 +216,24 @@ TEST_F(ReplicationStreamTest, GarbageOnTheStreamDropsOnlyThatConnection) {
   EXPECT_EQ(leader_->stats().in_sync, 1u);
 }
 
+// Dropped connections leave no threads behind: each new one joins the
+// readers that ended (before, they piled up until Stop).
+TEST_F(ReplicationStreamTest, DroppedConnectionsLeaveNoReaderThreads) {
+  StartLeader();
+  const uint16_t port = static_cast<uint16_t>(
+      std::stoi(acceptor_->address().substr(acceptor_->address().rfind(':') + 1)));
+  for (int i = 0; i < 30; ++i) {
+    int fd = testing::ConnectLoopback(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, std::string("SMRP\x05\0\0\0garbage", 15), 2000));
+    EXPECT_TRUE(testing::WaitPeerClosed(fd, 10'000));
+    CloseFd(fd);
+  }
+  EXPECT_EQ(leader_->stats().dropped, 30u);
+  // Each Adopt joins the readers that ended by then (the last ones may
+  // still be finishing): far fewer than one per connection.
+  EXPECT_LT(leader_->stats().reader_threads, 10u) << "ended readers are joined";
+}
+
 }  // namespace
 }  // namespace shelfmark

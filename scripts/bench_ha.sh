@@ -103,7 +103,7 @@ perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=128 --connectio
 for k in $(seq 1 "$kills"); do
   wait_for 60 synced "$standby" || die "kill $k: the standby did not copy the directory"
   "$perf_bin" failover --master="etcd://127.0.0.1:$etcd_port" --cluster_id=bench_ha \
-    --seconds=6 --gap_ms=100 >"$work/failover.$k" 2>"$work/failover.$k.err" &
+    --seconds=6 --gap_ms=10 >"$work/failover.$k" 2>"$work/failover.$k.err" &
   writer=$!
   sleep 1.5  # the writer is putting at full speed by now
   kill -9 "${mpid[$leader]}"
