@@ -72,14 +72,10 @@ void StandbyState::Apply(ChangeSet&& changes) {
   for (ShardState& shard : changes.shards) {
     for (ObjectState& o : shard.objects) {
       auto& map = shards_[ShardIndex(o.tenant, o.key)];
-      std::string name = Name(o.tenant, o.key);
-      auto it = map.find(name);
-      if (it != map.end()) {
-        it->second = std::move(o);  // reuses the node: no allocation for the entry
-      } else {
-        map.emplace(std::move(name), std::move(o));
-        ++objects_;
-      }
+      // One lookup; a known key's node is reused (no allocation for it).
+      auto [it, inserted] = map.try_emplace(Name(o.tenant, o.key));
+      it->second = std::move(o);
+      if (inserted) ++objects_;
     }
   }
   for (const auto& [tenant, key] : changes.removed) {
