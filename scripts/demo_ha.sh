@@ -63,7 +63,7 @@ cli=("$cli_bin" --master="$master" "${cluster[@]}")
 echo "== shelfmark-cli fill through the leader: 200 x 64 KiB"
 "${cli[@]}" fill demo-before --count=200 --size=65536
 echo "== SIGKILL of master $lead while shelfmark-perf failover puts"
-"$perf_bin" failover --master="$master" "${cluster[@]}" --seconds=6 --gap_ms=100 \
+"$perf_bin" failover --master="$master" "${cluster[@]}" --seconds=6 --gap_ms=10 \
   >"$work/failover.jsonl" &
 writer=$!
 sleep 1.5
