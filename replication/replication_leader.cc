@@ -40,9 +40,11 @@ void MergeShards(ChangeSet* c) {
 }  // namespace
 
 struct ReplicationLeader::Standby {
-  enum class State { kHandshake, kCopying, kSynced, kDead };
+  // kWatching: a watch connection (kHelloWatch), held open and silent.
+  enum class State { kHandshake, kCopying, kSynced, kWatching, kDead };
   UniqueFd fd;
   State state = State::kHandshake;  // guarded by the leader's mu_
+  bool watch = false;               // the hello asked for a watch connection
   uint64_t acked = 0;               // guarded by the leader's mu_
   uint64_t sent = 0;                // guarded by the leader's mu_
   int64_t unacked_since_ms = 0;     // guarded by the leader's mu_; 0: all acked
@@ -114,6 +116,7 @@ ErrorCode ReplicationLeader::Handshake(Standby& s, std::string* pending) {
   if (ReadFrame(s.fd.get(), timeout, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   auto hello = DecodeHello(body);
   if (!hello.ok()) return hello.error();
+  s.watch = (hello->flags & kHelloWatch) != 0;
   std::string out;
   ReplicationChallenge challenge;
   if (hello->cluster_id != options_.cluster_id) challenge.code = ErrorCode::PERMISSION_DENIED;
@@ -148,6 +151,10 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) 
     Drop(*s);
     return;
   }
+  if (s->watch) {
+    Watch(std::move(s));
+    return;
+  }
   {
     MutexLock lock(&mu_);
     if (s->state != Standby::State::kHandshake) return;  // dropped meanwhile
@@ -169,6 +176,19 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) 
     }
     Release();
   }
+  Drop(*s);
+}
+
+void ReplicationLeader::Watch(std::shared_ptr<Standby> s) {
+  {
+    MutexLock lock(&mu_);
+    if (s->state != Standby::State::kHandshake) return;  // dropped meanwhile
+    s->state = Standby::State::kWatching;
+  }
+  // Held until the standby goes (or Stop shuts it down); a watcher that
+  // sends anything breaks the protocol and is dropped.
+  std::string body, none;
+  (void)ReadFrame(s->fd.get(), -1, &none, &body);
   Drop(*s);
 }
 
@@ -328,7 +348,8 @@ ReplicationLeaderStats ReplicationLeader::stats() const {
   ReplicationLeaderStats out = counters_;
   const int64_t now = NowMs();
   for (const auto& s : standbys_) {
-    if (s->state == Standby::State::kHandshake) continue;
+    if (s->state == Standby::State::kWatching) ++out.watchers;
+    if (s->state == Standby::State::kHandshake || s->state == Standby::State::kWatching) continue;
     ++out.standbys;
     if (s->state != Standby::State::kSynced) continue;
     ++out.in_sync;

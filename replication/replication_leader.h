@@ -11,7 +11,9 @@
 // availability first, and there is then no standby a failover could pick.
 //
 // Threads: one shipper (full copies for joining standbys, then batches to
-// all) and one reader per standby (handshake, then acknowledgements). A
+// all) and one reader per standby (handshake, then acknowledgements) or
+// per watch connection (held open: its end tells the standby this process
+// is gone, replication_wire.h's kHelloWatch). A
 // standby that does not keep up (a write or an acknowledgement stalls for
 // io_timeout_ms) is dropped; it reconnects and copies again.
 //
@@ -46,6 +48,7 @@ struct ReplicationLeaderOptions {
 
 struct ReplicationLeaderStats {
   uint64_t standbys = 0;      // connected (handshake done)
+  uint64_t watchers = 0;      // watch connections held (kHelloWatch)
   uint64_t in_sync = 0;       // full copy done, receiving batches
   uint64_t change_seq = 0;    // the directory's change sequence now
   uint64_t acked_seq = 0;     // what the mutations' callers may count on
@@ -92,6 +95,8 @@ class ReplicationLeader {
   // Handshake then acknowledgements of one standby.
   void ReadLoop(std::shared_ptr<Standby> s, std::string first);
   ErrorCode Handshake(Standby& s, std::string* pending);
+  // A watch connection: held open, silent, until the standby or Stop ends it.
+  void Watch(std::shared_ptr<Standby> s);
   void FullCopy(Standby& s);
   void ShipBatch();
   void Drop(Standby& s);

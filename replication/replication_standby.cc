@@ -27,6 +27,7 @@ void ReplicationStandby::Start() {
   running_ = true;
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
+  watcher_ = std::thread([this] { WatchLoop(); });
 }
 
 void ReplicationStandby::Follow(const std::string& leader_address) {
@@ -41,6 +42,7 @@ void ReplicationStandby::Follow(const std::string& leader_address) {
     }
     target_ = leader_address;
     if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+    if (watch_fd_ >= 0) ::shutdown(watch_fd_, SHUT_RDWR);
   }
   cv_.notify_all();
 }
@@ -51,9 +53,11 @@ void ReplicationStandby::Stop() {
     if (!running_) return;
     stopping_ = true;
     if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+    if (watch_fd_ >= 0) ::shutdown(watch_fd_, SHUT_RDWR);
   }
   cv_.notify_all();
   thread_.join();
+  watcher_.join();
   MutexLock lock(&mu_);
   running_ = false;
 }
@@ -68,53 +72,100 @@ void ReplicationStandby::WithState(const std::function<void(const StandbyState&)
   f(state_);
 }
 
+std::string ReplicationStandby::WaitForTarget() {
+  MutexLock lock(&mu_);
+  while (!stopping_ && target_.empty()) cv_.wait(mu_);
+  return stopping_ ? "" : target_;
+}
+
+bool ReplicationStandby::Pause(const std::string& address, int64_t ms) {
+  MutexLock lock(&mu_);
+  if (stopping_) return false;
+  if (target_ != address) return true;
+  cv_.wait_for(mu_, std::chrono::milliseconds(ms));
+  return !stopping_;
+}
+
 void ReplicationStandby::Run() {
   int64_t backoff_ms = 100;
-  // The leader at this address closed the stream in order, and no session
-  // since proved it alive (a handshake): is it gone? A process dying closes
-  // its descriptors one by one, so its port may still take a connection or
-  // two (reset at once) after the stream's FIN.
-  bool maybe_gone = false;
-  int probes_left = 0;  // bounded: a live master that closes early is not probed for long
   for (;;) {
-    std::string address;
+    const std::string address = WaitForTarget();
+    if (address.empty()) return;
+    const ErrorCode rc = Session(address);
     {
       MutexLock lock(&mu_);
-      while (!stopping_ && target_.empty()) cv_.wait(mu_);
-      if (stopping_) return;
-      address = target_;
+      stats_.connected = false;
+      stats_.synced = false;
+      if (rc != ErrorCode::OK) ++stats_.failures;
+      if (target_ != address) backoff_ms = 0;  // a new leader: at once
     }
-    const SessionEnd end = Session(address);
-    if (maybe_gone && end.refused) {
-      maybe_gone = false;
-      if (options_.on_leader_gone) options_.on_leader_gone(address);
-    } else if (end.closed_in_order) {
-      maybe_gone = true;
-      probes_left = kGoneProbes;
-    } else {
-      maybe_gone = maybe_gone && !end.handshook && --probes_left > 0;
-    }
-    MutexLock lock(&mu_);
-    stats_.connected = false;
-    stats_.synced = false;
-    if (end.rc != ErrorCode::OK) ++stats_.failures;
-    if (stopping_) return;
-    if (target_ != address) {
-      backoff_ms = 100;
-      maybe_gone = false;
-      continue;
-    }
-    // Soon while the leader may be gone, else backing off.
-    cv_.wait_for(mu_, std::chrono::milliseconds(maybe_gone ? kGoneProbeMs : backoff_ms));
-    if (!maybe_gone) backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
+    if (!Pause(address, backoff_ms)) return;
+    backoff_ms = std::clamp<int64_t>(backoff_ms * 2, 100, 1000);
   }
 }
 
-ErrorCode ReplicationStandby::Handshake(int fd) {
+void ReplicationStandby::WatchLoop() {
+  int64_t backoff_ms = 100;
+  for (;;) {
+    const std::string address = WaitForTarget();
+    if (address.empty()) return;
+    if (Watch(address) && LeaderRefuses(address) && options_.on_leader_gone) {
+      options_.on_leader_gone(address);
+    }
+    {
+      MutexLock lock(&mu_);
+      if (target_ != address) backoff_ms = 0;
+    }
+    if (!Pause(address, backoff_ms)) return;
+    backoff_ms = std::clamp<int64_t>(backoff_ms * 2, 100, 1000);
+  }
+}
+
+bool ReplicationStandby::Watch(const std::string& address) {
+  const auto where = ParseHostPort(address);
+  if (!where) return false;
+  UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms));
+  if (!fd.valid()) return false;
+  {
+    MutexLock lock(&mu_);
+    if (stopping_ || target_ != address) return false;
+    watch_fd_ = fd.get();
+  }
+  bool closed_in_order = false;
+  if (Handshake(fd.get(), kHelloWatch) == ErrorCode::OK) {
+    std::string body, pending;
+    // Nothing ever arrives on a watch connection: this returns when it ends.
+    (void)ReadFrame(fd.get(), -1, &pending, &body, &closed_in_order);
+  }
+  MutexLock lock(&mu_);
+  watch_fd_ = -1;
+  // Our own Stop or a new target shut it down: no sign of the leader.
+  return closed_in_order && !stopping_ && target_ == address;
+}
+
+bool ReplicationStandby::LeaderRefuses(const std::string& address) {
+  const auto where = ParseHostPort(address);
+  for (int i = 0; where && i < kGoneProbes; ++i) {
+    bool refused = false;
+    UniqueFd probe = ConnectTcp(*where, static_cast<int>(kGoneProbeMs), &refused);
+    if (refused) return true;
+    // Accepted (the dying process may not have closed its port yet) or
+    // silent: look again shortly.
+    probe.Reset();
+    {
+      MutexLock lock(&mu_);
+      if (stopping_ || target_ != address) return false;
+    }
+    if (!Pause(address, kGoneProbeMs)) return false;
+  }
+  return false;
+}
+
+ErrorCode ReplicationStandby::Handshake(int fd, uint8_t flags) {
   const int timeout = static_cast<int>(options_.io_timeout_ms);
   const auth::Nonce client_nonce = auth::NewNonce();
   std::string out;
-  AppendHello({options_.cluster_id, std::string(auth::Bytes(client_nonce))}, &out);
+  AppendHello({options_.cluster_id, std::string(auth::Bytes(client_nonce)), flags}, &out);
   if (WriteFrames(fd, timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   std::string body, pending;
   if (ReadFrame(fd, timeout, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
@@ -173,41 +224,30 @@ ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, Standb
   return WriteFrames(fd, static_cast<int>(options_.io_timeout_ms), out);
 }
 
-ReplicationStandby::SessionEnd ReplicationStandby::Session(const std::string& address) {
-  SessionEnd end;
+ErrorCode ReplicationStandby::Session(const std::string& address) {
   const auto where = ParseHostPort(address);
-  if (!where) {
-    end.rc = ErrorCode::INVALID_PARAMS;
-    return end;
-  }
-  UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms), &end.refused);
-  if (!fd.valid()) {
-    end.rc = ErrorCode::RPC_FAIL;
-    return end;
-  }
+  if (!where) return ErrorCode::INVALID_PARAMS;
+  UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms));
+  if (!fd.valid()) return ErrorCode::RPC_FAIL;
   {
     MutexLock lock(&mu_);
-    if (stopping_ || target_ != address) return end;
+    if (stopping_ || target_ != address) return ErrorCode::OK;
     fd_ = fd.get();
   }
-  end.rc = Handshake(fd.get());
-  if (end.rc == ErrorCode::OK) {
-    end.handshook = true;
+  ErrorCode rc = Handshake(fd.get(), 0);
+  if (rc == ErrorCode::OK) {
     MutexLock lock(&mu_);
     stats_.connected = true;
   }
   auto copy = std::make_unique<StandbyState>();
   std::string body, pending;
-  while (end.rc == ErrorCode::OK) {
-    end.rc = ReadFrame(fd.get(), -1, &pending, &body, &end.closed_in_order);
-    if (end.rc == ErrorCode::OK) end.rc = ApplyBatch(fd.get(), body, copy.get());
+  while (rc == ErrorCode::OK) {
+    rc = ReadFrame(fd.get(), -1, &pending, &body);
+    if (rc == ErrorCode::OK) rc = ApplyBatch(fd.get(), body, copy.get());
   }
   MutexLock lock(&mu_);
   fd_ = -1;
-  // Our own Stop or a new target shut the descriptor down: that is no close
-  // by the leader.
-  if (stopping_ || target_ != address) end.closed_in_order = false;
-  return end;
+  return rc;
 }
 
 }  // namespace shelfmark

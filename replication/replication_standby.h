@@ -8,8 +8,9 @@
 // only once complete (kBatchSynced): a standby that loses its leader in the
 // middle of a copy still holds its last complete state. After any failure
 // it reconnects (100 ms, doubling to 1 s) to whatever address Follow() last
-// named; every 10 ms for up to 20 tries when the leader closed the stream
-// in order (to learn whether it is gone: on_leader_gone).
+// named, at once to a new address. A second thread holds a silent watch
+// connection to the same leader, whose end tells whether the leader is
+// gone (on_leader_gone).
 //
 // Thread safety: every public method may be called from any thread; the
 // state is read through WithState (under the standby's lock) or taken
@@ -33,15 +34,15 @@ struct ReplicationStandbyOptions {
   std::string cluster_id;
   std::string token;  // proven to the leader; "" when the leader asks none
   int64_t io_timeout_ms = 5'000;
-  // Called (on the standby's thread, no lock held) when the followed leader
-  // is gone for certain: its stream, after the handshake, ended in order
-  // (the leader's side closed it: FIN, not a reset) and at once a new
-  // connection to the same address was refused (its host answered that
-  // nothing listens there), with no handshake answered in between. A
-  // master listens on its published address until
-  // after it resigned, so that leader is dead or no longer leads. Silence
-  // and resets, which a partition or a firewall can cause, never count.
-  // Once per such loss. Unset: nothing is called.
+  // Called (on the standby's watch thread, no lock held) when the followed
+  // leader is gone for certain: the watch connection it holds open while
+  // it ships (replication_wire.h, kHelloWatch) ended in order (its side
+  // closed it: FIN, not a reset), and then a connection to the same
+  // address was refused (its host answered that nothing listens there).
+  // A master listens on its published address until after it resigned,
+  // so that leader is dead or no longer leads. Silence and resets, which a
+  // partition or a firewall can cause, never count. Once per such loss.
+  // Unset: nothing is called.
   std::function<void(const std::string& address)> on_leader_gone;
 };
 
@@ -79,21 +80,30 @@ class ReplicationStandby {
   void WithState(const std::function<void(const StandbyState&)>& f) const;
 
  private:
+  // The data stream: connects, copies, applies, acknowledges; reconnects.
   void Run();
-  struct SessionEnd {
-    ErrorCode rc = ErrorCode::OK;
-    bool refused = false;          // the connection was refused (ConnectTcp)
-    bool handshook = false;        // the leader answered the handshake: alive
-    bool closed_in_order = false;  // after the handshake, the leader closed (FIN)
-  };
-  // While the leader may be gone: the pause between connections, and how
-  // many are tried before backing off as usual.
+  // The watch connection (replication_wire.h, kHelloWatch): held open to
+  // the followed leader; its orderly end, then a refused port, is
+  // on_leader_gone.
+  void WatchLoop();
+  // One watch connection; true when the leader's side closed it in order.
+  bool Watch(const std::string& address);
+  // Whether a connection to `address` is refused within kGoneProbes tries.
+  bool LeaderRefuses(const std::string& address);
+  // The address to follow, waiting for one; "" when stopping.
+  std::string WaitForTarget();
+  // Waits `ms` unless stopped or the target moved from `address`; false
+  // when stopping.
+  bool Pause(const std::string& address, int64_t ms);
+  // One connection: handshake, then batches until an error or a new target.
+  ErrorCode Session(const std::string& address);
+  ErrorCode Handshake(int fd, uint8_t flags);
+  ErrorCode ApplyBatch(int fd, const std::string& body, StandbyState* copy);
+  // While the leader may be gone: the pause between probes, and how many
+  // are tried (a dying process may still accept for a moment; a live one
+  // that closed the watch keeps accepting, and is not probed for long).
   static constexpr int64_t kGoneProbeMs = 10;
   static constexpr int kGoneProbes = 20;
-  // One connection: handshake, then batches until an error or a new target.
-  SessionEnd Session(const std::string& address);
-  ErrorCode Handshake(int fd);
-  ErrorCode ApplyBatch(int fd, const std::string& body, StandbyState* copy);
 
   const ReplicationStandbyOptions options_;
   mutable Mutex mu_;
@@ -103,10 +113,12 @@ class ReplicationStandby {
   bool stopping_ GUARDED_BY(mu_) = false;
   bool running_ GUARDED_BY(mu_) = false;
   int fd_ GUARDED_BY(mu_) = -1;  // the live connection (shut down to end it)
+  int watch_fd_ GUARDED_BY(mu_) = -1;  // the watch connection (likewise)
   StandbyState state_ GUARDED_BY(mu_);
   ReplicationStandbyStats stats_ GUARDED_BY(mu_);
   std::atomic<bool> has_state_{false};
   std::thread thread_;
+  std::thread watcher_;
 };
 
 }  // namespace shelfmark

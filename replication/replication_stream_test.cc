@@ -104,6 +104,9 @@ TEST_F(ReplicationStreamTest, StandbyCopiesThenFollowsAndMutationsWaitForIt) {
   ASSERT_TRUE(testing::WaitFor([&] { return standby->stats().synced; }, 10'000));
   EXPECT_EQ(StandbyObjects(*standby), 100u);
   ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));
+  // Its watch connection is held too, and counted apart.
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().watchers == 1; }, 10'000));
+  EXPECT_EQ(leader_->stats().standbys, 1u);
 
   // A mutation's caller waits until the standby holds it.
   ASSERT_EQ(Put("after"), ErrorCode::OK);

@@ -31,6 +31,7 @@ bool Open(std::string_view body, ReplicationMsg msg, wire::Reader* r) {
 void AppendHello(const ReplicationHello& hello, std::string* out) {
   const size_t start = Begin(ReplicationMsg::kHello, out);
   wire::Appender(out).Put(kReplicationVersion).Bytes(hello.cluster_id).Bytes(hello.client_nonce);
+  if (hello.flags != 0) wire::Appender(out).Put(hello.flags);
   End(out, start);
 }
 
@@ -94,7 +95,8 @@ Result<ReplicationHello> DecodeHello(std::string_view body) {
   ReplicationHello hello;
   hello.cluster_id = r.Bytes();
   hello.client_nonce = r.Bytes();
-  if (!r.done()) return ErrorCode::DATA_CORRUPTED;
+  if (!r.done()) hello.flags = r.Get<uint8_t>();
+  if (!r.done() || (hello.flags & ~kHelloWatch) != 0) return ErrorCode::DATA_CORRUPTED;
   if (version != kReplicationVersion) return ErrorCode::VERSION_MISMATCH;
   return hello;
 }

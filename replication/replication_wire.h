@@ -8,6 +8,7 @@
 //
 // standby -> leader:
 //   hello  = kHello u8 | version u8 | cluster_id bytes | client_nonce bytes
+//            [| flags u8]            (kHelloWatch: a watch connection; absent: 0)
 //   proof  = kProof u8 | proof bytes        (Prove(token, kMasterClientLabel,
 //                                            {server_nonce, client_nonce}))
 //   ack    = kAck u8 | seq u64              (every batch up to seq applied)
@@ -56,9 +57,17 @@ enum class ReplicationMsg : uint8_t {
 inline constexpr uint8_t kBatchReset = 1;
 inline constexpr uint8_t kBatchSynced = 2;
 
+// A watch connection (after the handshake neither side sends anything):
+// the leader holds it open while it ships, so the standby sees it end in
+// order (FIN) when the leader's process dies. The data stream cannot tell
+// as surely: a process killed with unread acknowledgements in its socket
+// resets it (docs/ha.md, "A dead leader's lease").
+inline constexpr uint8_t kHelloWatch = 1;
+
 struct ReplicationHello {
   std::string cluster_id;
   std::string client_nonce;
+  uint8_t flags = 0;  // kHelloWatch
 };
 struct ReplicationChallenge {
   ErrorCode code = ErrorCode::OK;

@@ -77,10 +77,22 @@ TEST(ReplicationWire, EveryTruncationIsRefused) {
 
 TEST(ReplicationWire, HandshakeMessagesRoundTrip) {
   std::string f;
-  AppendHello({"cluster-a", "nonce"}, &f);
+  AppendHello({"cluster-a", "nonce", 0}, &f);
   auto hello = DecodeHello(Body(f));
   ASSERT_TRUE(hello.ok());
   EXPECT_EQ(hello->cluster_id, "cluster-a");
+  EXPECT_EQ(hello->flags, 0);
+  // A watch connection's hello carries the flag; unknown flags and bytes
+  // after it are refused.
+  f.clear();
+  AppendHello({"cluster-a", "nonce", kHelloWatch}, &f);
+  auto watch = DecodeHello(Body(f));
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(watch->flags, kHelloWatch);
+  std::string unknown = Body(f);
+  unknown.back() = 0x02;
+  EXPECT_EQ(DecodeHello(unknown).error(), ErrorCode::DATA_CORRUPTED);
+  EXPECT_EQ(DecodeHello(Body(f) + "x").error(), ErrorCode::DATA_CORRUPTED);
   f.clear();
   AppendChallenge({ErrorCode::PERMISSION_DENIED, true, "n"}, &f);
   auto c = DecodeChallenge(Body(f));
