@@ -7,22 +7,10 @@
 // (tallied by code), no call may hang, and most reads of keys the model
 // holds must succeed.
 //
-// The model: operations on one key are serialised by that key's mutex, held
-// across the client call, so for each key the model knows the values that
-// may be current:
-//   - Put acknowledged OK       -> exactly its value;
-//   - Remove acknowledged OK    -> none (and so does OBJECT_NOT_FOUND,
-//                                  from Remove or Get: no object exists);
-//   - Get returning value v     -> exactly v (it was current);
-//   - Put OBJECT_ALREADY_EXISTS -> unchanged (PutStart refused it);
-//   - any other failed Put      -> its value is added (PutEnd may have been
-//                                  applied although the call failed);
-//   - any other failed Remove   -> unchanged (a value that may be current
-//                                  stays so; absence is never checked).
-// A key may also vanish without a call (its replicas were on the killed
-// node, or it was evicted): reads then answer errors, which are allowed.
-// Values are self-describing ("key=K writer=W seq=S size=N;" then bytes
-// derived from those numbers), so a wrong answer says what it was.
+// The model and the workload: tests/model_workload.h. Here a key may also
+// vanish without a call (its replicas were on the killed node, or it was
+// evicted): reads then answer errors, which are allowed
+// (WorkloadOptions::absence_is_checked is false).
 //
 // Network: a TestNetwork (netns_util.h): one bridge in the host joins the
 // namespaces' veths and this process's UCX uses only the bridge; each node's
@@ -32,20 +20,15 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client/client.h"
+#include "tests/model_workload.h"
 #include "tests/netns_util.h"
 #include "tests/ucx_client.h"
 #include "testing/process_util.h"
@@ -55,254 +38,37 @@ namespace shelfmark {
 namespace {
 
 using testing::ChildProcess;
+using testing::KeyModel;
+using testing::KeyName;
 using testing::NetNamespace;
-using testing::TestNetwork;
+using testing::PrintTally;
 using testing::ReadFile;
+using testing::Tally;
+using testing::TestNetwork;
 using testing::WaitForText;
+using testing::Worker;
+using testing::Workload;
+using testing::WorkloadOptions;
 
 constexpr int kStartMs = 30'000;
-constexpr uint32_t kKeys = 1'000;
 constexpr uint32_t kClients = 8;
 constexpr int kOpsPerClient = 10'000;
 constexpr int kNodes = 3;
 constexpr int kVictim = 1;  // the node that is restarted
-constexpr uint32_t kPreloadWriter = kClients;  // writer number of the initial values
-constexpr uint32_t kMinValue = 256;
-constexpr uint32_t kMaxValue = 64 << 10;
 constexpr int64_t kRpcTimeoutMs = 3'000;
 constexpr int64_t kTransferTimeoutMs = 3'000;
-constexpr uint32_t kMaxReplicas = 2;
+// 1,000 keys, values of 256 B to 64 KiB, one or two replicas; keys may
+// vanish with the killed node.
+const WorkloadOptions kWorkload{};
 // Longer than this, a call counts as hung: a Put is two master RPCs
 // (PutStart, then PutEnd or PutRevoke) and one transfer, a Get one RPC and
 // at most one read per replica; plus 5 s of slack for a loaded machine. A
 // hang check, not a performance threshold.
-constexpr int64_t kHangBoundMs = 2 * kRpcTimeoutMs + kMaxReplicas * kTransferTimeoutMs + 5'000;
-constexpr size_t kViolationsKept = 20;
+const int64_t kHangBoundMs =
+    2 * kRpcTimeoutMs + kWorkload.max_replicas * kTransferTimeoutMs + 5'000;
 // The workload reaching a given number of calls takes far less than this;
 // past it, it is stuck.
 constexpr int64_t kProgressMs = 300'000;
-
-// --- values ------------------------------------------------------------------
-
-struct ValueId {
-  uint32_t key = 0, writer = 0, seq = 0, size = 0;
-  bool operator==(const ValueId&) const = default;
-};
-
-std::string KeyName(uint32_t key) { return "model-" + std::to_string(key); }
-
-std::string Describe(const ValueId& id) {
-  return "{key " + std::to_string(id.key) + " writer " + std::to_string(id.writer) + " seq " +
-         std::to_string(id.seq) + " size " + std::to_string(id.size) + "}";
-}
-
-std::string Header(const ValueId& id) {
-  return "key=" + std::to_string(id.key) + " writer=" + std::to_string(id.writer) +
-         " seq=" + std::to_string(id.seq) + " size=" + std::to_string(id.size) + ";";
-}
-
-// The header, then bytes of a generator seeded by the id: `id.size` bytes.
-std::string MakeValue(const ValueId& id) {
-  std::string value = Header(id);
-  std::mt19937_64 gen((uint64_t{id.key} << 40) ^ (uint64_t{id.writer} << 32) ^ id.seq);
-  while (value.size() < id.size) {
-    const uint64_t word = gen();
-    value.append(reinterpret_cast<const char*>(&word),
-                 std::min<size_t>(sizeof(word), id.size - value.size()));
-  }
-  return value;
-}
-
-std::optional<ValueId> ParseHeader(const std::string& bytes) {
-  ValueId id;
-  int used = 0;
-  if (std::sscanf(bytes.c_str(), "key=%u writer=%u seq=%u size=%u;%n", &id.key, &id.writer,
-                  &id.seq, &id.size, &used) != 4 || used == 0) {
-    return std::nullopt;
-  }
-  return id;
-}
-
-std::string Printable(const std::string& bytes) {
-  std::string out;
-  for (char c : bytes.substr(0, 48)) out += (c >= 32 && c < 127) ? c : '.';
-  return out;
-}
-
-std::string DescribeAll(const std::vector<ValueId>& ids) {
-  std::string out = "[";
-  for (const ValueId& id : ids) out += (out.size() > 1 ? ", " : "") + Describe(id);
-  return out + "]";
-}
-
-// "" when `bytes` is exactly one of the values `possible` for `key`; else
-// what is wrong with them.
-std::string CheckBytes(uint32_t key, const std::string& bytes,
-                       const std::vector<ValueId>& possible) {
-  const std::optional<ValueId> id = ParseHeader(bytes);
-  if (!id) {
-    return "unrecognised bytes (size " + std::to_string(bytes.size()) + ", starting '" +
-           Printable(bytes) + "')";
-  }
-  const std::string expected = MakeValue(*id);
-  if (bytes != expected) {
-    const auto diff = std::mismatch(bytes.begin(), bytes.end(), expected.begin(), expected.end());
-    return "corrupt bytes of " + Describe(*id) + " (size " + std::to_string(bytes.size()) +
-           ", first difference at offset " + std::to_string(diff.first - bytes.begin()) + ")";
-  }
-  if (id->key != key) return "the value of another key: " + Describe(*id);
-  if (std::find(possible.begin(), possible.end(), *id) == possible.end()) {
-    return "a value the model does not hold: " + Describe(*id) + ", possible " +
-           DescribeAll(possible);
-  }
-  return "";
-}
-
-// --- the model and the tally ---------------------------------------------------
-
-struct KeyModel {
-  std::mutex mu;                  // held across each client call on the key
-  std::vector<ValueId> possible;  // values that may be current (guarded by mu)
-};
-
-enum OpKind { kGet, kPut, kRemove, kOpKinds };
-constexpr const char* kOpNames[kOpKinds] = {"get", "put", "remove"};
-
-struct Tally {
-  std::map<std::string, uint64_t> outcomes;  // "get OK", "put OBJECT_ALREADY_EXISTS", ...
-  uint64_t gets_of_held = 0;     // Gets of a key the model held a value for
-  uint64_t gets_of_held_ok = 0;  // ... that returned bytes
-  int64_t max_ms[kOpKinds] = {};
-  uint64_t violation_count = 0;
-  std::vector<std::string> violations;  // the first kViolationsKept
-
-  void Count(OpKind op, ErrorCode code) {
-    ++outcomes[std::string(kOpNames[op]) + " " + std::string(ErrorCodeName(code))];
-  }
-  void Violation(std::string what) {
-    if (violations.size() < kViolationsKept) violations.push_back(std::move(what));
-    ++violation_count;
-  }
-  void Merge(const Tally& other) {
-    for (const auto& [name, n] : other.outcomes) outcomes[name] += n;
-    gets_of_held += other.gets_of_held;
-    gets_of_held_ok += other.gets_of_held_ok;
-    for (int op = 0; op < kOpKinds; ++op) max_ms[op] = std::max(max_ms[op], other.max_ms[op]);
-    violation_count += other.violation_count;
-    for (const std::string& v : other.violations) {
-      if (violations.size() < kViolationsKept) violations.push_back(v);
-    }
-  }
-};
-
-// One client's share of the workload; its calls keep the model up to date.
-class Worker {
- public:
-  Worker(Client* client, uint32_t writer, std::vector<KeyModel>* model)
-      : client_(client), writer_(writer), model_(model), rng_(writer + 1) {}
-
-  void Run(int ops, std::atomic<uint64_t>* done) {
-    for (int i = 0; i < ops; ++i) {
-      const uint32_t key = static_cast<uint32_t>(rng_() % kKeys);
-      const uint64_t dice = rng_() % 100;
-      std::lock_guard<std::mutex> lock((*model_)[key].mu);
-      if (dice < 40) {
-        Get(key);
-      } else if (dice < 80) {
-        Put(key, RandomOptions());
-      } else {
-        Remove(key, /*force=*/rng_() % 2 == 0);
-      }
-      done->fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-
-  // Precondition for the three: the key's mutex is held.
-  void Get(uint32_t key) {
-    KeyModel& m = (*model_)[key];
-    const bool held = !m.possible.empty();
-    Result<std::string> got = Timed(kGet, [&] { return client_->Get("", KeyName(key)); });
-    tally_.Count(kGet, got.error());
-    tally_.gets_of_held += held;
-    tally_.gets_of_held_ok += held && got.ok();
-    if (got.error() == ErrorCode::OBJECT_NOT_FOUND) m.possible.clear();
-    if (!got.ok()) return;
-    const std::string wrong = CheckBytes(key, *got, m.possible);
-    if (!wrong.empty()) {
-      tally_.Violation("writer " + std::to_string(writer_) + " Get(" + KeyName(key) +
-                       ") returned " + wrong);
-      return;
-    }
-    m.possible = {*ParseHeader(*got)};
-  }
-
-  ErrorCode Put(uint32_t key, const PutOptions& options) {
-    KeyModel& m = (*model_)[key];
-    const ValueId id{key, writer_, seq_++,
-                     kMinValue + static_cast<uint32_t>(rng_() % (kMaxValue - kMinValue + 1))};
-    const std::string value = MakeValue(id);
-    const ErrorCode rc =
-        Timed(kPut, [&] { return client_->Put("", KeyName(key), value, options); });
-    tally_.Count(kPut, rc);
-    if (rc == ErrorCode::OK) {
-      m.possible = {id};
-    } else if (rc != ErrorCode::OBJECT_ALREADY_EXISTS) {
-      m.possible.push_back(id);
-    }
-    return rc;
-  }
-
-  void Remove(uint32_t key, bool force) {
-    KeyModel& m = (*model_)[key];
-    const ErrorCode rc = Timed(kRemove, [&] { return client_->Remove("", KeyName(key), force); });
-    tally_.Count(kRemove, rc);
-    if (rc == ErrorCode::OK || rc == ErrorCode::OBJECT_NOT_FOUND) m.possible.clear();
-  }
-
-  const Tally& tally() const { return tally_; }
-
- private:
-  // One or two replicas, with or without a stored checksum.
-  PutOptions RandomOptions() {
-    PutOptions options;
-    options.config.replica_num = 1 + static_cast<uint32_t>(rng_() % kMaxReplicas);
-    options.compute_checksum = rng_() % 2 == 0;
-    return options;
-  }
-
-  // Calls `call`, keeping the longest time an `op` took.
-  template <typename F>
-  auto Timed(OpKind op, F call) -> decltype(call()) {
-    const auto start = std::chrono::steady_clock::now();
-    auto result = call();
-    const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::steady_clock::now() - start).count();
-    tally_.max_ms[op] = std::max(tally_.max_ms[op], ms);
-    return result;
-  }
-
-  Client* client_;
-  uint32_t writer_;
-  std::vector<KeyModel>* model_;
-  std::mt19937_64 rng_;
-  uint32_t seq_ = 0;
-  Tally tally_;
-};
-
-void PrintTally(const Tally& tally) {
-  std::printf("outcomes:\n");
-  for (const auto& [name, n] : tally.outcomes) {
-    std::printf("  %-40s %8llu\n", name.c_str(), static_cast<unsigned long long>(n));
-  }
-  std::printf("gets of keys the model held: %llu, returned bytes: %llu\n",
-              static_cast<unsigned long long>(tally.gets_of_held),
-              static_cast<unsigned long long>(tally.gets_of_held_ok));
-  std::printf("longest call: get %lld ms, put %lld ms, remove %lld ms (hang bound %lld ms)\n",
-              static_cast<long long>(tally.max_ms[kGet]),
-              static_cast<long long>(tally.max_ms[kPut]),
-              static_cast<long long>(tally.max_ms[kRemove]),
-              static_cast<long long>(kHangBoundMs));
-}
 
 // --- the cluster ------------------------------------------------------------------
 
@@ -357,16 +123,6 @@ class ClusterModelTest : public ::testing::Test {
     http_ = ports.http;
   }
 
-  // The interface that holds `ip` in namespace `ns` ("": the host's); "" if none.
-  static std::string InterfaceOf(const std::string& ns, const std::string& ip) {
-    std::vector<std::string> argv = {"ip", "-o", "-4", "addr", "show", "to", ip};
-    if (!ns.empty()) argv.insert(argv.begin() + 1, {"-n", ns});
-    std::string out;
-    if (testing::RunCommand(argv, &out) != 0) return "";
-    char name[64] = {};
-    return std::sscanf(out.c_str(), "%*d: %63s", name) == 1 ? name : "";
-  }
-
   // Bytes this host sent into / received from each namespace's veth.
   std::vector<std::pair<double, double>> VethBytes() const {
     std::vector<std::pair<double, double>> bytes;
@@ -388,12 +144,10 @@ class ClusterModelTest : public ::testing::Test {
     if (nodes_.size() <= static_cast<size_t>(node)) nodes_.resize(node + 1);
     // UCX on the namespace's veth only (not its lo, which UCX would offer
     // to the clients too).
-    const std::string device = InterfaceOf(ns.name(), ns.ip());
-    ASSERT_FALSE(device.empty());
     nodes_[node] = std::make_unique<ChildProcess>(
         NetNamespace::Launcher(),
         ns.Wrap("env",
-                {"UCX_NET_DEVICES=" + device, SHELFMARK_NODE_BIN,
+                {"UCX_NET_DEVICES=" + ns.device(), SHELFMARK_NODE_BIN,
                  "--master=" + ns.host_ip() + ":" + std::to_string(rpc_),
                  "--segment_size=67108864", "--protocol=ucx", "--listen_ip=" + ns.ip(),
                  "--segment_name=" + SegmentName(node), "--ping_interval_ms=300",
@@ -417,39 +171,37 @@ class ClusterModelTest : public ::testing::Test {
     return testing::MakeUcxClient("127.0.0.1:" + std::to_string(rpc_), options);
   }
 
-  // Waits until `done` reaches `target` (true), or for kProgressMs (false).
-  static bool WaitForProgress(const std::atomic<uint64_t>& done, uint64_t target) {
-    return testing::WaitFor([&] { return done.load() >= target; }, kProgressMs);
-  }
-
   // While the workload runs: SIGKILL the victim and start it again, later
   // SIGTERM it (a clean exit) and start it again. Prints when.
-  void RestartVictimTwice(const std::atomic<uint64_t>& done, uint64_t total) {
-    ASSERT_TRUE(WaitForProgress(done, total / 5)) << "the workload stalled at " << done.load();
+  void RestartVictimTwice(const Workload& load, uint64_t total) {
+    ASSERT_TRUE(load.WaitForProgress(total / 5, kProgressMs))
+        << "the workload stalled at " << load.done();
     std::printf("SIGKILL %s after %llu ops\n", SegmentName(kVictim).c_str(),
-                static_cast<unsigned long long>(done.load()));
+                static_cast<unsigned long long>(load.done()));
     nodes_[kVictim]->Signal(SIGKILL);
     EXPECT_EQ(nodes_[kVictim]->Wait(10'000), 128 + SIGKILL);
     ASSERT_NO_FATAL_FAILURE(StartNode(kVictim));
-    std::printf("  back after %llu ops\n", static_cast<unsigned long long>(done.load()));
-    ASSERT_TRUE(WaitForProgress(done, total / 2)) << "the workload stalled at " << done.load();
+    std::printf("  back after %llu ops\n", static_cast<unsigned long long>(load.done()));
+    ASSERT_TRUE(load.WaitForProgress(total / 2, kProgressMs))
+        << "the workload stalled at " << load.done();
     std::printf("SIGTERM %s after %llu ops\n", SegmentName(kVictim).c_str(),
-                static_cast<unsigned long long>(done.load()));
+                static_cast<unsigned long long>(load.done()));
     nodes_[kVictim]->Signal(SIGTERM);
     EXPECT_EQ(nodes_[kVictim]->Wait(20'000), 0);
     ASSERT_NO_FATAL_FAILURE(StartNode(kVictim));
-    std::printf("  back after %llu ops\n", static_cast<unsigned long long>(done.load()));
+    std::printf("  back after %llu ops\n", static_cast<unsigned long long>(load.done()));
   }
 
   // New values put on the restarted node (preferred segment; its endpoint
   // checked with Locate) read back intact.
   void ExpectVictimServes(Client& client) {
     constexpr uint32_t kFresh = 20;
-    std::vector<KeyModel> model(kKeys + kFresh);
-    Worker worker(&client, kPreloadWriter + 1, &model);
+    const uint32_t keys = kWorkload.keys;
+    std::vector<KeyModel> model(keys + kFresh);
+    Worker worker(&client, kClients + 1, &model, kWorkload);
     PutOptions on_victim;
     on_victim.config.preferred_segments = {SegmentName(kVictim)};
-    for (uint32_t key = kKeys; key < kKeys + kFresh; ++key) {
+    for (uint32_t key = keys; key < keys + kFresh; ++key) {
       std::lock_guard<std::mutex> lock(model[key].mu);
       ASSERT_EQ(worker.Put(key, on_victim), ErrorCode::OK) << KeyName(key);
       auto where = client.Locate("", KeyName(key));
@@ -474,30 +226,20 @@ class ClusterModelTest : public ::testing::Test {
 
 TEST_F(ClusterModelTest, ConcurrentClientsSeeOnlyAcknowledgedValuesAcrossNodeRestarts) {
   std::vector<std::unique_ptr<Client>> clients;
+  std::vector<Client*> raw;
   for (uint32_t c = 0; c < kClients; ++c) {
     clients.push_back(MakeClient());
     ASSERT_NE(clients.back(), nullptr);
+    raw.push_back(clients.back().get());
   }
-  std::vector<KeyModel> model(kKeys);
-  // Every key starts with a value, so reads of held keys dominate from the start.
-  Worker preload(clients[0].get(), kPreloadWriter, &model);
-  for (uint32_t key = 0; key < kKeys; ++key) {
-    std::lock_guard<std::mutex> lock(model[key].mu);
-    const ErrorCode rc = preload.Put(key, PutOptions{});
-    ASSERT_EQ(rc, ErrorCode::OK) << KeyName(key) << ": " << ErrorCodeName(rc);
-  }
+  Workload load(raw, kWorkload);
+  ASSERT_NO_FATAL_FAILURE(load.Preload());
 
   const auto veth_before = VethBytes();
   const auto start = std::chrono::steady_clock::now();
-  std::atomic<uint64_t> done{0};
-  std::vector<std::unique_ptr<Worker>> workers;
-  std::vector<std::thread> threads;
-  for (uint32_t c = 0; c < kClients; ++c) {
-    workers.push_back(std::make_unique<Worker>(clients[c].get(), c, &model));
-    threads.emplace_back([&, c] { workers[c]->Run(kOpsPerClient, &done); });
-  }
-  RestartVictimTwice(done, uint64_t{kClients} * kOpsPerClient);
-  for (std::thread& t : threads) t.join();
+  load.Start(kOpsPerClient);
+  RestartVictimTwice(load, uint64_t{kClients} * kOpsPerClient);
+  load.Join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(HasFatalFailure());
@@ -513,34 +255,22 @@ TEST_F(ClusterModelTest, ConcurrentClientsSeeOnlyAcknowledgedValuesAcrossNodeRes
   // After the killed node's segment expired, every key is read once more,
   // alone, against the model.
   ASSERT_TRUE(WaitForSegments(kNodes));
-  Worker final_reader(clients[0].get(), kPreloadWriter, &model);
-  for (uint32_t key = 0; key < kKeys; ++key) {
-    std::lock_guard<std::mutex> lock(model[key].mu);
-    final_reader.Get(key);
-  }
+  const Tally final_read = load.ReadEveryKey();
 
-  Tally tally;
-  for (const auto& w : workers) tally.Merge(w->tally());
-  std::printf("%u clients x %d ops on %u keys in %.1f s\n", kClients, kOpsPerClient, kKeys,
-              seconds);
-  PrintTally(tally);
+  Tally tally = load.WorkersTally();
+  std::printf("%u clients x %d ops on %u keys in %.1f s\n", kClients, kOpsPerClient,
+              kWorkload.keys, seconds);
+  PrintTally(tally, kHangBoundMs);
   std::printf("final read of every key:\n");
-  PrintTally(final_reader.tally());
+  PrintTally(final_read, kHangBoundMs);
   // Every replica left is on a live node: a read answers bytes or no object.
-  for (const auto& [outcome, n] : final_reader.tally().outcomes) {
+  for (const auto& [outcome, n] : final_read.outcomes) {
     EXPECT_TRUE(outcome == "get OK" || outcome == "get OBJECT_NOT_FOUND")
         << "final read: " << n << " x " << outcome;
   }
-  tally.Merge(final_reader.tally());
+  tally.Merge(final_read);
 
-  EXPECT_EQ(tally.violation_count, 0u) << [&] {
-    std::string all;
-    for (const std::string& v : tally.violations) all += "\n  " + v;
-    return all;
-  }();
-  for (int op = 0; op < kOpKinds; ++op) {
-    EXPECT_LT(tally.max_ms[op], kHangBoundMs) << kOpNames[op] << " hung";
-  }
+  testing::ExpectCorrectAndBounded(tally, kHangBoundMs);
   EXPECT_GT(tally.gets_of_held_ok * 2, tally.gets_of_held)
       << "fewer than half the reads of held keys returned bytes";
   ExpectVictimServes(*clients[0]);

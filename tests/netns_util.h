@@ -50,7 +50,9 @@ class NetNamespace {
   const std::string& ip() const { return ip_; }            // inside the namespace
   const std::string& host_ip() const { return host_ip_; }  // the host's end of the veth
   const std::string& host_device() const { return host_if_; }  // the veth's host end
-  const std::string& device() const { return peer_if_; }       // the veth's end inside
+  // The veth's end in the namespace (holds ip(); what a process in the
+  // namespace restricts its UCX to, so that UCX does not offer its lo).
+  const std::string& device() const { return peer_if_; }
 
   // The binary to give ChildProcess and the arguments that run `binary args`
   // inside the namespace (`ip netns exec NAME binary args...`; the pid is the
