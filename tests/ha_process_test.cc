@@ -2,8 +2,10 @@
 // (testing/etcd_process.h): one leader, a standby that answers NOT_LEADER on
 // both protocols and takes over when the leader is killed, a fenced leader
 // (etcd paused) that serves reads and refuses mutations, and the start-up
-// errors (unreachable etcd, a published address taken, bad flags). Every
-// wait is WaitFor with a deadline; no durations are asserted.
+// errors (unreachable etcd, a published address taken, bad flags); and,
+// disabled while it fails (a known bug, see there), a standby the leader
+// dropped that must not take over with its old copy. Every wait is WaitFor
+// with a deadline; no durations are asserted.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -196,6 +198,104 @@ TEST_F(HaProcessTest, AcknowledgedPutsSurviveKillingTheLeader) {
     std::swap(leader, standby);
   }
   EXPECT_GE(acked.size(), 360u);
+}
+
+// KNOWN BUG, disabled until fixed (run it with
+// --gtest_also_run_disabled_tests): a standby the leader dropped keeps the
+// copy it holds (ReplicationStandby::has_state() stays true once a copy
+// completed, even after the leader dropped the connection), so it still
+// counts as synced and may campaign (MasterReplication::MayCampaign),
+// although the leader went on acknowledging mutations with the other
+// standby (--ha_sync_standbys=1: the fastest in-sync standby's
+// acknowledgement is enough). If it wins the election, everything the
+// leader acknowledged since it stalled is lost. docs/ha.md: only "a master
+// holding a complete copy of the current leader's state" may take over.
+//
+// Three masters; one standby stalls (SIGSTOP: a long pause, a starved
+// machine) until the leader drops it (io_timeout, 5 s), puts go on and are
+// acknowledged through the other standby; the leader is killed, the stalled
+// standby resumes. --ha_unsynced_takeover_s is long, so within this test
+// only a master claiming a complete copy may take over.
+TEST_F(HaProcessTest, DISABLED_AStandbyTheLeaderDroppedDoesNotTakeOverWithAnOldCopy) {
+  std::vector<std::string> flags = HaFlags();
+  flags.push_back("--ha_unsynced_takeover_s=3600");
+  HaMaster m[3];
+  for (int i = 0; i < 3; ++i) {
+    m[i].log = dir_.Join("m" + std::to_string(i) + ".log");
+    m[i].process = testing::StartMaster(SHELFMARK_MASTER_BIN, flags, m[i].log, &m[i].ports);
+    ASSERT_NE(m[i].process, nullptr) << ReadFile(m[i].log);
+  }
+  int leader = -1;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        int leaders = 0;
+        for (int i = 0; i < 3; ++i) {
+          if (m[i].Leading()) leader = i, ++leaders;
+        }
+        return leaders == 1;
+      },
+      kDeadlineMs));
+  HaMaster& synced = m[(leader + 1) % 3];
+  HaMaster& stalled = m[(leader + 2) % 3];
+  for (HaMaster* s : {&synced, &stalled}) {
+    ASSERT_TRUE(testing::WaitFor(
+        [&] { return s->Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs));
+  }
+  auto client = EtcdClientOf(etcd_, UUID::Generate());
+  ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 64 << 20, "127.0.0.1:9")),
+            ErrorCode::OK);
+  std::vector<std::string> acked;
+  int next = 0;
+  auto put = [&] {
+    const std::string key = "key-" + std::to_string(next++);
+    auto started = client->PutStart("", key, 4096, {});
+    if (started.ok() && client->PutEnd("", key) == ErrorCode::OK) acked.push_back(key);
+  };
+  for (int i = 0; i < 50; ++i) put();
+
+  stalled.process->Signal(SIGSTOP);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        put();
+        return m[leader].Metric("shelfmark_master_ha_replication_dropped_standbys_total") >= 1;
+      },
+      kDeadlineMs))
+      << "the leader drops the standby whose acknowledgements stall";
+  for (int i = 0; i < 100; ++i) put();
+  ASSERT_EQ(m[leader].Metric("shelfmark_master_ha_replication_standbys_in_sync"), 1)
+      << "the other standby holds what the leader acknowledged";
+  m[leader].process->Signal(SIGKILL);
+  ASSERT_EQ(m[leader].process->Wait(kDeadlineMs), 128 + SIGKILL);
+  m[leader].process.reset();
+  stalled.process->Signal(SIGCONT);
+
+  // The leader it copied from is gone and dropped it before: its copy lacks
+  // what was acknowledged since, so it must not claim a complete one (the
+  // metric says what MayCampaign decides on).
+  double claimed = -1;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return (claimed = stalled.Metric("shelfmark_master_ha_standby_synced")) >= 0; },
+      kDeadlineMs));
+  EXPECT_EQ(claimed, 0) << "the dropped standby claims a complete copy of the leader's directory";
+  // Whoever takes over holds every acknowledged put.
+  HaMaster* next_leader = nullptr;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        for (HaMaster* s : {&synced, &stalled}) {
+          if (s->Leading()) next_leader = s;
+        }
+        return next_leader != nullptr;
+      },
+      kDeadlineMs));
+  size_t lost = 0;
+  std::string first;
+  for (const std::string& key : acked) {
+    auto r = client->GetReplicaList("", key);
+    if (!r.ok() && lost++ == 0) first = key + ": " + std::string(ErrorCodeName(r.error()));
+  }
+  EXPECT_EQ(lost, 0u) << "of " << acked.size() << " acknowledged puts, first " << first
+                      << (next_leader == &stalled ? "; the dropped standby took over"
+                                                  : "; the synced standby took over");
 }
 
 TEST_F(HaProcessTest, FencedLeaderServesReadsAndRefusesMutationsUntilEtcdReturns) {
