@@ -3,9 +3,10 @@
 // both protocols and takes over when the leader is killed, a fenced leader
 // (etcd paused) that serves reads and refuses mutations, and the start-up
 // errors (unreachable etcd, a published address taken, bad flags); and,
-// disabled while it fails (a known bug, see there), a standby the leader
-// dropped that must not take over with its old copy. Every wait is WaitFor
-// with a deadline; no durations are asserted.
+// disabled while they fail (known bugs, see there), a standby the leader
+// dropped that must not take over with its old copy and a leader restarted
+// at once that must not take over with an empty directory. Every wait is
+// WaitFor with a deadline; no durations are asserted.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -296,6 +297,60 @@ TEST_F(HaProcessTest, DISABLED_AStandbyTheLeaderDroppedDoesNotTakeOverWithAnOldC
   EXPECT_EQ(lost, 0u) << "of " << acked.size() << " acknowledged puts, first " << first
                       << (next_leader == &stalled ? "; the dropped standby took over"
                                                   : "; the synced standby took over");
+}
+
+// KNOWN BUG, disabled until fixed (run it with
+// --gtest_also_run_disabled_tests): a leader killed and restarted at once
+// (as a supervisor restarts a crashed service) comes back with an empty
+// directory, and may campaign as soon as the dead process's lease expires:
+// a fresh process "saw no other leader since it last led"
+// (MasterReplication::MayCampaign), although the standby holds a complete
+// copy. If it wins, every acknowledged put is lost. Here the standby is
+// held back (SIGSTOP) until the restarted master leads or 10 s passed, so
+// that the restarted one campaigns first; without that it is a race between
+// their polls (the restarted master won 1 of 4 such races in a trial).
+TEST_F(HaProcessTest, DISABLED_ALeaderRestartedAtOnceDoesNotTakeOverWithAnEmptyDirectory) {
+  const uint16_t port = testing::FreePort();
+  // Master `a` at a fixed port, so that its restart publishes the same
+  // address; its log `name`.
+  auto start_a = [&](const std::string& name, HaMaster* m) {
+    m->log = dir_.Join(name + ".log");
+    std::vector<std::string> flags = HaFlags();
+    flags.insert(flags.begin(), {"--rpc_port=" + std::to_string(port), "--metrics_port=0"});
+    m->process = std::make_unique<ChildProcess>(SHELFMARK_MASTER_BIN, flags, m->log);
+    ASSERT_TRUE(testing::WaitForServicePorts(m->log, kDeadlineMs, &m->ports))
+        << ReadFile(m->log);
+  };
+  ASSERT_NO_FATAL_FAILURE(start_a("a", &a_));
+  ASSERT_TRUE(testing::WaitFor([&] { return a_.Leading(); }, kDeadlineMs));
+  b_ = Start("b");
+  ASSERT_NE(b_.process, nullptr);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return b_.Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs));
+  auto client = EtcdClientOf(etcd_, UUID::Generate());
+  ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 64 << 20, "127.0.0.1:9")),
+            ErrorCode::OK);
+  std::vector<std::string> acked;
+  for (int i = 0; i < 100; ++i) {
+    const std::string key = "key-" + std::to_string(i);
+    auto started = client->PutStart("", key, 4096, {});
+    if (started.ok() && client->PutEnd("", key) == ErrorCode::OK) acked.push_back(key);
+  }
+  ASSERT_EQ(acked.size(), 100u);
+
+  a_.process->Signal(SIGKILL);
+  ASSERT_EQ(a_.process->Wait(kDeadlineMs), 128 + SIGKILL);
+  b_.process->Signal(SIGSTOP);
+  HaMaster restarted;
+  ASSERT_NO_FATAL_FAILURE(start_a("a-restarted", &restarted));
+  const bool restarted_leads = testing::WaitFor([&] { return restarted.Leading(); }, 10'000);
+  b_.process->Signal(SIGCONT);
+  EXPECT_FALSE(restarted_leads) << "a master with an empty directory took over";
+  ASSERT_TRUE(testing::WaitFor([&] { return restarted.Leading() || b_.Leading(); },
+                               kDeadlineMs));
+  size_t lost = 0;
+  for (const std::string& key : acked) lost += !client->GetReplicaList("", key).ok();
+  EXPECT_EQ(lost, 0u) << "of " << acked.size() << " acknowledged puts";
 }
 
 TEST_F(HaProcessTest, FencedLeaderServesReadsAndRefusesMutationsUntilEtcdReturns) {
