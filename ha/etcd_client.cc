@@ -178,9 +178,9 @@ ErrorCode EtcdClient::Put(std::string_view key, std::string_view value, int64_t 
 }
 
 Result<EtcdCreateResult> EtcdClient::CreateIfAbsent(std::string_view key, std::string_view value,
-                                                    int64_t lease) {
+                                                    int64_t lease, std::string_view record_key) {
   return Call<EtcdCreateResult>("/v3/kv/txn",
-                                etcdwire::CreateIfAbsentRequest(key, value, lease),
+                                etcdwire::CreateIfAbsentRequest(key, value, lease, record_key),
                                 etcdwire::DecodeCreateIfAbsent);
 }
 

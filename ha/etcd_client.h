@@ -65,9 +65,10 @@ class EtcdClient {
   // lease 0: no lease.
   ErrorCode Put(std::string_view key, std::string_view value, int64_t lease = 0);
   // Puts the key (with `lease`) only if it does not exist, atomically; the
-  // answer says whether it did, and otherwise who holds it.
+  // answer says whether it did, and otherwise who holds it. A non-empty
+  // `record_key` is put (same value, no lease) in the same transaction.
   Result<EtcdCreateResult> CreateIfAbsent(std::string_view key, std::string_view value,
-                                          int64_t lease);
+                                          int64_t lease, std::string_view record_key = {});
   // Deletes the key only while its create_revision is still
   // `create_revision` (it is still the one this caller created): OK when
   // deleted, ETCD_TRANSACTION_FAIL when absent or re-created since.

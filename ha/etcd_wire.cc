@@ -95,10 +95,15 @@ std::string LeaseGrantRequest(int64_t ttl_s) { return "{\"TTL\":" + Int(ttl_s) +
 
 std::string LeaseIdRequest(int64_t id) { return "{\"ID\":" + Int(id) + "}"; }
 
-std::string CreateIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease) {
+std::string CreateIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease,
+                                  std::string_view record_key) {
+  std::string success = "{\"request_put\":" + PutRequest(key, value, lease) + "}";
+  if (!record_key.empty()) {
+    success += ",{\"request_put\":" + PutRequest(record_key, value, 0) + "}";
+  }
   return "{\"compare\":[{\"key\":" + B64(key) +
          ",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"0\"}],"
-         "\"success\":[{\"request_put\":" + PutRequest(key, value, lease) + "}],"
+         "\"success\":[" + success + "],"
          "\"failure\":[{\"request_range\":" + RangeRequest(key) + "}]}";
 }
 

@@ -51,8 +51,11 @@ std::string RangeRequest(std::string_view key);
 std::string PutRequest(std::string_view key, std::string_view value, int64_t lease);
 std::string LeaseGrantRequest(int64_t ttl_s);
 std::string LeaseIdRequest(int64_t id);  // keepalive and revoke
-// Txn: if create_revision(key) == 0 then put(key, value, lease) else range(key).
-std::string CreateIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease);
+// Txn: if create_revision(key) == 0 then put(key, value, lease) [and
+// put(record_key, value) without a lease, when record_key is not empty]
+// else range(key).
+std::string CreateIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease,
+                                  std::string_view record_key = {});
 // Txn: if create_revision(key) == create_revision then delete(key).
 std::string DeleteIfCreatedAtRequest(std::string_view key, int64_t create_revision);
 

@@ -17,6 +17,14 @@ TEST(EtcdWire, RequestsAreJsonWithBase64KeysAndStringInts) {
   ASSERT_TRUE(txn.ok());
   EXPECT_EQ(txn->Find("compare")->items[0].Find("target")->text, "CREATE");
   EXPECT_EQ(txn->Find("success")->items[0].Find("request_put")->Find("lease")->text, "7");
+  EXPECT_EQ(txn->Find("success")->items.size(), 1u);
+  auto recorded = ParseJson(CreateIfAbsentRequest("k", "v", 7, "r"));
+  ASSERT_TRUE(recorded.ok());
+  ASSERT_EQ(recorded->Find("success")->items.size(), 2u);
+  const auto* record = recorded->Find("success")->items[1].Find("request_put");
+  EXPECT_EQ(record->Find("key")->text, Base64Encode("r"));
+  EXPECT_EQ(record->Find("value")->text, Base64Encode("v"));
+  EXPECT_EQ(record->Find("lease")->text, "0") << "the record outlives the lease";
   auto del = ParseJson(DeleteIfCreatedAtRequest("k", 9));
   ASSERT_TRUE(del.ok());
   EXPECT_EQ(del->Find("compare")->items[0].Find("create_revision")->text, "9");

@@ -36,6 +36,8 @@ std::string_view RoleName(Role role) {
 LeaderElection::LeaderElection(LeaderElectionOptions options)
     : options_(std::move(options)),
       key_(ValidClusterId(options_.cluster_id) ? LeaderKey(options_.cluster_id) : ""),
+      last_leader_key_(ValidClusterId(options_.cluster_id) ? LastLeaderKey(options_.cluster_id)
+                                                          : ""),
       etcd_(std::make_unique<EtcdClient>(ClientOptions(options_))) {}
 
 LeaderElection::~LeaderElection() { Stop(); }
@@ -158,11 +160,17 @@ void LeaderElection::Follow() {
     holder = etcd_->Get(key_);  // gone with the lease: campaign now
   }
   if (holder.ok() && !holder->has_value()) {
-    if (!options_.may_campaign || options_.may_campaign()) {
-      Campaign();
-      if (leading_) return;
+    // Nobody leads: who led last (the campaign rule asks) is in the view
+    // may_campaign's owner saw through on_change first.
+    Result<std::optional<EtcdKeyValue>> last = etcd_->Get(last_leader_key_);
+    if (!last.ok()) {
+      Publish(Role::kNone, view().term, "");  // etcd not answering: decide nothing
     } else {
-      Publish(Role::kFollower, view().term, "");  // nobody leads; this one may not yet
+      Publish(Role::kFollower, view().term, "", last->has_value() ? (*last)->mod_revision : 0);
+      if (!options_.may_campaign || options_.may_campaign()) {
+        Campaign();
+        if (leading_) return;
+      }
     }
   } else if (holder.ok()) {
     Publish(Role::kFollower, (*holder)->create_revision, (*holder)->value);
@@ -176,7 +184,8 @@ void LeaderElection::Campaign() {
   const Clock::time_point sent = Clock::now();  // before the grant: the lease starts later
   Result<EtcdLease> lease = etcd_->LeaseGrant(options_.lease_ttl_s);
   if (!lease.ok()) return;
-  Result<EtcdCreateResult> r = etcd_->CreateIfAbsent(key_, options_.address, lease->id);
+  Result<EtcdCreateResult> r =
+      etcd_->CreateIfAbsent(key_, options_.address, lease->id, last_leader_key_);
   if (!r.ok() || !r->created) {
     // Lost (or unsure: revoking also deletes a key the lost reply may have created).
     (void)etcd_->LeaseRevoke(lease->id);
@@ -189,7 +198,7 @@ void LeaderElection::Campaign() {
   SetFence(sent, lease->ttl_s);
   next_renew_ = sent + RenewInterval();
   won_.fetch_add(1);
-  Publish(Role::kLeader, my_revision_, options_.address);
+  Publish(Role::kLeader, my_revision_, options_.address, my_revision_);
 }
 
 void LeaderElection::Renew() {
@@ -229,8 +238,8 @@ void LeaderElection::SetFence(Clock::time_point sent, int64_t ttl_s) {
   ack_deadline_ns_.store(ToNs(f.ack_deadline));
 }
 
-void LeaderElection::Publish(Role role, int64_t term, std::string address) {
-  LeaderView next{role, term, std::move(address)};
+void LeaderElection::Publish(Role role, int64_t term, std::string address, int64_t last_term) {
+  LeaderView next{role, term, std::move(address), last_term};
   {
     MutexLock lock(&mu_);
     if (view_ == next) return;

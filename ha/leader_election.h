@@ -51,6 +51,9 @@ struct LeaderView {
   Role role = Role::kNone;     // kNone: not started, stopped, or etcd not answering
   int64_t term = 0;            // create_revision of the leader key (0: none seen)
   std::string leader_address;  // the leader's published address ("" unknown)
+  // The latest leader's term etcd records (LastLeaderKey), read while no
+  // leader holds the key (0: none recorded, or not read yet).
+  int64_t last_term = 0;
   bool operator==(const LeaderView&) const = default;
 };
 
@@ -136,7 +139,7 @@ class LeaderElection {
   void Renew();
   void LoseLeadership();
   void SetFence(Clock::time_point sent, int64_t ttl_s);
-  void Publish(Role role, int64_t term, std::string address);
+  void Publish(Role role, int64_t term, std::string address, int64_t last_term = 0);
   void Shutdown(bool resign);
   // Waits until `until` or Stop (or, with `wake_on_gone`, a LeaderGone);
   // false when stopping.
@@ -151,6 +154,7 @@ class LeaderElection {
 
   const LeaderElectionOptions options_;
   const std::string key_;
+  const std::string last_leader_key_;
   std::unique_ptr<EtcdClient> etcd_;
   std::thread thread_;  // owner thread only
 

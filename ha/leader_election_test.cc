@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -174,6 +175,32 @@ TEST_F(LeaderElectionTest, AGoneLeadersLeaseIsRevokedAndTheFollowerWinsAtOnce) {
   EXPECT_LT(Clock::now(), fence.earliest_expiry()) << "won before the lease could expire";
   EXPECT_GT(follower->view().term, old_term);
   EXPECT_EQ(follower->counts().gone_leaders_revoked, 1u);
+  EXPECT_EQ(follower->view().last_term, follower->view().term) << "its win is recorded";
+}
+
+// The latest leader's term outlives its key (LastLeaderKey): a master that
+// starts after the leader resigned still learns that the cluster had one,
+// before it is asked whether to campaign.
+TEST_F(LeaderElectionTest, AMasterStartedAfterTheLeaderWentSeesItsRecordedTerm) {
+  auto a = Master("m1:1");
+  ASSERT_TRUE(WaitFor([&] { return a->CanAcknowledge(); }, kDeadlineMs));
+  const int64_t term = a->view().term;
+  a->Stop();  // resigns: the leader key and its lease are gone
+  LeaderElectionOptions o = Options(etcd_.endpoint(), "m2:2");
+  std::atomic<int64_t> seen_when_asked{-1};
+  LeaderElection* self = nullptr;
+  o.may_campaign = [&] {
+    seen_when_asked = self->view().last_term;
+    return false;
+  };
+  LeaderElection c(o);
+  self = &c;
+  ASSERT_EQ(c.Start(), ErrorCode::OK);
+  ASSERT_TRUE(WaitFor([&] { return seen_when_asked.load() >= 0; }, kDeadlineMs));
+  EXPECT_EQ(seen_when_asked.load(), term);
+  EXPECT_EQ(c.view().role, Role::kFollower);
+  EXPECT_TRUE(c.view().leader_address.empty());
+  c.Stop();
 }
 
 // Evidence about another term (an earlier leader's, or none) revokes

@@ -38,6 +38,15 @@ inline std::string LeaderKey(std::string_view cluster_id) {
   return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/leader";
 }
 
+// "shelfmark/<cluster_id>/last_leader": written with no lease in the
+// transaction that creates the leader key, so it outlives the leader; its
+// mod_revision is the latest leader's term (the leader key's
+// create_revision). Tells a master started afresh that the cluster had a
+// leader whose directory it does not hold.
+inline std::string LastLeaderKey(std::string_view cluster_id) {
+  return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/last_leader";
+}
+
 // "shelfmark/<cluster_id>/members/<address>": held (on its own lease) by the
 // master that publishes `address`, so a second master with the same address
 // in the same cluster refuses to start (ha/member_registration.h).

@@ -139,6 +139,10 @@ void AddMasterHaMetrics(MetricsRegistry& registry, const MasterHa& ha) {
                     "The leader's term (etcd create_revision of the leader key) this master "
                     "last saw; 0 when none.",
                     [h] { return static_cast<double>(h->view().term); });
+  registry.AddGauge("shelfmark_master_ha_leader_known",
+                    "1 while this master knows a leader (itself or another), 0 while none "
+                    "leads or etcd does not answer.",
+                    [h] { return h->view().leader_address.empty() ? 0.0 : 1.0; });
   auto count = [h](uint64_t ha::LeaderElectionCounts::*field) {
     return [h, field] { return static_cast<double>(h->counts().*field); };
   };

@@ -71,19 +71,28 @@ void MasterReplication::OnView(const ha::LeaderView& view) {
   {
     MutexLock lock(&mu_);
     view_ = view;
-    const bool other = !view.leader_address.empty() && view.leader_address != own_address_;
+    // Another leader is one of a term this process did not win, whatever
+    // its address: a master restarted at once publishes the address its
+    // killed predecessor still holds the key with, and must not take that
+    // leader's directory for its own (it holds none of it).
+    const bool other = view.role != ha::Role::kLeader && !view.leader_address.empty() &&
+                       view.term != led_term_;
+    // etcd's record of the latest leader (read while none leads): a master
+    // started afresh learns there that the cluster had a leader, although
+    // its key expired before this process saw it.
+    const bool recorded_other = view.last_term != 0 && view.last_term != led_term_;
     if (view.role != ha::Role::kLeader && leading_) {
       leading_ = false;
       stop_leading = true;
     }
-    if (other) saw_other_leader_ = true;
+    if (other || recorded_other) saw_other_leader_ = true;
     if (view.leader_address.empty()) {
       if (no_leader_since_ms_ == 0) no_leader_since_ms_ = NowMs();
     } else {
       no_leader_since_ms_ = 0;
     }
     if (view.role != ha::Role::kLeader && standby_) {
-      standby_->Follow(other ? view.leader_address : "");
+      standby_->Follow(other && view.leader_address != own_address_ ? view.leader_address : "");
     }
   }
   // Stopping joins threads: not under mu_. The directory keeps what it
@@ -109,6 +118,7 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
   // A fresh standby for when this term ends (no copy: it must copy again).
   standby_ = NewStandby();
   leading_ = true;
+  led_term_ = term;
   saw_other_leader_ = false;
   leader_.Start();
   return ErrorCode::OK;

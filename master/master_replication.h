@@ -10,9 +10,10 @@
 //   - when it loses the term it stops shipping and follows the new leader.
 //
 // Who may campaign (may_campaign): a master with a complete copy of the
-// last leader's state; a master that saw no other leader since it last led
-// (its own directory is the latest: a single master through an etcd outage,
-// or a fresh cluster); or, after `unsynced_takeover_ms` without any leader,
+// last leader's state; a master that saw no leader of a term it did not win
+// since it last led (its own directory is the latest: a single master
+// through an etcd outage, or a fresh cluster; not a master restarted while
+// its killed predecessor's key, with the same address, still stands); or, after `unsynced_takeover_ms` without any leader,
 // any master (so a cluster whose standbys never finished a copy does not
 // stay without a leader; what the old leader acknowledged alone is lost
 // then).
@@ -87,6 +88,7 @@ class MasterReplication {
   std::function<void(int64_t term)> on_leader_gone_ GUARDED_BY(mu_);
   bool leading_ GUARDED_BY(mu_) = false;
   bool saw_other_leader_ GUARDED_BY(mu_) = false;
+  int64_t led_term_ GUARDED_BY(mu_) = 0;  // the last term this process won (0: none)
   int64_t no_leader_since_ms_ GUARDED_BY(mu_) = 0;  // 0: a leader is known
 };
 
