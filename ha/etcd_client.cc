@@ -184,6 +184,20 @@ Result<EtcdCreateResult> EtcdClient::CreateIfAbsent(std::string_view key, std::s
                                 etcdwire::DecodeCreateIfAbsent);
 }
 
+ErrorCode EtcdClient::PutIfCreatedAt(std::string_view guard_key, int64_t guard_create_revision,
+                                     std::string_view key, std::string_view value) {
+  Result<bool> put = Call<bool>(
+      "/v3/kv/txn", etcdwire::PutIfCreatedAtRequest(guard_key, guard_create_revision, key, value),
+      etcdwire::DecodeTxnSucceeded);
+  if (!put.ok()) return put.error();
+  if (!*put) {
+    return Fail(ErrorCode::ETCD_TRANSACTION_FAIL,
+                "put guarded by a key no longer created at revision " +
+                    std::to_string(guard_create_revision));
+  }
+  return ErrorCode::OK;
+}
+
 ErrorCode EtcdClient::DeleteIfCreatedAt(std::string_view key, int64_t create_revision) {
   Result<bool> deleted =
       Call<bool>("/v3/kv/txn", etcdwire::DeleteIfCreatedAtRequest(key, create_revision),

@@ -73,6 +73,11 @@ class EtcdClient {
   // `create_revision` (it is still the one this caller created): OK when
   // deleted, ETCD_TRANSACTION_FAIL when absent or re-created since.
   ErrorCode DeleteIfCreatedAt(std::string_view key, int64_t create_revision);
+  // Puts `key` (no lease) only while `guard_key`'s create_revision is
+  // `guard_create_revision` (the caller's leadership still stands): OK when
+  // put, ETCD_TRANSACTION_FAIL otherwise.
+  ErrorCode PutIfCreatedAt(std::string_view guard_key, int64_t guard_create_revision,
+                           std::string_view key, std::string_view value);
 
   // The latest failure's text ("" before any): endpoint, call and cause.
   std::string last_error() const;

@@ -107,6 +107,14 @@ std::string CreateIfAbsentRequest(std::string_view key, std::string_view value, 
          "\"failure\":[{\"request_range\":" + RangeRequest(key) + "}]}";
 }
 
+std::string PutIfCreatedAtRequest(std::string_view guard_key, int64_t guard_create_revision,
+                                  std::string_view key, std::string_view value) {
+  return "{\"compare\":[{\"key\":" + B64(guard_key) +
+         ",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":" +
+         Int(guard_create_revision) + "}],\"success\":[{\"request_put\":" +
+         PutRequest(key, value, 0) + "}]}";
+}
+
 std::string DeleteIfCreatedAtRequest(std::string_view key, int64_t create_revision) {
   return "{\"compare\":[{\"key\":" + B64(key) +
          ",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":" +

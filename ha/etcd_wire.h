@@ -56,6 +56,10 @@ std::string LeaseIdRequest(int64_t id);  // keepalive and revoke
 // else range(key).
 std::string CreateIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease,
                                   std::string_view record_key = {});
+// Txn: if create_revision(guard_key) == guard_create_revision then
+// put(key, value) (no lease).
+std::string PutIfCreatedAtRequest(std::string_view guard_key, int64_t guard_create_revision,
+                                  std::string_view key, std::string_view value);
 // Txn: if create_revision(key) == create_revision then delete(key).
 std::string DeleteIfCreatedAtRequest(std::string_view key, int64_t create_revision);
 

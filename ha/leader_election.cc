@@ -38,6 +38,7 @@ LeaderElection::LeaderElection(LeaderElectionOptions options)
       key_(ValidClusterId(options_.cluster_id) ? LeaderKey(options_.cluster_id) : ""),
       last_leader_key_(ValidClusterId(options_.cluster_id) ? LastLeaderKey(options_.cluster_id)
                                                           : ""),
+      in_sync_key_(ValidClusterId(options_.cluster_id) ? InSyncKey(options_.cluster_id) : ""),
       etcd_(std::make_unique<EtcdClient>(ClientOptions(options_))) {}
 
 LeaderElection::~LeaderElection() { Stop(); }
@@ -162,11 +163,11 @@ void LeaderElection::Follow() {
   if (holder.ok() && !holder->has_value()) {
     // Nobody leads: who led last (the campaign rule asks) is in the view
     // may_campaign's owner saw through on_change first.
-    Result<std::optional<EtcdKeyValue>> last = etcd_->Get(last_leader_key_);
-    if (!last.ok()) {
+    LeaderView records{Role::kFollower, view().term, "", 0, 0, {}};
+    if (!ReadRecords(&records)) {
       Publish(Role::kNone, view().term, "");  // etcd not answering: decide nothing
     } else {
-      Publish(Role::kFollower, view().term, "", last->has_value() ? (*last)->mod_revision : 0);
+      Publish(std::move(records));
       if (!options_.may_campaign || options_.may_campaign()) {
         Campaign();
         if (leading_) return;
@@ -198,7 +199,7 @@ void LeaderElection::Campaign() {
   SetFence(sent, lease->ttl_s);
   next_renew_ = sent + RenewInterval();
   won_.fetch_add(1);
-  Publish(Role::kLeader, my_revision_, options_.address, my_revision_);
+  Publish(LeaderView{Role::kLeader, my_revision_, options_.address, my_revision_, 0, {}});
 }
 
 void LeaderElection::Renew() {
@@ -238,8 +239,21 @@ void LeaderElection::SetFence(Clock::time_point sent, int64_t ttl_s) {
   ack_deadline_ns_.store(ToNs(f.ack_deadline));
 }
 
-void LeaderElection::Publish(Role role, int64_t term, std::string address, int64_t last_term) {
-  LeaderView next{role, term, std::move(address), last_term};
+bool LeaderElection::ReadRecords(LeaderView* view) {
+  Result<std::optional<EtcdKeyValue>> last = etcd_->Get(last_leader_key_);
+  if (!last.ok()) return false;
+  Result<std::optional<EtcdKeyValue>> in_sync = etcd_->Get(in_sync_key_);
+  if (!in_sync.ok()) return false;
+  view->last_term = last->has_value() ? (*last)->mod_revision : 0;
+  if (!in_sync->has_value() ||
+      !DecodeInSync((*in_sync)->value, &view->in_sync_term, &view->in_sync)) {
+    view->in_sync_term = 0;  // none, or not ours to read: nobody is named
+    view->in_sync.clear();
+  }
+  return true;
+}
+
+void LeaderElection::Publish(LeaderView next) {
   {
     MutexLock lock(&mu_);
     if (view_ == next) return;

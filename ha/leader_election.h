@@ -54,6 +54,10 @@ struct LeaderView {
   // The latest leader's term etcd records (LastLeaderKey), read while no
   // leader holds the key (0: none recorded, or not read yet).
   int64_t last_term = 0;
+  // The in-sync set etcd records (InSyncKey), read with last_term: the term
+  // whose leader published it (0: none) and the standbys it names.
+  int64_t in_sync_term = 0;
+  std::vector<std::string> in_sync;
   bool operator==(const LeaderView&) const = default;
 };
 
@@ -139,7 +143,13 @@ class LeaderElection {
   void Renew();
   void LoseLeadership();
   void SetFence(Clock::time_point sent, int64_t ttl_s);
-  void Publish(Role role, int64_t term, std::string address, int64_t last_term = 0);
+  void Publish(LeaderView next);
+  void Publish(Role role, int64_t term, std::string address) {
+    Publish(LeaderView{role, term, std::move(address), 0, 0, {}});
+  }
+  // While nobody leads: the view with etcd's records of the last leader and
+  // its in-sync set; false when etcd does not answer.
+  bool ReadRecords(LeaderView* view);
   void Shutdown(bool resign);
   // Waits until `until` or Stop (or, with `wake_on_gone`, a LeaderGone);
   // false when stopping.
@@ -155,6 +165,7 @@ class LeaderElection {
   const LeaderElectionOptions options_;
   const std::string key_;
   const std::string last_leader_key_;
+  const std::string in_sync_key_;
   std::unique_ptr<EtcdClient> etcd_;
   std::thread thread_;  // owner thread only
 

@@ -9,8 +9,10 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shelfmark::ha {
 
@@ -45,6 +47,41 @@ inline std::string LeaderKey(std::string_view cluster_id) {
 // leader whose directory it does not hold.
 inline std::string LastLeaderKey(std::string_view cluster_id) {
   return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/last_leader";
+}
+
+// "shelfmark/<cluster_id>/in_sync": the standbys (their published
+// addresses) every acknowledgement of the leader of `term` waits for, as
+// "<term>\n<address>\n..." (no lease; written only while that term's
+// leader key stands). Only they may take over with their copy.
+inline std::string InSyncKey(std::string_view cluster_id) {
+  return std::string(kEtcdKeyPrefix) + std::string(cluster_id) + "/in_sync";
+}
+
+inline std::string EncodeInSync(int64_t term, const std::vector<std::string>& ids) {
+  std::string out = std::to_string(term);
+  for (const std::string& id : ids) out.append("\n").append(id);
+  return out;
+}
+
+// False for anything but "<term>\n<id>..." with a positive decimal term.
+inline bool DecodeInSync(std::string_view text, int64_t* term, std::vector<std::string>* ids) {
+  ids->clear();
+  const size_t end = text.find('\n');
+  const std::string_view head = text.substr(0, end);
+  if (head.empty() || head.size() > 18) return false;
+  int64_t value = 0;
+  for (char c : head) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value <= 0) return false;
+  *term = value;
+  for (size_t at = end; at != std::string_view::npos;) {
+    const size_t next = text.find('\n', at + 1);
+    ids->emplace_back(text.substr(at + 1, next == std::string_view::npos ? next : next - at - 1));
+    at = next;
+  }
+  return true;
 }
 
 // "shelfmark/<cluster_id>/members/<address>": held (on its own lease) by the

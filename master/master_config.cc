@@ -95,8 +95,9 @@ void AddHaFlags(FlagSet& f, MasterConfig* c) {
               "bound RPC port; required when --rpc_address is a wildcard)");
   f.AddInt64("ha_lease_ttl_s", &c->ha_lease_ttl_s, "leader lease TTL in seconds", 1, 3600);
   f.AddInt64("ha_sync_standbys", &c->ha_sync_standbys,
-             "standbys that must hold a mutation before it is acknowledged (fewer while fewer "
-             "are in sync; 0: acknowledge without waiting)",
+             "0: acknowledge mutations without waiting for standbys; 1 or more: every standby "
+             "of the published in-sync set must hold a mutation before it is acknowledged "
+             "(docs/ha.md, \"The in-sync set\")",
              0, 16);
   f.AddInt64("ha_unsynced_takeover_s", &c->ha_unsynced_takeover_s,
              "seconds without a leader after which a standby without a complete copy may "

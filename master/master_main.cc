@@ -125,6 +125,7 @@ std::unique_ptr<MasterReplication> MakeReplication(const MasterConfig& config,
   options.tokens = config.tokens;
   options.sync_standbys = static_cast<int>(config.ha_sync_standbys);
   options.unsynced_takeover_ms = config.ha_unsynced_takeover_s * 1000;
+  options.etcd_endpoints = config.etcd_endpoint_list;
   return std::make_unique<MasterReplication>(directory, std::move(options));
 }
 

@@ -1,20 +1,24 @@
 #include "master/master_replication.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "common/clock.h"
+#include "ha/leader_key.h"
 #include "service/metrics.h"
 
 namespace shelfmark {
 namespace {
 
-ReplicationLeaderOptions LeaderOptions(const MasterReplicationOptions& o) {
+ReplicationLeaderOptions LeaderOptions(const MasterReplicationOptions& o,
+                                       std::function<bool(const std::vector<std::string>&)> publish) {
   ReplicationLeaderOptions l;
   l.cluster_id = o.cluster_id;
   l.tokens = o.tokens;
   l.sync_standbys = o.sync_standbys;
   l.io_timeout_ms = o.io_timeout_ms;
+  if (!o.etcd_endpoints.empty()) l.publish_in_sync = std::move(publish);
   return l;
 }
 
@@ -23,20 +27,53 @@ int64_t NowMs() { return SteadyClock().NowMs(); }
 }  // namespace
 
 MasterReplication::MasterReplication(Directory& directory, MasterReplicationOptions options)
-    : dir_(directory), options_(std::move(options)), leader_(directory, LeaderOptions(options_)) {
+    : dir_(directory),
+      options_(std::move(options)),
+      leader_(directory,
+              LeaderOptions(options_, [this](const std::vector<std::string>& ids) {
+                return PublishInSync(ids);
+              })) {
+  if (!options_.etcd_endpoints.empty()) {
+    ha::EtcdClientOptions e;
+    e.endpoints = options_.etcd_endpoints;
+    e.request_timeout_ms = options_.etcd_request_timeout_ms;
+    etcd_ = std::make_unique<ha::EtcdClient>(e);
+  }
+  MutexLock lock(&mu_);
   standby_ = NewStandby();
 }
 
 std::unique_ptr<ReplicationStandby> MasterReplication::NewStandby() {
   auto standby = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
       options_.cluster_id, options_.tokens.AdminToken(), options_.io_timeout_ms,
-      [this](const std::string& address) { StandbyLostLeader(address); }});
+      [this](const std::string& address) { StandbyLostLeader(address); }, own_address_});
   standby->Start();
   return standby;
 }
 
+bool MasterReplication::PublishInSync(const std::vector<std::string>& ids) {
+  const int64_t term = publishing_term_.load();
+  if (etcd_ == nullptr || term == 0) return false;
+  const ErrorCode rc = etcd_->PutIfCreatedAt(ha::LeaderKey(options_.cluster_id), term,
+                                             ha::InSyncKey(options_.cluster_id),
+                                             ha::EncodeInSync(term, ids));
+  if (rc != ErrorCode::OK) {
+    std::fprintf(stderr, "shelfmark-master: ha: cannot publish the in-sync set of term %lld: %s\n",
+                 static_cast<long long>(term), etcd_->last_error().c_str());
+    return false;
+  }
+  return true;
+}
+
+bool MasterReplication::NamedInSync() const {
+  if (options_.sync_standbys <= 0 || etcd_ == nullptr) return true;  // nothing is published
+  if (view_.last_term == 0 || view_.in_sync_term != view_.last_term) return false;
+  return std::find(view_.in_sync.begin(), view_.in_sync.end(), own_address_) !=
+         view_.in_sync.end();
+}
+
 void MasterReplication::SetOnLeaderGone(std::function<void(int64_t term)> on_leader_gone) {
-  MutexLock lock(&mu_);
+  MutexLock lock(&gone_mu_);
   on_leader_gone_ = std::move(on_leader_gone);
 }
 
@@ -44,9 +81,9 @@ void MasterReplication::StandbyLostLeader(const std::string& address) {
   std::function<void(int64_t)> tell;
   int64_t term = 0;
   {
-    MutexLock lock(&mu_);
-    if (leading_ || view_.leader_address != address) return;  // old news
-    term = view_.term;
+    MutexLock lock(&gone_mu_);
+    if (gone_view_.role == ha::Role::kLeader || gone_view_.leader_address != address) return;
+    term = gone_view_.term;
     tell = on_leader_gone_;
   }
   std::fprintf(stderr, "shelfmark-master: ha: the leader of term %lld at %s is gone (it closed "
@@ -62,12 +99,23 @@ MasterReplication::~MasterReplication() {
 }
 
 void MasterReplication::SetOwnAddress(std::string address) {
-  MutexLock lock(&mu_);
-  own_address_ = std::move(address);
+  std::unique_ptr<ReplicationStandby> old;
+  {
+    MutexLock lock(&mu_);
+    own_address_ = std::move(address);
+    old = std::move(standby_);
+    standby_ = NewStandby();  // named by the address in the leader's in-sync set
+  }
+  if (old) old->Stop();
 }
 
 void MasterReplication::OnView(const ha::LeaderView& view) {
   bool stop_leading = false;
+  {
+    MutexLock lock(&gone_mu_);
+    gone_view_ = view;
+  }
+  if (view.role != ha::Role::kLeader) publishing_term_.store(0);
   {
     MutexLock lock(&mu_);
     view_ = view;
@@ -119,6 +167,7 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
   standby_ = NewStandby();
   leading_ = true;
   led_term_ = term;
+  publishing_term_.store(term);
   saw_other_leader_ = false;
   leader_.Start();
   return ErrorCode::OK;
@@ -127,7 +176,10 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
 bool MasterReplication::MayCampaign() {
   MutexLock lock(&mu_);
   if (!saw_other_leader_) return true;
-  if (standby_ && standby_->has_state()) return true;
+  // A copy counts only if the last leader's published in-sync set names
+  // this master: then it holds every mutation that leader acknowledged (a
+  // standby it dropped, or never waited for, may lack some).
+  if (standby_ && standby_->has_state() && NamedInSync()) return true;
   return no_leader_since_ms_ != 0 && NowMs() - no_leader_since_ms_ >= options_.unsynced_takeover_ms;
 }
 

@@ -21,8 +21,10 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -30,6 +32,8 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "directory/directory.h"
+#include "common/host_port.h"
+#include "ha/etcd_client.h"
 #include "ha/leader_election.h"
 #include "replication/replication_leader.h"
 #include "replication/replication_standby.h"
@@ -44,6 +48,11 @@ struct MasterReplicationOptions {
   int sync_standbys = 1;
   int64_t io_timeout_ms = 5'000;
   int64_t unsynced_takeover_ms = 10'000;
+  // Where the leader publishes its in-sync set (ha/leader_key.h,
+  // InSyncKey); empty: nowhere (every set counts at once, and the campaign
+  // rule cannot ask for it).
+  std::vector<HostPort> etcd_endpoints;
+  int etcd_request_timeout_ms = 500;
 };
 
 class MasterReplication {
@@ -73,7 +82,12 @@ class MasterReplication {
 
  private:
   // A started standby with this master's options (no copy yet).
-  std::unique_ptr<ReplicationStandby> NewStandby();
+  std::unique_ptr<ReplicationStandby> NewStandby() REQUIRES(mu_);
+  // ReplicationLeaderOptions::publish_in_sync: the set under this term's
+  // leadership (an etcd transaction guarded by the leader key).
+  bool PublishInSync(const std::vector<std::string>& ids);
+  // Whether the last leader's published in-sync set names this master.
+  bool NamedInSync() const REQUIRES(mu_);
   // The standby's on_leader_gone: the term of the leader at `address`, if
   // the election still names it, goes to on_leader_gone_.
   void StandbyLostLeader(const std::string& address);
@@ -85,7 +99,13 @@ class MasterReplication {
   std::unique_ptr<ReplicationStandby> standby_ GUARDED_BY(mu_);
   std::string own_address_ GUARDED_BY(mu_);
   ha::LeaderView view_ GUARDED_BY(mu_);  // the election's latest
-  std::function<void(int64_t term)> on_leader_gone_ GUARDED_BY(mu_);
+  // The standby's callback reads these under their own lock: mu_ may be
+  // held while a standby is stopped (which joins the thread calling it).
+  mutable Mutex gone_mu_;
+  ha::LeaderView gone_view_ GUARDED_BY(gone_mu_);
+  std::function<void(int64_t term)> on_leader_gone_ GUARDED_BY(gone_mu_);
+  std::unique_ptr<ha::EtcdClient> etcd_;       // null: no publishing
+  std::atomic<int64_t> publishing_term_{0};  // the term this master leads (0: none)
   bool leading_ GUARDED_BY(mu_) = false;
   bool saw_other_leader_ GUARDED_BY(mu_) = false;
   int64_t led_term_ GUARDED_BY(mu_) = 0;  // the last term this process won (0: none)

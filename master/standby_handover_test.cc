@@ -40,7 +40,7 @@ TEST_F(StandbyHandoverTest, AStandbyCopiesThroughTheRpcPort) {
   MasterClient client(ClientOptions());
   ASSERT_EQ(client.MountSegment(MakeSegment("seg")), ErrorCode::OK);
   Put(client, "k1");
-  ReplicationStandby standby(ReplicationStandbyOptions{"c1", "", 5000, {}});
+  ReplicationStandby standby(ReplicationStandbyOptions{"c1", "", 5000, {}, ""});
   standby.Start();
   standby.Follow("127.0.0.1:" + std::to_string(port_));
   ASSERT_TRUE(testing::WaitFor([&] { return standby.stats().synced; }, 10'000));
@@ -87,7 +87,7 @@ TEST_F(StandbyHandoverTest, APutStartWaitsOnlyForTheFreesItMayReuse) {
   // Room for two objects: a third put reuses a removed one's range.
   constexpr uint64_t kObject = 1 << 20;
   ASSERT_EQ(client.MountSegment(MakeSegment("seg", 0x10000000, 2 * kObject)), ErrorCode::OK);
-  ReplicationStandby standby(ReplicationStandbyOptions{"c1", "", 5000, {}});
+  ReplicationStandby standby(ReplicationStandbyOptions{"c1", "", 5000, {}, ""});
   standby.Start();
   standby.Follow("127.0.0.1:" + std::to_string(port_));
   ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));

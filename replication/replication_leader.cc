@@ -45,6 +45,7 @@ struct ReplicationLeader::Standby {
   UniqueFd fd;
   State state = State::kHandshake;  // guarded by the leader's mu_
   bool watch = false;               // the hello asked for a watch connection
+  std::string id;                   // its name in the in-sync set (set by the handshake)
   uint64_t acked = 0;               // guarded by the leader's mu_
   uint64_t sent = 0;                // guarded by the leader's mu_
   int64_t unacked_since_ms = 0;     // guarded by the leader's mu_; 0: all acked
@@ -61,6 +62,12 @@ void ReplicationLeader::Start() {
   dir_.EnableChangeTracking();
   running_ = true;
   stopping_ = false;
+  // A new term publishes its own set; sequences start over with the
+  // directory this term serves.
+  in_sync_.clear();
+  joining_.clear();
+  required_acked_.clear();
+  released_seq_ = 0;
   shipper_ = std::thread([this] { ShipLoop(); });
 }
 
@@ -117,6 +124,10 @@ ErrorCode ReplicationLeader::Handshake(Standby& s, std::string* pending) {
   auto hello = DecodeHello(body);
   if (!hello.ok()) return hello.error();
   s.watch = (hello->flags & kHelloWatch) != 0;
+  {
+    MutexLock lock(&mu_);
+    s.id = !hello->id.empty() ? hello->id : "#" + std::to_string(++anonymous_);
+  }
   std::string out;
   ReplicationChallenge challenge;
   if (hello->cluster_id != options_.cluster_id) challenge.code = ErrorCode::PERMISSION_DENIED;
@@ -173,6 +184,9 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) 
       MutexLock lock(&mu_);
       s->acked = std::max(s->acked, *ack);
       if (s->acked >= s->sent) s->unacked_since_ms = 0;
+      if (auto r = required_acked_.find(s->id); r != required_acked_.end()) {
+        r->second = std::max(r->second, s->acked);
+      }
     }
     Release();
   }
@@ -200,7 +214,9 @@ void ReplicationLeader::Drop(Standby& s) {
     ::shutdown(s.fd.get(), SHUT_RDWR);
     std::erase_if(standbys_, [&](const auto& p) { return p.get() == &s; });
     ++counters_.dropped;
+    wake_ = true;  // the shipper publishes the in-sync set without it
   }
+  cv_.notify_all();
   Release();
 }
 
@@ -239,7 +255,11 @@ void ReplicationLeader::FullCopy(Standby& s) {
   if (s.state != Standby::State::kCopying) return;
   s.state = Standby::State::kSynced;
   s.sent = seq;
-  s.unacked_since_ms = NowMs();
+  s.unacked_since_ms = s.acked < seq ? NowMs() : 0;  // (its acknowledgement may be in)
+  // Waited for from now on (published later, UpdateInSync).
+  if (options_.sync_standbys > 0 && in_sync_.count(s.id) == 0 && joining_.insert(s.id).second) {
+    required_acked_[s.id] = s.acked;
+  }
   counters_.bytes += sent_bytes;
 }
 
@@ -267,7 +287,12 @@ void ReplicationLeader::ShipBatch() {
     ++counters_.batches;
     for (auto& s : to) {
       if (s->state != Standby::State::kSynced) continue;
-      if (s->acked >= s->sent && s->unacked_since_ms == 0) s->unacked_since_ms = NowMs();
+      // Its acknowledgement may have come already (the reader runs while
+      // this thread writes): then nothing is outstanding, and an idle
+      // stream must not look stalled.
+      if (s->acked < batch.changes.seq && s->unacked_since_ms == 0) {
+        s->unacked_since_ms = NowMs();
+      }
       s->sent = batch.changes.seq;
       counters_.bytes += out.size();
     }
@@ -296,6 +321,7 @@ void ReplicationLeader::ShipLoop() {
       }
     }
     for (auto& s : stalled) Drop(*s);
+    UpdateInSync();
     for (auto& s : copying) {
       {
         MutexLock lock(&mu_);
@@ -308,21 +334,74 @@ void ReplicationLeader::ShipLoop() {
 }
 
 uint64_t ReplicationLeader::AckedLocked() const {
-  std::vector<uint64_t> acked;
+  if (options_.sync_standbys <= 0 || required_acked_.empty()) return kNoWait;
+  uint64_t acked = kNoWait;
+  for (const auto& [id, seq] : required_acked_) acked = std::min(acked, seq);
+  return acked;
+}
+
+std::set<std::string> ReplicationLeader::NextInSyncLocked() {
+  std::map<std::string, uint64_t> synced;  // id -> acked of a synced connection
   for (const auto& s : standbys_) {
-    if (s->state == Standby::State::kSynced) acked.push_back(s->acked);
+    if (s->state == Standby::State::kSynced) synced[s->id] = std::max(synced[s->id], s->acked);
   }
-  const size_t need = std::min<size_t>(static_cast<size_t>(std::max(0, options_.sync_standbys)),
-                                       acked.size());
-  if (need == 0) return kNoWait;
-  std::sort(acked.begin(), acked.end(), std::greater<>());
-  return acked[need - 1];
+  // Synced standbys join: waited for from now on.
+  for (const auto& [id, acked] : synced) {
+    if (in_sync_.count(id) == 0 && joining_.insert(id).second) {
+      required_acked_[id] = acked;
+    }
+  }
+  // A joining standby that went was never published: it just leaves.
+  for (auto it = joining_.begin(); it != joining_.end();) {
+    if (synced.count(*it) == 0) {
+      required_acked_.erase(*it);
+      it = joining_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::set<std::string> next;
+  for (const std::string& id : in_sync_) {
+    if (synced.count(id) != 0) next.insert(id);  // gone ones leave
+  }
+  for (const std::string& id : joining_) {
+    // Published once it holds all that was acknowledged (nothing newer is
+    // acknowledged without it since it joined).
+    if (required_acked_[id] >= released_seq_) next.insert(id);
+  }
+  return next;
+}
+
+void ReplicationLeader::UpdateInSync() {
+  if (options_.sync_standbys <= 0) return;
+  std::set<std::string> next;
+  {
+    MutexLock lock(&mu_);
+    next = NextInSyncLocked();
+    if (next == in_sync_) return;
+  }
+  const std::vector<std::string> ids(next.begin(), next.end());
+  if (options_.publish_in_sync && !options_.publish_in_sync(ids)) return;  // tried again next round
+  {
+    MutexLock lock(&mu_);
+    for (const std::string& id : in_sync_) {
+      if (next.count(id) == 0) required_acked_.erase(id);
+    }
+    for (const std::string& id : next) joining_.erase(id);
+    in_sync_ = std::move(next);
+    ++counters_.in_sync_publications;
+  }
+  Release();
 }
 
 bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done) {
   {
     MutexLock lock(&mu_);
-    if (!running_ || stopping_ || AckedLocked() >= seq) return true;
+    if (!running_ || stopping_) return true;
+    if (AckedLocked() >= seq) {
+      released_seq_ = std::max(released_seq_, seq);
+      return true;
+    }
     waiters_.push_back({seq, std::move(done)});
     wake_ = true;
   }
@@ -337,6 +416,7 @@ void ReplicationLeader::Release() {
     const uint64_t acked = (!running_ || stopping_) ? kNoWait : AckedLocked();
     auto split = std::partition(waiters_.begin(), waiters_.end(),
                                 [acked](const Waiter& w) { return w.seq > acked; });
+    for (auto w = split; w != waiters_.end(); ++w) released_seq_ = std::max(released_seq_, w->seq);
     std::move(split, waiters_.end(), std::back_inserter(ready));
     waiters_.erase(split, waiters_.end());
   }
@@ -356,6 +436,7 @@ ReplicationLeaderStats ReplicationLeader::stats() const {
     if (s->unacked_since_ms != 0) out.lag_ms = std::max(out.lag_ms, now - s->unacked_since_ms);
   }
   out.reader_threads = readers_.size();
+  out.in_sync_ids.assign(in_sync_.begin(), in_sync_.end());
   out.change_seq = dir_.ChangeSeq();
   const uint64_t acked = AckedLocked();
   out.acked_seq = acked == kNoWait ? out.change_seq : acked;

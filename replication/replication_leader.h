@@ -4,11 +4,18 @@
 // copy of the directory, then every batch of changes (Directory's change
 // feed), and acknowledges each batch once applied.
 //
-// Durability: a mutation is acknowledged to its caller only once
-// `sync_standbys` standbys (fewer when fewer are in sync; 0: none) have
-// acknowledged a batch whose sequence covers the mutation
-// (WhenReplicated). With no standby in sync the leader acknowledges alone:
-// availability first, and there is then no standby a failover could pick.
+// Durability: a mutation is acknowledged to its caller only once every
+// standby of the in-sync set has acknowledged a batch whose sequence covers
+// it (WhenReplicated; `sync_standbys` 0: never wait). The set is published
+// (publish_in_sync: etcd, for the campaign rule) before it counts: a
+// standby joins it once synced, is waited for from then on, and is
+// published only once it holds everything acknowledged so far; a standby
+// that goes (a stall, an error) stays waited for until the set without it
+// is published. So every standby the published set names holds every
+// acknowledged mutation, and only those may take over with their copy
+// (docs/ha.md, "The in-sync set"). With an empty set the leader
+// acknowledges alone: availability first, and no standby may then take
+// over before --ha_unsynced_takeover_s.
 //
 // Threads: one shipper (full copies for joining standbys, then batches to
 // all) and one reader per standby (handshake, then acknowledgements) or
@@ -24,7 +31,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +53,10 @@ struct ReplicationLeaderOptions {
   // How long the shipper sleeps when nobody asked for a batch (changes made
   // by the background thread, which waits on nobody, ship at this period).
   int64_t idle_ship_ms = 20;
+  // Publishes the in-sync set (standby ids, sorted); true when it is
+  // durable (blocking, on the shipper thread, no lock held). Unset: every
+  // set counts at once (tests; a single process).
+  std::function<bool(const std::vector<std::string>& ids)> publish_in_sync;
 };
 
 struct ReplicationLeaderStats {
@@ -59,6 +72,8 @@ struct ReplicationLeaderStats {
   uint64_t full_copies = 0;   // started
   uint64_t dropped = 0;       // standbys dropped (error, stall, bad proof)
   uint64_t reader_threads = 0;  // not joined yet (live, or ended since the last Adopt)
+  std::vector<std::string> in_sync_ids;  // the published in-sync set
+  uint64_t in_sync_publications = 0;     // sets published
 };
 
 class ReplicationLeader {
@@ -102,6 +117,12 @@ class ReplicationLeader {
   void Drop(Standby& s);
   // The sequence mutations may count on (UINT64_MAX when none need wait).
   uint64_t AckedLocked() const REQUIRES(mu_);
+  // Brings the in-sync set up to date: synced standbys join (waited for),
+  // then are published once they hold all that was acknowledged; gone ones
+  // leave once the set without them is published.
+  void UpdateInSync();
+  // The set to publish next (the current one when nothing changes).
+  std::set<std::string> NextInSyncLocked() REQUIRES(mu_);
   // Calls the waiters whose sequence is covered now.
   void Release();
 
@@ -124,6 +145,14 @@ class ReplicationLeader {
   std::vector<Reader> readers_ GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ GUARDED_BY(mu_);
   uint64_t shipped_seq_ GUARDED_BY(mu_) = 0;
+  // The in-sync set: `in_sync_` as published, `joining_` waited for but not
+  // yet published; the last acknowledgement of each of their ids (kept
+  // after a standby's connection ends, until it leaves the set).
+  std::set<std::string> in_sync_ GUARDED_BY(mu_);
+  std::set<std::string> joining_ GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> required_acked_ GUARDED_BY(mu_);
+  uint64_t released_seq_ GUARDED_BY(mu_) = 0;  // the highest seq acknowledged to a caller
+  uint64_t anonymous_ GUARDED_BY(mu_) = 0;     // ids of standbys that gave none
   ReplicationLeaderStats counters_ GUARDED_BY(mu_);
   std::thread shipper_;
 };

@@ -165,7 +165,8 @@ ErrorCode ReplicationStandby::Handshake(int fd, uint8_t flags) {
   const int timeout = static_cast<int>(options_.io_timeout_ms);
   const auth::Nonce client_nonce = auth::NewNonce();
   std::string out;
-  AppendHello({options_.cluster_id, std::string(auth::Bytes(client_nonce)), flags}, &out);
+  AppendHello({options_.cluster_id, std::string(auth::Bytes(client_nonce)), flags, options_.id},
+              &out);
   if (WriteFrames(fd, timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   std::string body, pending;
   if (ReadFrame(fd, timeout, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;

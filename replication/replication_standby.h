@@ -44,6 +44,9 @@ struct ReplicationStandbyOptions {
   // partition or a firewall can cause, never count. Once per such loss.
   // Unset: nothing is called.
   std::function<void(const std::string& address)> on_leader_gone;
+  // This standby's name in the leader's in-sync set: its own published
+  // address ("" : the leader names it; it can then never be found there).
+  std::string id;
 };
 
 struct ReplicationStandbyStats {

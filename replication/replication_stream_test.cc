@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -54,22 +55,26 @@ class Acceptor {
 
 class ReplicationStreamTest : public DirectoryFixture {
  protected:
-  void StartLeader(auth::TokenTable tokens = {}) {
+  void StartLeader(auth::TokenTable tokens = {},
+                   std::function<bool(const std::vector<std::string>&)> publish = {}) {
     ReplicationLeaderOptions o;
     o.cluster_id = "c1";
     o.tokens = std::move(tokens);
+    o.publish_in_sync = std::move(publish);
     o.io_timeout_ms = 2000;
     leader_ = std::make_unique<ReplicationLeader>(*dir_, o);
     leader_->Start();
     acceptor_ = std::make_unique<Acceptor>(leader_.get());
   }
   std::unique_ptr<ReplicationStandby> StartStandby(const std::string& token = "",
-                                                   const std::string& cluster = "c1") {
+                                                   const std::string& cluster = "c1",
+                                                   const std::string& id = "") {
     auto s = std::make_unique<ReplicationStandby>(ReplicationStandbyOptions{
         cluster, token, 2000, [this](const std::string& address) {
           MutexLock lock(&gone_mu_);
           gone_.push_back(address);
-        }});
+        },
+        id});
     s->Start();
     s->Follow(acceptor_->address());
     return s;
@@ -217,6 +222,79 @@ TEST_F(ReplicationStreamTest, GarbageOnTheStreamDropsOnlyThatConnection) {
   const uint64_t seq = dir_->ChangeSeq();
   ASSERT_TRUE(testing::WaitFor([&] { return good->stats().applied_seq >= seq; }, 10'000));
   EXPECT_EQ(leader_->stats().in_sync, 1u);
+}
+
+// The in-sync set: a synced standby is published once it holds all that was
+// acknowledged; one that goes stays waited for until the set without it is
+// published (so no acknowledgement ever counts on a standby the published
+// set does not name, nor leaves out one it names).
+TEST_F(ReplicationStreamTest, TheInSyncSetIsPublishedBeforeItCounts) {
+  Mount(UUID::Generate(), "a");
+  Mutex mu;
+  std::vector<std::vector<std::string>> published;
+  std::atomic<bool> publish_ok{true};
+  std::atomic<int> attempts{0};
+  StartLeader({}, [&](const std::vector<std::string>& ids) {
+    ++attempts;
+    if (!publish_ok) return false;
+    MutexLock lock(&mu);
+    published.push_back(ids);
+    return true;
+  });
+  auto standby = StartStandby("", "c1", "10.0.0.2:1");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return leader_->stats().in_sync_ids == std::vector<std::string>{"10.0.0.2:1"}; },
+      10'000));
+  {
+    MutexLock lock(&mu);
+    EXPECT_EQ(published.back(), std::vector<std::string>{"10.0.0.2:1"});
+  }
+  ASSERT_EQ(Put("held"), ErrorCode::OK);
+  std::atomic<bool> released{false};
+  if (!leader_->WhenReplicated(dir_->ChangeSeq(), [&] { released = true; })) {
+    ASSERT_TRUE(testing::WaitFor([&] { return released.load(); }, 10'000));
+  }
+
+  // The standby goes while the set cannot be published: it stays waited for.
+  publish_ok = false;
+  standby->Stop();
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 0; }, 10'000));
+  ASSERT_EQ(Put("waits"), ErrorCode::OK);
+  released = false;
+  ASSERT_FALSE(leader_->WhenReplicated(dir_->ChangeSeq(), [&] { released = true; }));
+  const int tried = attempts.load();
+  ASSERT_TRUE(testing::WaitFor([&] { return attempts.load() >= tried + 3; }, 10'000));
+  EXPECT_FALSE(released.load()) << "released while the set still names the standby";
+  EXPECT_EQ(leader_->stats().in_sync_ids, std::vector<std::string>{"10.0.0.2:1"});
+  // Published without it: the waiter goes (acknowledged alone).
+  publish_ok = true;
+  ASSERT_TRUE(testing::WaitFor([&] { return released.load(); }, 10'000));
+  EXPECT_TRUE(leader_->stats().in_sync_ids.empty());
+  MutexLock lock(&mu);
+  EXPECT_TRUE(published.back().empty());
+}
+
+// Once a standby acknowledged everything, nothing is outstanding: an idle
+// stream never looks stalled (its acknowledgement can arrive before the
+// shipper notes the batch as sent; that once left a healthy standby to be
+// dropped after io_timeout of quiet).
+TEST_F(ReplicationStreamTest, AnAcknowledgedStreamHasNothingOutstanding) {
+  Mount(UUID::Generate(), "a", 8 << 20);
+  StartLeader();
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(Put("quiet" + std::to_string(i)), ErrorCode::OK);
+    const uint64_t seq = dir_->ChangeSeq();
+    ASSERT_TRUE(testing::WaitFor(
+        [&] {
+          const ReplicationLeaderStats st = leader_->stats();
+          return st.acked_seq >= seq && st.lag_ms == 0;
+        },
+        10'000))
+        << "put " << i << ": acknowledged, yet still outstanding";
+  }
+  EXPECT_EQ(leader_->stats().dropped, 0u);
 }
 
 // Dropped connections leave no threads behind: each new one joins the

@@ -31,7 +31,8 @@ bool Open(std::string_view body, ReplicationMsg msg, wire::Reader* r) {
 void AppendHello(const ReplicationHello& hello, std::string* out) {
   const size_t start = Begin(ReplicationMsg::kHello, out);
   wire::Appender(out).Put(kReplicationVersion).Bytes(hello.cluster_id).Bytes(hello.client_nonce);
-  if (hello.flags != 0) wire::Appender(out).Put(hello.flags);
+  if (hello.flags != 0 || !hello.id.empty()) wire::Appender(out).Put(hello.flags);
+  if (!hello.id.empty()) wire::Appender(out).Bytes(hello.id);
   End(out, start);
 }
 
@@ -96,6 +97,7 @@ Result<ReplicationHello> DecodeHello(std::string_view body) {
   hello.cluster_id = r.Bytes();
   hello.client_nonce = r.Bytes();
   if (!r.done()) hello.flags = r.Get<uint8_t>();
+  if (!r.done()) hello.id = r.Bytes();
   if (!r.done() || (hello.flags & ~kHelloWatch) != 0) return ErrorCode::DATA_CORRUPTED;
   if (version != kReplicationVersion) return ErrorCode::VERSION_MISMATCH;
   return hello;

@@ -8,7 +8,9 @@
 //
 // standby -> leader:
 //   hello  = kHello u8 | version u8 | cluster_id bytes | client_nonce bytes
-//            [| flags u8]            (kHelloWatch: a watch connection; absent: 0)
+//            [| flags u8 [| id bytes]] (kHelloWatch: a watch connection;
+//                                       id: the standby's published address,
+//                                       its name in the in-sync set)
 //   proof  = kProof u8 | proof bytes        (Prove(token, kMasterClientLabel,
 //                                            {server_nonce, client_nonce}))
 //   ack    = kAck u8 | seq u64              (every batch up to seq applied)
@@ -68,6 +70,7 @@ struct ReplicationHello {
   std::string cluster_id;
   std::string client_nonce;
   uint8_t flags = 0;  // kHelloWatch
+  std::string id;     // "" : none given
 };
 struct ReplicationChallenge {
   ErrorCode code = ErrorCode::OK;

@@ -77,7 +77,7 @@ TEST(ReplicationWire, EveryTruncationIsRefused) {
 
 TEST(ReplicationWire, HandshakeMessagesRoundTrip) {
   std::string f;
-  AppendHello({"cluster-a", "nonce", 0}, &f);
+  AppendHello({"cluster-a", "nonce", 0, ""}, &f);
   auto hello = DecodeHello(Body(f));
   ASSERT_TRUE(hello.ok());
   EXPECT_EQ(hello->cluster_id, "cluster-a");
@@ -85,10 +85,21 @@ TEST(ReplicationWire, HandshakeMessagesRoundTrip) {
   // A watch connection's hello carries the flag; unknown flags and bytes
   // after it are refused.
   f.clear();
-  AppendHello({"cluster-a", "nonce", kHelloWatch}, &f);
+  AppendHello({"cluster-a", "nonce", kHelloWatch, ""}, &f);
   auto watch = DecodeHello(Body(f));
   ASSERT_TRUE(watch.ok());
   EXPECT_EQ(watch->flags, kHelloWatch);
+  std::string named;
+  AppendHello({"cluster-a", "nonce", 0, "10.0.0.2:50051"}, &named);
+  auto with_id = DecodeHello(Body(named));
+  ASSERT_TRUE(with_id.ok());
+  EXPECT_EQ(with_id->id, "10.0.0.2:50051");
+  EXPECT_EQ(with_id->flags, 0);
+  for (size_t n = 0; n < Body(named).size(); ++n) {
+    EXPECT_FALSE(DecodeHello(Body(named).substr(0, n)).ok() &&
+                 DecodeHello(Body(named).substr(0, n))->id == "10.0.0.2:50051")
+        << n;
+  }
   std::string unknown = Body(f);
   unknown.back() = 0x02;
   EXPECT_EQ(DecodeHello(unknown).error(), ErrorCode::DATA_CORRUPTED);

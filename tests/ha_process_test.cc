@@ -18,6 +18,8 @@
 #include "directory/directory_test_util.h"
 #include "rpc/lookup_client.h"
 #include "rpc/master_client.h"
+#include "ha/etcd_client.h"
+#include "ha/leader_key.h"
 #include "testing/etcd_process.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
@@ -201,23 +203,20 @@ TEST_F(HaProcessTest, AcknowledgedPutsSurviveKillingTheLeader) {
   EXPECT_GE(acked.size(), 360u);
 }
 
-// KNOWN BUG, disabled until fixed (run it with
-// --gtest_also_run_disabled_tests): a standby the leader dropped keeps the
-// copy it holds (ReplicationStandby::has_state() stays true once a copy
-// completed, even after the leader dropped the connection), so it still
-// counts as synced and may campaign (MasterReplication::MayCampaign),
-// although the leader went on acknowledging mutations with the other
-// standby (--ha_sync_standbys=1: the fastest in-sync standby's
-// acknowledgement is enough). If it wins the election, everything the
-// leader acknowledged since it stalled is lost. docs/ha.md: only "a master
-// holding a complete copy of the current leader's state" may take over.
+// A standby the leader dropped keeps the copy it holds, but the leader went
+// on acknowledging mutations without it: it must not take over with that
+// copy. Only the standbys of the leader's published in-sync set (etcd,
+// shelfmark/<cluster>/in_sync: every acknowledgement waited for each of
+// them) may (docs/ha.md, "The in-sync set").
 //
 // Three masters; one standby stalls (SIGSTOP: a long pause, a starved
 // machine) until the leader drops it (io_timeout, 5 s), puts go on and are
-// acknowledged through the other standby; the leader is killed, the stalled
-// standby resumes. --ha_unsynced_takeover_s is long, so within this test
-// only a master claiming a complete copy may take over.
-TEST_F(HaProcessTest, DISABLED_AStandbyTheLeaderDroppedDoesNotTakeOverWithAnOldCopy) {
+// acknowledged through the other standby. Then the synced standby is held
+// (SIGSTOP), the leader killed and the stalled standby resumed, so that it
+// has the first chance: it must decline (it knows no leader and does not
+// campaign). --ha_unsynced_takeover_s is long, so within this test only a
+// master named in the set may take over: the synced one, once resumed.
+TEST_F(HaProcessTest, AStandbyTheLeaderDroppedDoesNotTakeOverWithAnOldCopy) {
   std::vector<std::string> flags = HaFlags();
   flags.push_back("--ha_unsynced_takeover_s=3600");
   HaMaster m[3];
@@ -265,20 +264,33 @@ TEST_F(HaProcessTest, DISABLED_AStandbyTheLeaderDroppedDoesNotTakeOverWithAnOldC
   for (int i = 0; i < 100; ++i) put();
   ASSERT_EQ(m[leader].Metric("shelfmark_master_ha_replication_standbys_in_sync"), 1)
       << "the other standby holds what the leader acknowledged";
+  // The published set names the synced standby alone.
+  ha::EtcdClientOptions eo;
+  eo.endpoints = *ha::ParseEtcdEndpoints(etcd_.endpoint());
+  ha::EtcdClient etcd(eo);
+  auto record = etcd.Get(ha::InSyncKey("ha_test"));
+  ASSERT_TRUE(record.ok() && record->has_value());
+  int64_t set_term = 0;
+  std::vector<std::string> named;
+  ASSERT_TRUE(ha::DecodeInSync((*record)->value, &set_term, &named));
+  EXPECT_EQ(set_term, m[leader].Metric("shelfmark_master_ha_term"));
+  EXPECT_EQ(named, std::vector<std::string>{synced.address()});
+
+  synced.process->Signal(SIGSTOP);
   m[leader].process->Signal(SIGKILL);
   ASSERT_EQ(m[leader].process->Wait(kDeadlineMs), 128 + SIGKILL);
   m[leader].process.reset();
   stalled.process->Signal(SIGCONT);
-
-  // The leader it copied from is gone and dropped it before: its copy lacks
-  // what was acknowledged since, so it must not claim a complete one (the
-  // metric says what MayCampaign decides on).
-  double claimed = -1;
+  // The stalled standby sees nobody lead (the dead leader's key revoked or
+  // expired) and declines: it is not in the set.
   ASSERT_TRUE(testing::WaitFor(
-      [&] { return (claimed = stalled.Metric("shelfmark_master_ha_standby_synced")) >= 0; },
+      [&] {
+        return stalled.Leading() || stalled.Metric("shelfmark_master_ha_leader_known") == 0;
+      },
       kDeadlineMs));
-  EXPECT_EQ(claimed, 0) << "the dropped standby claims a complete copy of the leader's directory";
-  // Whoever takes over holds every acknowledged put.
+  const bool stalled_leads = stalled.Leading();
+  synced.process->Signal(SIGCONT);
+  EXPECT_FALSE(stalled_leads) << "the dropped standby took over with its old copy";
   HaMaster* next_leader = nullptr;
   ASSERT_TRUE(testing::WaitFor(
       [&] {
@@ -288,6 +300,7 @@ TEST_F(HaProcessTest, DISABLED_AStandbyTheLeaderDroppedDoesNotTakeOverWithAnOldC
         return next_leader != nullptr;
       },
       kDeadlineMs));
+  EXPECT_EQ(next_leader, &synced);
   size_t lost = 0;
   std::string first;
   for (const std::string& key : acked) {
