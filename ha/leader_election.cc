@@ -82,6 +82,11 @@ void LeaderElection::Shutdown(bool resign) {
   Publish(Role::kNone, 0, "");
 }
 
+bool LeaderElection::FenceHolds() const {
+  const int64_t deadline = ack_deadline_ns_.load();
+  return deadline != 0 && ToNs(Clock::now()) < deadline;
+}
+
 bool LeaderElection::CanAcknowledge() {
   const int64_t deadline = ack_deadline_ns_.load();
   if (deadline != 0 && ToNs(Clock::now()) < deadline) return true;

@@ -129,6 +129,8 @@ class LeaderElection {
 
   // True only while this master leads and its fence holds (see above).
   bool CanAcknowledge();
+  // The same answer, not counted as a refusal (for polling).
+  bool FenceHolds() const;
   LeaderView view() const;
   LeaderElectionCounts counts() const;
   LeaderFence fence() const;

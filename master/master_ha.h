@@ -73,6 +73,10 @@ class MasterHa {
   // releases the address. Idempotent.
   void Stop();
 
+  // Whether this master may acknowledge now (leads, fence holds); not
+  // counted as a refusal. False before Start.
+  bool FenceHolds() const { return election_ != nullptr && election_->FenceHolds(); }
+
   // ha::LeaderElection::LeaderGone (nothing before Start).
   void LeaderGone(int64_t term) {
     if (election_ != nullptr) election_->LeaderGone(term);

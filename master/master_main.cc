@@ -185,6 +185,7 @@ int Run(const MasterConfig& config) {
   std::unique_ptr<MasterHa> ha = MakeHa(config, replication.get());
   if (ha != nullptr) {
     replication->SetOnLeaderGone([h = ha.get()](int64_t term) { h->LeaderGone(term); });
+    replication->SetFence([h = ha.get()] { return h->FenceHolds(); });
   }
   SnapshotService snapshots;
   if (config.enable_snapshot &&

@@ -12,13 +12,15 @@ namespace shelfmark {
 namespace {
 
 ReplicationLeaderOptions LeaderOptions(const MasterReplicationOptions& o,
-                                       std::function<bool(const std::vector<std::string>&)> publish) {
+                                       std::function<bool(const std::vector<std::string>&)> publish,
+                                       std::function<bool()> may_acknowledge) {
   ReplicationLeaderOptions l;
   l.cluster_id = o.cluster_id;
   l.tokens = o.tokens;
   l.sync_standbys = o.sync_standbys;
   l.io_timeout_ms = o.io_timeout_ms;
   if (!o.etcd_endpoints.empty()) l.publish_in_sync = std::move(publish);
+  l.may_acknowledge = std::move(may_acknowledge);
   return l;
 }
 
@@ -30,9 +32,13 @@ MasterReplication::MasterReplication(Directory& directory, MasterReplicationOpti
     : dir_(directory),
       options_(std::move(options)),
       leader_(directory,
-              LeaderOptions(options_, [this](const std::vector<std::string>& ids) {
-                return PublishInSync(ids);
-              })) {
+              LeaderOptions(
+                  options_,
+                  [this](const std::vector<std::string>& ids) { return PublishInSync(ids); },
+                  [this] {
+                    MutexLock lock(&gone_mu_);
+                    return !fence_holds_ || fence_holds_();
+                  })) {
   if (!options_.etcd_endpoints.empty()) {
     ha::EtcdClientOptions e;
     e.endpoints = options_.etcd_endpoints;
@@ -70,6 +76,11 @@ bool MasterReplication::NamedInSync() const {
   if (view_.last_term == 0 || view_.in_sync_term != view_.last_term) return false;
   return std::find(view_.in_sync.begin(), view_.in_sync.end(), own_address_) !=
          view_.in_sync.end();
+}
+
+void MasterReplication::SetFence(std::function<bool()> fence_holds) {
+  MutexLock lock(&gone_mu_);
+  fence_holds_ = std::move(fence_holds);
 }
 
 void MasterReplication::SetOnLeaderGone(std::function<void(int64_t term)> on_leader_gone) {

@@ -68,6 +68,9 @@ class MasterReplication {
   // (ReplicationStandbyOptions::on_leader_gone), with that leader's term:
   // MasterHa::LeaderGone. Set before MasterHa starts.
   void SetOnLeaderGone(std::function<void(int64_t term)> on_leader_gone);
+  // Whether this master may acknowledge now (MasterHa::FenceHolds), for
+  // ReplicationLeaderOptions::may_acknowledge. Set before MasterHa starts.
+  void SetFence(std::function<bool()> fence_holds);
 
   // MasterHaOptions hooks.
   void OnView(const ha::LeaderView& view);
@@ -104,6 +107,7 @@ class MasterReplication {
   mutable Mutex gone_mu_;
   ha::LeaderView gone_view_ GUARDED_BY(gone_mu_);
   std::function<void(int64_t term)> on_leader_gone_ GUARDED_BY(gone_mu_);
+  std::function<bool()> fence_holds_ GUARDED_BY(gone_mu_);
   std::unique_ptr<ha::EtcdClient> etcd_;       // null: no publishing
   std::atomic<int64_t> publishing_term_{0};  // the term this master leads (0: none)
   bool leading_ GUARDED_BY(mu_) = false;

@@ -445,12 +445,16 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     if (code == ErrorCode::OK && Mutates(kind) && s_.replication != nullptr) {
       // An allocation's own state is dropped by a loaded standby; what it
       // must not outrun is the removal of what its ranges held.
-      std::optional<kj::Promise<void>> waited = WaitReplicated(
-          kind == CallKind::kAllocation ? s_.directory.FreeSeq() : s_.directory.ChangeSeq());
+      const uint64_t seq =
+          kind == CallKind::kAllocation ? s_.directory.FreeSeq() : s_.directory.ChangeSeq();
+      std::optional<kj::Promise<void>> waited = WaitReplicated(seq);
       if (waited) {
         // `ctx` is the method's parameter: the continuation holds a copy.
-        return kj::mv(*waited).then([this, reply = ctx, method, start]() mutable {
-          ErrorCode code = s_.gate.Admit(CallKind::kMutation);
+        // Released without being replicated (the leader was fenced):
+        // NOT_LEADER, even if the fence holds again by now.
+        return kj::mv(*waited).then([this, reply = ctx, method, start, seq]() mutable {
+          ErrorCode code = s_.replication->Replicated(seq) ? s_.gate.Admit(CallKind::kMutation)
+                                                            : ErrorCode::NOT_LEADER;
           if (code != ErrorCode::OK) reply.initResults(kSmallReply).setCode(CodeToWire(code));
           RecordCall(s_, method, code, start);
         });

@@ -322,6 +322,7 @@ void ReplicationLeader::ShipLoop() {
     }
     for (auto& s : stalled) Drop(*s);
     UpdateInSync();
+    if (options_.may_acknowledge && !options_.may_acknowledge()) ReleaseAll();
     for (auto& s : copying) {
       {
         MutexLock lock(&mu_);
@@ -407,6 +408,20 @@ bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done)
   }
   cv_.notify_all();
   return false;
+}
+
+bool ReplicationLeader::Replicated(uint64_t seq) const {
+  MutexLock lock(&mu_);
+  return !running_ || stopping_ || AckedLocked() >= seq;
+}
+
+void ReplicationLeader::ReleaseAll() {
+  std::vector<Waiter> all;
+  {
+    MutexLock lock(&mu_);
+    all.swap(waiters_);
+  }
+  for (Waiter& w : all) w.done();  // not acknowledged: the caller re-checks the fence
 }
 
 void ReplicationLeader::Release() {

@@ -57,6 +57,11 @@ struct ReplicationLeaderOptions {
   // durable (blocking, on the shipper thread, no lock held). Unset: every
   // set counts at once (tests; a single process).
   std::function<bool(const std::vector<std::string>& ids)> publish_in_sync;
+  // Whether this leader may acknowledge at all now (its fence); polled by
+  // the shipper. While false, waiters are released at once: their callers
+  // check the fence again and answer NOT_LEADER instead of waiting for a
+  // set that cannot be published (etcd unreachable). Unset: always.
+  std::function<bool()> may_acknowledge;
 };
 
 struct ReplicationLeaderStats {
@@ -96,6 +101,10 @@ class ReplicationLeader {
   // acknowledged now. Otherwise `done` is called once it may (from a
   // replication thread, without locks held) and false is returned.
   bool WhenReplicated(uint64_t seq, std::function<void()> done);
+  // Whether a mutation at `seq` counts as replicated now (what a released
+  // waiter checks: waiters are also released, unreplicated, while the
+  // leader is fenced, and when it stops).
+  bool Replicated(uint64_t seq) const;
 
   ReplicationLeaderStats stats() const;
 
@@ -125,6 +134,8 @@ class ReplicationLeader {
   std::set<std::string> NextInSyncLocked() REQUIRES(mu_);
   // Calls the waiters whose sequence is covered now.
   void Release();
+  // Calls every waiter (fenced: none will be acknowledged).
+  void ReleaseAll();
 
   Directory& dir_;
   const ReplicationLeaderOptions options_;

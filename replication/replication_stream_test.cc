@@ -143,11 +143,20 @@ TEST_F(ReplicationStreamTest, AStandbyThatGoesAwayReleasesWaiters) {
   StartLeader();
   auto standby = StartStandby();
   ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 1; }, 10'000));
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync_ids.size() == 1; },
+                               10'000));  // published: every acknowledgement waits for it
   standby->Stop();  // its acknowledgements stop
-  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync == 0; }, 10'000));
+  // Once the in-sync set without it is published, nothing waits for it.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const ReplicationLeaderStats st = leader_->stats();
+        return st.in_sync == 0 && st.in_sync_ids.empty();
+      },
+      10'000));
   ASSERT_EQ(Put("alone"), ErrorCode::OK);
   // No standby in sync: nothing to wait for.
   EXPECT_TRUE(leader_->WhenReplicated(dir_->ChangeSeq(), [] {}));
+  EXPECT_TRUE(leader_->Replicated(dir_->ChangeSeq()));
 }
 
 // The leader closing the stream while its address still listens (it
