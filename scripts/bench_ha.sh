@@ -15,7 +15,7 @@
 #
 # Usage: scripts/bench_ha.sh [BUILD_DIR]
 # Environment (all optional):
-#   BENCH_KILLS    leader kills (default 10)
+#   BENCH_KILLS    leader kills (default 10; 0: throughput only)
 #   BENCH_SECONDS  seconds per throughput phase (default 5)
 #   BENCH_OUT      JSON lines output (default out/bench_ha.jsonl; rewritten)
 set -euo pipefail
@@ -125,11 +125,11 @@ done
 # Summary.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 put() { grep "\"variant\":\"$1\"" "$out" | grep "\"batch\":$2,\"connections\":$3," | json_field "$4"; }
-times="$(grep failover_kill "$out" | sed -n 's/.*"failover_ms":\([0-9.]*\).*/\1/p' | sort -n)"
+times="$( (grep failover_kill "$out" || true) | sed -n 's/.*"failover_ms":\([0-9.]*\).*/\1/p' | sort -n)"
 count="$(echo "$times" | grep -c . || true)"
 p50="$(echo "$times" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')"
 max="$(echo "$times" | tail -n 1)"
-lost="$(grep failover_kill "$out" | sed -n 's/.*"lost":\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')"
+lost="$( (grep failover_kill "$out" || true) | sed -n 's/.*"lost":\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')"
 echo
 echo "=== shelfmark master HA ($(nproc) CPUs) ==="
 printf "%-58s %12s %8s\n" measure value ratio
