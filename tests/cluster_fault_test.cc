@@ -79,15 +79,6 @@ constexpr char kSnapshotsOk[] = "shelfmark_master_snapshots_total{result=\"succe
 constexpr int kNsA = 41;
 constexpr int kNsB = 42;
 
-// Runs a command; its output after a failure, "" on success.
-std::string RunOk(const std::vector<std::string>& argv) {
-  std::string out;
-  if (testing::RunCommand(argv, &out) == 0) return "";
-  std::string cmd;
-  for (const std::string& a : argv) cmd += a + " ";
-  return "`" + cmd + "` failed: " + out;
-}
-
 // Test keys are "<prefix>-<i>-<size>"; the value starts with the key (so a
 // read of another object shows) and goes on with a pattern.
 std::string KeyOf(const std::string& prefix, int i, size_t size) {
@@ -740,7 +731,7 @@ TEST_F(ClusterFaultTest, LeaseExpiringMidTransferAnswersLeaseExpired) {
   const std::string dev = VethInside(*Ns(kNsA));
   ASSERT_FALSE(dev.empty());
   const std::string ns = Ns(kNsA)->name();
-  ASSERT_EQ(RunOk({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "8mbit",
+  ASSERT_EQ(testing::RunOk({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "8mbit",
                    "burst", "16kb", "latency", "500ms"}),
             "");
   auto got = client->Get("", big);
@@ -753,7 +744,7 @@ TEST_F(ClusterFaultTest, LeaseExpiringMidTransferAnswersLeaseExpired) {
   EXPECT_EQ(client->Read(*location, buffer.data(), buffer.size()), ErrorCode::LEASE_EXPIRED);
   client->UnregisterBuffer(buffer.data());
 
-  ASSERT_EQ(RunOk({"tc", "-n", ns, "qdisc", "del", "dev", dev, "root"}), "");
+  ASSERT_EQ(testing::RunOk({"tc", "-n", ns, "qdisc", "del", "dev", dev, "root"}), "");
   EXPECT_TRUE(GetWithinLease(*client, big)) << "the unthrottled get never fit in its lease";
   EXPECT_TRUE(node.Healthy());
 }

@@ -89,15 +89,6 @@ int64_t RealtimeNs() {
       .count();
 }
 
-// Runs a command; its output after a failure, "" on success.
-std::string RunOk(const std::vector<std::string>& argv) {
-  std::string out;
-  if (testing::RunCommand(argv, &out) == 0) return "";
-  std::string cmd;
-  for (const std::string& a : argv) cmd += a + " ";
-  return "`" + cmd + "` failed: " + out;
-}
-
 // One put (PutStart then PutEnd) as its client saw it.
 struct PutRecord {
   std::string key;
@@ -287,7 +278,7 @@ class HaPartitionTest : public ::testing::Test {
     for (NetNamespace* from : namespaces_) {
       for (NetNamespace* to : namespaces_) {
         if (from == to) continue;
-        ASSERT_EQ(RunOk({"ip", "-n", from->name(), "route", "add", to->ip() + "/32", "dev",
+        ASSERT_EQ(testing::RunOk({"ip", "-n", from->name(), "route", "add", to->ip() + "/32", "dev",
                          from->device()}),
                   "");
       }
@@ -488,7 +479,7 @@ TEST_F(HaPartitionTest, PartitionedLeaderStopsAcknowledgingBeforeTheNewLeaderAnd
 
   // The partition: the host end of the old leader's veth goes down. A put
   // that started once the command returned cannot reach the old leader.
-  ASSERT_EQ(RunOk({"ip", "link", "set", old_leader.ns->host_device(), "down"}), "");
+  ASSERT_EQ(testing::RunOk({"ip", "link", "set", old_leader.ns->host_device(), "down"}), "");
   const int64_t partitioned_ns = RealtimeNs();
 
   // The new leader: the host's client gets acknowledgements again, from
@@ -551,7 +542,7 @@ TEST_F(HaPartitionTest, PartitionedLeaderStopsAcknowledgingBeforeTheNewLeaderAnd
 
   // Heal.
   const int64_t healed_ns = RealtimeNs();
-  ASSERT_EQ(RunOk({"ip", "link", "set", old_leader.ns->host_device(), "up"}), "");
+  ASSERT_EQ(testing::RunOk({"ip", "link", "set", old_leader.ns->host_device(), "up"}), "");
 
   // (c) The old leader rejoins as a synced standby, counted by the new
   // leader; one leader; the host's puts go on.

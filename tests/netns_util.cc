@@ -34,6 +34,14 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+std::string RunOk(const std::vector<std::string>& argv) {
+  std::string out;
+  if (RunCommand(argv, &out) == 0) return "";
+  std::string cmd;
+  for (const std::string& a : argv) cmd += a + " ";
+  return "`" + cmd + "` failed: " + out;
+}
+
 std::string NetNamespace::Unavailable() {
   if (geteuid() != 0) return "network namespaces need root";
   std::string out;

@@ -89,5 +89,7 @@ class TestNetwork {
 // Runs a command (argv[0] looked up in PATH) and waits; its exit status, or
 // -1 when it could not run. Output goes to *output when not null.
 int RunCommand(const std::vector<std::string>& argv, std::string* output = nullptr);
+// Runs a command; "" on success, else the command line and its output.
+std::string RunOk(const std::vector<std::string>& argv);
 
 }  // namespace shelfmark::testing
