@@ -18,6 +18,10 @@
 #   BENCH_KILLS    leader kills (default 10; 0: throughput only)
 #   BENCH_SECONDS  seconds per throughput phase (default 5)
 #   BENCH_OUT      JSON lines output (default out/bench_ha.jsonl; rewritten)
+#   BENCH_PIN=1    throughput phase only: the master under test and the perf
+#                  client on CPU 0, the standby and etcd on CPU 1 (with HA
+#                  and without), so that the standby does not take the
+#                  leader's CPU, as on a machine of its own
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -50,11 +54,20 @@ pids+=("$etcd_pid")
 ha_flags=(--enable_ha "--etcd_endpoints=127.0.0.1:$etcd_port" --rpc_address=127.0.0.1
           --cluster_id=bench_ha)
 
+pin=()  # the perf client's CPU
+pin_pid() {  # CPU PID: every thread of PID (BENCH_PIN=1 only)
+  if [ "${BENCH_PIN:-0}" = 1 ]; then taskset -a -pc "$1" "$2" >/dev/null; fi
+}
+if [ "${BENCH_PIN:-0}" = 1 ]; then
+  pin=(taskset -c 0)
+  pin_pid 1 "$etcd_pid"
+fi
+
 perf_master() {  # VARIANT RPC_PORT METRICS_PORT, then flags
   local variant="$1" rpc="$2" metrics="$3"
   shift 3
   log "shelfmark-perf master ($variant) $*"
-  "$perf_bin" master --master="127.0.0.1:$rpc" --metrics="127.0.0.1:$metrics" --json "$@" |
+  "${pin[@]}" "$perf_bin" master --master="127.0.0.1:$rpc" --metrics="127.0.0.1:$metrics" --json "$@" |
     grep '"op":"put"' | sed "s/^{/{\"variant\":\"$variant\",/" >>"$out" || true
 }
 
@@ -84,6 +97,7 @@ log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $o
 # 1. Throughput: no HA, then a leader with one synchronous standby.
 start_master "$master_bin" "$work/plain.log"
 pids+=("$master_pid")
+pin_pid 0 "$master_pid"
 perf_master no_ha "$rpc_port" "$metrics_port" --batch=1 --connections=1 --seconds="$seconds"
 perf_master no_ha "$rpc_port" "$metrics_port" --batch=1 --connections=16 --seconds="$seconds"
 perf_master no_ha "$rpc_port" "$metrics_port" --batch=128 --connections=16 --seconds="$seconds"
@@ -93,6 +107,8 @@ start_ha b
 wait_for 30 one_leads || die "no leader"
 if leading a; then leader=a standby=b; else leader=b standby=a; fi
 wait_for 30 synced "$standby" || die "the standby did not copy the directory"
+pin_pid 0 "${mpid[$leader]}"
+pin_pid 1 "${mpid[$standby]}"
 perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=1 --connections=1 --seconds="$seconds"
 perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=1 --connections=16 \
   --seconds="$seconds"
