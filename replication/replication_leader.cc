@@ -412,7 +412,8 @@ bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done)
 
 bool ReplicationLeader::Replicated(uint64_t seq) const {
   MutexLock lock(&mu_);
-  return !running_ || stopping_ || AckedLocked() >= seq;
+  // Stopped (a lost term, a shutdown): what waited was not replicated.
+  return running_ && !stopping_ && AckedLocked() >= seq;
 }
 
 void ReplicationLeader::ReleaseAll() {

@@ -103,7 +103,7 @@ class ReplicationLeader {
   bool WhenReplicated(uint64_t seq, std::function<void()> done);
   // Whether a mutation at `seq` counts as replicated now (what a released
   // waiter checks: waiters are also released, unreplicated, while the
-  // leader is fenced, and when it stops).
+  // leader is fenced, and when it stops). False once stopped.
   bool Replicated(uint64_t seq) const;
 
   ReplicationLeaderStats stats() const;

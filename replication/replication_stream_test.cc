@@ -157,6 +157,10 @@ TEST_F(ReplicationStreamTest, AStandbyThatGoesAwayReleasesWaiters) {
   // No standby in sync: nothing to wait for.
   EXPECT_TRUE(leader_->WhenReplicated(dir_->ChangeSeq(), [] {}));
   EXPECT_TRUE(leader_->Replicated(dir_->ChangeSeq()));
+  // A stopped leader (a lost term) counts nothing as replicated: what its
+  // Stop released is answered NOT_LEADER.
+  leader_->Stop();
+  EXPECT_FALSE(leader_->Replicated(0));
 }
 
 // The leader closing the stream while its address still listens (it
