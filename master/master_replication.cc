@@ -210,6 +210,10 @@ void AddReplicationMetrics(MetricsRegistry& registry, const MasterReplication& r
   registry.AddGauge("shelfmark_master_ha_replication_standbys_in_sync",
                     "Standbys with a complete copy receiving this leader's batches.",
                     [&leader] { return static_cast<double>(leader.stats().in_sync); });
+  registry.AddGauge("shelfmark_master_ha_replication_watchers",
+                    "Standbys' watch connections this leader holds (their end tells a standby "
+                    "this leader is gone).",
+                    [&leader] { return static_cast<double>(leader.stats().watchers); });
   registry.AddGauge("shelfmark_master_ha_replication_lag_ops",
                     "Changes of this leader's directory not yet acknowledged by the standbys "
                     "its mutations wait for.",

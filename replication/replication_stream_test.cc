@@ -184,6 +184,8 @@ TEST_F(ReplicationStreamTest, AClosedStreamThenARefusedAddressIsLeaderGone) {
   StartLeader();
   auto standby = StartStandby();
   ASSERT_TRUE(testing::WaitFor([&] { return standby->stats().synced; }, 10'000));
+  // Its watch connection is what ends with the FIN (it connects apart).
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().watchers == 1; }, 10'000));
   const std::string address = acceptor_->address();
   acceptor_.reset();  // nothing listens there any more
   leader_->Stop();    // the stream ends with a FIN

@@ -120,6 +120,10 @@ TEST_F(HaProcessTest, OneLeaderTheStandbyAnswersNotLeaderAndTakesOverWhenItIsKil
   ASSERT_EQ(testing::HttpGet(standby.ports.http, "/health", &health), 200);
   EXPECT_EQ(health, "ok\nha_role standby\n");
   MountAndPut(leader, "seg-a", "k");
+  // The standby's watch connection is held (its end is the death signal).
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return leader.Metric("shelfmark_master_ha_replication_watchers") == 1; },
+      kDeadlineMs));
 
   auto exists = standby.Client()->ExistKey("", "k");
   ASSERT_FALSE(exists.ok());
