@@ -184,31 +184,28 @@ Result<EtcdCreateResult> EtcdClient::CreateIfAbsent(std::string_view key, std::s
                                 etcdwire::DecodeCreateIfAbsent);
 }
 
-ErrorCode EtcdClient::PutIfCreatedAt(std::string_view guard_key, int64_t guard_create_revision,
-                                     std::string_view key, std::string_view value) {
-  Result<bool> put = Call<bool>(
-      "/v3/kv/txn", etcdwire::PutIfCreatedAtRequest(guard_key, guard_create_revision, key, value),
-      etcdwire::DecodeTxnSucceeded);
-  if (!put.ok()) return put.error();
-  if (!*put) {
+ErrorCode EtcdClient::GuardedTxn(const std::string& request, int64_t create_revision,
+                                 const char* what) {
+  Result<bool> done = Call<bool>("/v3/kv/txn", request, etcdwire::DecodeTxnSucceeded);
+  if (!done.ok()) return done.error();
+  if (!*done) {
     return Fail(ErrorCode::ETCD_TRANSACTION_FAIL,
-                "put guarded by a key no longer created at revision " +
-                    std::to_string(guard_create_revision));
+                std::string(what) + " no longer created at revision " +
+                    std::to_string(create_revision));
   }
   return ErrorCode::OK;
 }
 
+ErrorCode EtcdClient::PutIfCreatedAt(std::string_view guard_key, int64_t guard_create_revision,
+                                     std::string_view key, std::string_view value) {
+  return GuardedTxn(
+      etcdwire::PutIfCreatedAtRequest(guard_key, guard_create_revision, key, value),
+      guard_create_revision, "put guarded by a key");
+}
+
 ErrorCode EtcdClient::DeleteIfCreatedAt(std::string_view key, int64_t create_revision) {
-  Result<bool> deleted =
-      Call<bool>("/v3/kv/txn", etcdwire::DeleteIfCreatedAtRequest(key, create_revision),
-                 etcdwire::DecodeTxnSucceeded);
-  if (!deleted.ok()) return deleted.error();
-  if (!*deleted) {
-    return Fail(ErrorCode::ETCD_TRANSACTION_FAIL,
-                "delete of a key no longer created at revision " +
-                    std::to_string(create_revision));
-  }
-  return ErrorCode::OK;
+  return GuardedTxn(etcdwire::DeleteIfCreatedAtRequest(key, create_revision), create_revision,
+                    "delete of a key");
 }
 
 }  // namespace shelfmark::ha

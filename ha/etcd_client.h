@@ -99,6 +99,10 @@ class EtcdClient {
   template <typename T, typename Decode>
   Result<T> Call(std::string_view path, const std::string& body, Decode decode);
   ErrorCode Fail(ErrorCode code, std::string text);
+  // A transaction guarded by a create_revision: OK when it succeeded,
+  // ETCD_TRANSACTION_FAIL ("<what> no longer created at revision N") when
+  // its compare failed.
+  ErrorCode GuardedTxn(const std::string& request, int64_t create_revision, const char* what);
 
   const EtcdClientOptions options_;
   std::atomic<size_t> preferred_{0};  // index of the endpoint that last answered

@@ -10,10 +10,11 @@
 //   - when it loses the term it stops shipping and follows the new leader.
 //
 // Who may campaign (may_campaign): a master with a complete copy of the
-// last leader's state; a master that saw no leader of a term it did not win
-// since it last led (its own directory is the latest: a single master
-// through an etcd outage, or a fresh cluster; not a master restarted while
-// its killed predecessor's key, with the same address, still stands); or, after `unsynced_takeover_ms` without any leader,
+// last leader's state that the leader's published in-sync set names; a
+// master that saw no leader of a term it did not win since it last led (its
+// own directory is the latest: a single master through an etcd outage, or a
+// fresh cluster; not a master restarted after its killed predecessor, whose
+// term etcd records); or, after `unsynced_takeover_ms` without any leader,
 // any master (so a cluster whose standbys never finished a copy does not
 // stay without a leader; what the old leader acknowledged alone is lost
 // then).
@@ -24,15 +25,15 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <vector>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "auth/token_table.h"
+#include "common/host_port.h"
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "directory/directory.h"
-#include "common/host_port.h"
 #include "ha/etcd_client.h"
 #include "ha/leader_election.h"
 #include "replication/replication_leader.h"

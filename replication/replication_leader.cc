@@ -256,10 +256,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
   s.state = Standby::State::kSynced;
   s.sent = seq;
   s.unacked_since_ms = s.acked < seq ? NowMs() : 0;  // (its acknowledgement may be in)
-  // Waited for from now on (published later, UpdateInSync).
-  if (options_.sync_standbys > 0 && in_sync_.count(s.id) == 0 && joining_.insert(s.id).second) {
-    required_acked_[s.id] = s.acked;
-  }
+  JoinLocked(s.id, s.acked);  // published later (UpdateInSync)
   counters_.bytes += sent_bytes;
 }
 
@@ -341,17 +338,18 @@ uint64_t ReplicationLeader::AckedLocked() const {
   return acked;
 }
 
+void ReplicationLeader::JoinLocked(const std::string& id, uint64_t acked) {
+  if (options_.sync_standbys > 0 && in_sync_.count(id) == 0 && joining_.insert(id).second) {
+    required_acked_[id] = acked;
+  }
+}
+
 std::set<std::string> ReplicationLeader::NextInSyncLocked() {
   std::map<std::string, uint64_t> synced;  // id -> acked of a synced connection
   for (const auto& s : standbys_) {
     if (s->state == Standby::State::kSynced) synced[s->id] = std::max(synced[s->id], s->acked);
   }
-  // Synced standbys join: waited for from now on.
-  for (const auto& [id, acked] : synced) {
-    if (in_sync_.count(id) == 0 && joining_.insert(id).second) {
-      required_acked_[id] = acked;
-    }
-  }
+  for (const auto& [id, acked] : synced) JoinLocked(id, acked);
   // A joining standby that went was never published: it just leaves.
   for (auto it = joining_.begin(); it != joining_.end();) {
     if (synced.count(*it) == 0) {

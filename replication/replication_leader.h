@@ -130,6 +130,8 @@ class ReplicationLeader {
   // then are published once they hold all that was acknowledged; gone ones
   // leave once the set without them is published.
   void UpdateInSync();
+  // A synced standby joins the set: waited for from now on (once).
+  void JoinLocked(const std::string& id, uint64_t acked) REQUIRES(mu_);
   // The set to publish next (the current one when nothing changes).
   std::set<std::string> NextInSyncLocked() REQUIRES(mu_);
   // Calls the waiters whose sequence is covered now.

@@ -86,17 +86,14 @@ bool ReplicationStandby::Pause(const std::string& address, int64_t ms) {
   return !stopping_;
 }
 
-void ReplicationStandby::Run() {
+void ReplicationStandby::FollowLoop(const std::function<void(const std::string&)>& connect) {
   int64_t backoff_ms = 100;
   for (;;) {
     const std::string address = WaitForTarget();
     if (address.empty()) return;
-    const ErrorCode rc = Session(address);
+    connect(address);
     {
       MutexLock lock(&mu_);
-      stats_.connected = false;
-      stats_.synced = false;
-      if (rc != ErrorCode::OK) ++stats_.failures;
       if (target_ != address) backoff_ms = 0;  // a new leader: at once
     }
     if (!Pause(address, backoff_ms)) return;
@@ -104,21 +101,22 @@ void ReplicationStandby::Run() {
   }
 }
 
+void ReplicationStandby::Run() {
+  FollowLoop([this](const std::string& address) {
+    const ErrorCode rc = Session(address);
+    MutexLock lock(&mu_);
+    stats_.connected = false;
+    stats_.synced = false;
+    if (rc != ErrorCode::OK) ++stats_.failures;
+  });
+}
+
 void ReplicationStandby::WatchLoop() {
-  int64_t backoff_ms = 100;
-  for (;;) {
-    const std::string address = WaitForTarget();
-    if (address.empty()) return;
+  FollowLoop([this](const std::string& address) {
     if (Watch(address) && LeaderRefuses(address) && options_.on_leader_gone) {
       options_.on_leader_gone(address);
     }
-    {
-      MutexLock lock(&mu_);
-      if (target_ != address) backoff_ms = 0;
-    }
-    if (!Pause(address, backoff_ms)) return;
-    backoff_ms = std::clamp<int64_t>(backoff_ms * 2, 100, 1000);
-  }
+  });
 }
 
 bool ReplicationStandby::Watch(const std::string& address) {

@@ -93,6 +93,9 @@ class ReplicationStandby {
   bool Watch(const std::string& address);
   // Whether a connection to `address` is refused within kGoneProbes tries.
   bool LeaderRefuses(const std::string& address);
+  // Calls `connect` with the address to follow, again and again (at once
+  // when the address changed, else after 100 ms doubling to 1 s) until Stop.
+  void FollowLoop(const std::function<void(const std::string&)>& connect);
   // The address to follow, waiting for one; "" when stopping.
   std::string WaitForTarget();
   // Waits `ms` unless stopped or the target moved from `address`; false
