@@ -79,6 +79,13 @@ TEST_F(ClientTest, FillThenVerifyCountsEvictedAndCorruptObjects) {
 TEST_F(ClientTest, FillStopsWhenMemoryStaysFull) {
   StartNode("small", 1 << 20);
   Client& client = MakeClient();
+  // Hard-pinned objects nothing may evict hold most of the segment.
+  PutOptions pinned;
+  pinned.config.hard_pin = true;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(client.Put("t", "pinned-" + std::to_string(i), std::string(300 << 10, 'p'), pinned),
+              ErrorCode::OK);
+  }
   const FillReport fill = FillObjects(client, "t", "big", 10, 300 << 10, 1, 200);
   EXPECT_EQ(fill.error, ErrorCode::NO_AVAILABLE_HANDLE);
   EXPECT_LT(fill.stored, 10u);

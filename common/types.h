@@ -169,6 +169,12 @@ struct DirectoryStats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t eviction_runs = 0;
+  // Of the evicted objects, those never read since their put; puts of keys
+  // 2Q's ghost list still remembered (they entered the protected queue);
+  // eviction runs made by a put that found no room (it then retried).
+  uint64_t evicted_unread = 0;
+  uint64_t eviction_ghost_hits = 0;
+  uint64_t eviction_runs_for_puts = 0;
   // Puts refused as impossible (no eviction could place them): more
   // replicas than segments able to hold them, or larger than any segment.
   uint64_t unplaceable_puts = 0;

@@ -37,6 +37,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "directory/directory_state.h"
+#include "directory/eviction_policy.h"
 #include "common/types.h"
 
 namespace shelfmark {
@@ -44,8 +45,15 @@ namespace shelfmark {
 struct DirectoryOptions {
   int64_t default_kv_lease_ttl_ms = 10'000;
   int64_t client_ttl_ms = 10'000;
-  double eviction_ratio = 0.05;
-  double eviction_high_watermark_ratio = 0.90;
+  // Eviction (docs/directory.md, "Eviction"): above the watermark the
+  // background thread frees `eviction_ratio` of capacity (at least back
+  // under the mark); a put that finds no room evicts at once and retries.
+  double eviction_ratio = 0.02;
+  double eviction_high_watermark_ratio = 0.98;
+  EvictionPolicy eviction_policy = EvictionPolicy::k2q;
+  // 2Q: the share of capacity objects used once (put, never read) may hold
+  // before they are evicted ahead of reused ones.
+  double eviction_probation_ratio = 0.2;
   // An unfinished put older than this may be replaced by a new PutStart.
   int64_t put_start_discard_timeout_ms = 30'000;
   // An unfinished put older than this is reclaimed by the background thread.

@@ -140,12 +140,25 @@ class DirectoryImpl {
   void ReleaseRetired();
 
   // eviction (eviction.cc)
-  void EvictIfNeeded();
-  // Lease deadline at or below which evicting candidates frees about
-  // `target` bytes; INT64_MIN when there is no candidate.
-  int64_t EvictionCutoff(int64_t now, uint64_t target, bool soft);
-  // Evicts candidates up to the cutoff; returns the bytes freed.
+  // The background thread's check: evicts above the watermark or after a
+  // failed allocation.
+  void EvictIfNeeded() EXCLUDES(eviction_mu_);
+  // A put that found no room for `need` bytes: evicts at least that much
+  // now (unless a fruitless pass backs off). True when the put may retry.
+  bool EvictForPut(uint64_t need) EXCLUDES(eviction_mu_);
+  // Per queue of the policy, the last use at or below which evicting
+  // candidates frees about `target` bytes in all.
+  EvictionCutoffs EvictionCutoff(int64_t now, uint64_t target, bool soft);
+  // Evicts candidates up to the cutoffs; returns the bytes freed.
   uint64_t EvictPass(int64_t now, uint64_t target, bool soft);
+  // Both passes (soft pins second), counted; backs off when fruitless.
+  uint64_t RunEviction(uint64_t target) REQUIRES(eviction_mu_);
+  // eviction_ratio of `capacity`, at least 1 byte.
+  uint64_t RatioTarget(uint64_t capacity) const;
+  // Counts an object eviction takes.
+  void NoteEvicted(const ObjectMetadata& meta);
+  // The use clock's next tick (ObjectMetadata::use_stamp).
+  uint64_t NextUseTick() { return use_clock_.fetch_add(1, std::memory_order_relaxed) + 1; }
 
   // snapshots (directory_snapshot.cc); see directory.h
   ShardState ExportShard(uint32_t index) const;
@@ -182,6 +195,15 @@ class DirectoryImpl {
   ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
   // Describe into *d, reusing its strings' capacity.
   void DescribeInto(const ObjectMetadata& meta, const Replica& r, ReplicaDescriptor* d) const;
+  // One attempt of PutStart (which evicts and retries once on no room).
+  Result<std::vector<ReplicaDescriptor>> TryPutStart(const UUID& client, std::string_view tenant,
+                                                     std::string_view key, uint64_t size,
+                                                     const PutConfig& config);
+  // Uses a new object of the key starts with: 1, or 2 when 2Q's ghost list
+  // of the shard remembered the key (taken from it). Caller holds the
+  // shard's writer lock.
+  uint32_t FirstUses(MetadataShard& shard, std::string_view tenant, std::string_view key)
+      REQUIRES(shard.mu);
   // Places `config.replica_num` MEMORY replicas of `size` bytes. On failure
   // wakes eviction when it could help, else counts an unplaceable put.
   Result<std::vector<Placement>> PlaceReplicas(uint64_t size, const PutConfig& config);
@@ -305,6 +327,14 @@ class DirectoryImpl {
   std::atomic<uint64_t> upserts_{0};
   std::atomic<uint64_t> background_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};
+  std::atomic<int64_t> puts_wait_for_copies_until_ms_{0};
+  std::atomic<uint64_t> evicted_unread_{0};
+  std::atomic<uint64_t> eviction_ghost_hits_{0};
+  std::atomic<uint64_t> eviction_runs_for_puts_{0};
+  std::atomic<size_t> eviction_start_shard_{0};
+  std::atomic<uint64_t> use_clock_{0};
+  // One eviction pass at a time: the background thread's or a put's.
+  Mutex eviction_mu_;
 
   Mutex background_mu_;
   // _any: waits on a MutexLock (a plain std::condition_variable needs a

@@ -22,12 +22,16 @@ uint64_t RandomViewVersion() {
 
 }  // namespace
 
-size_t ShardIndex(std::string_view tenant, std::string_view name) {
-  size_t h = std::hash<std::string_view>()(name);
+uint64_t TenantKeyHash(std::string_view tenant, std::string_view name) {
+  uint64_t h = std::hash<std::string_view>()(name);
   if (!tenant.empty() && tenant != kDefaultTenant) {
     h ^= std::hash<std::string_view>()(tenant) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   }
-  return h % kShardCount;
+  return h;
+}
+
+size_t ShardIndex(std::string_view tenant, std::string_view name) {
+  return TenantKeyHash(tenant, name) % kShardCount;
 }
 
 DirectoryImpl::DirectoryImpl(DirectoryOptions options)
@@ -179,6 +183,22 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
                                                                std::string_view key,
                                                                uint64_t size,
                                                                const PutConfig& config) {
+  auto out = TryPutStart(client, tenant, key, size, config);
+  // No room: evict now and retry once, rather than refuse a put the
+  // background pass would have made room for a moment later.
+  if (out.ok() || out.error() != ErrorCode::NO_AVAILABLE_HANDLE ||
+      !segments_.CouldEverPlace(config.replica_num, size)) {
+    return out;
+  }
+  if (!EvictForPut(size * config.replica_num)) return out;
+  return TryPutStart(client, tenant, key, size, config);
+}
+
+Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& client,
+                                                                  std::string_view tenant,
+                                                                  std::string_view key,
+                                                                  uint64_t size,
+                                                                  const PutConfig& config) {
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   if (size == 0 || config.replica_num == 0 || config.replica_num > kMaxReplicas ||
       config.soft_pin_ttl_ms < 0 || client.is_nil() ||
@@ -196,18 +216,25 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
       // An upsert of a readable object: a pending version beside it. (One
       // mid-put is no object to replace yet: the rules below apply.)
       if (config.replace && old->HasComplete()) {
+        old->NoteUse(NextUseTick());
         return StartReplacement(*shard.tenants.Find(tenant), key, client, size, config, *old,
                                 now);
       }
       bool stale = !old->HasComplete() &&
                    old->put_start_ms() + options_.put_start_discard_timeout_ms < now;
-      if (!stale) return ErrorCode::OBJECT_ALREADY_EXISTS;
+      if (!stale) {
+        // A writer that holds the bytes of a key already stored uses it.
+        if (old->HasComplete()) old->NoteUse(NextUseTick());
+        return ErrorCode::OBJECT_ALREADY_EXISTS;
+      }
       EraseObject(shard, tenant, key, &drops);
     }
     auto placed = PlaceReplicas(size, config);
     if (!placed.ok()) return placed.error();
     TenantState& state = *shard.tenants.TryEmplace(tenant).first;
-    out = InitVersion(*state.objects.TryEmplace(key).first, client, size, config, now, *placed);
+    ObjectMetadata& meta = *state.objects.TryEmplace(key).first;
+    out = InitVersion(meta, client, size, config, now, *placed);
+    meta.StartUses(NextUseTick(), FirstUses(shard, tenant, key));
     state.processing.emplace(key);
     Touch(shard, tenant, key);
     key_count_.fetch_add(1, std::memory_order_relaxed);
@@ -215,6 +242,14 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
   DropGroupMembers(tenant, drops);
   if (!config.group_id.empty()) AddGroupMember(tenant, config.group_id, key);
   return out;
+}
+
+uint32_t DirectoryImpl::FirstUses(MetadataShard& shard, std::string_view tenant,
+                                  std::string_view key) {
+  if (options_.eviction_policy != EvictionPolicy::k2q) return 1;
+  if (shard.ghosts.size() == 0 || !shard.ghosts.Take(TenantKeyHash(tenant, key))) return 1;
+  eviction_ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+  return 2;  // evicted from probation too soon: enters protected
 }
 
 ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
@@ -307,6 +342,7 @@ ErrorCode DirectoryImpl::GetReplicaListInto(std::string_view tenant, std::string
   out->replicas.resize(n);
   if (n == 0) return ErrorCode::REPLICA_IS_NOT_READY;
   meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
+  meta->NoteUse(NextUseTick());
   out->size = meta->size;
   out->checksum.reset();
   if (meta->has_checksum) out->checksum = meta->checksum;
@@ -322,6 +358,7 @@ Result<bool> DirectoryImpl::ExistKey(std::string_view tenant, std::string_view k
   ObjectMetadata* meta = Find(shard, tenant, key);
   if (meta == nullptr || !meta->HasComplete()) return false;
   meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
+  meta->NoteUse(NextUseTick());  // an engine asks before it reads
   return true;
 }
 
@@ -542,6 +579,9 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.evicted_objects = evicted_objects_.load();
   s.evicted_bytes = evicted_bytes_.load();
   s.eviction_runs = eviction_runs_.load();
+  s.evicted_unread = evicted_unread_.load();
+  s.eviction_ghost_hits = eviction_ghost_hits_.load();
+  s.eviction_runs_for_puts = eviction_runs_for_puts_.load();
   s.unplaceable_puts = unplaceable_puts_.load();
   s.background_runs = background_runs_.load();
   s.snapshot_waiters = snapshot_lock_.waiting();

@@ -394,6 +394,8 @@ ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
       meta.data_type = o.data_type;
       meta.hard_pin = o.hard_pin;
       meta.lease_deadline_ms = o.lease_remaining_ms > 0 ? AddMs(now, o.lease_remaining_ms) : 0;
+      // Recency is not kept in snapshots: a restored object counts as put now.
+      meta.StartUses(NextUseTick(), 1);
       meta.soft_pin_deadline_s =
           o.soft_pin_remaining_ms > 0 ? ClampedSeconds(AddMs(now, o.soft_pin_remaining_ms)) : 0;
       meta.put_start_s = ClampedSeconds(AddMs(now, -o.put_age_ms));
@@ -433,6 +435,7 @@ void DirectoryImpl::Clear() {
     KeyMap<TenantState> gone;  // destroyed after the lock is released
     WriterLock lock(&shard.mu);
     gone = std::move(shard.tenants);
+    shard.ghosts.Clear();
   }
   key_count_ = 0;
   promotions_.Clear();
@@ -445,6 +448,10 @@ void DirectoryImpl::Clear() {
   evicted_objects_ = 0;
   evicted_bytes_ = 0;
   eviction_runs_ = 0;
+  evicted_unread_ = 0;
+  eviction_ghost_hits_ = 0;
+  eviction_runs_for_puts_ = 0;
+  puts_wait_for_copies_until_ms_ = 0;
   eviction_backoff_until_ms_ = 0;
 }
 

@@ -1,5 +1,6 @@
 #include "directory/object_metadata.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -98,6 +99,14 @@ size_t ObjectMetadata::ReferenceCount() const {
   size_t n = 0;
   for (const Replica& r : replicas) n += r.refcnt;
   return n;
+}
+
+void ObjectMetadata::StartUses(uint64_t tick, uint32_t uses) {
+  use_stamp.store((tick << 2) | std::min(uses, kMaxUses), std::memory_order_relaxed);
+}
+
+void ObjectMetadata::NoteUse(uint64_t tick) {
+  StartUses(tick, uses() + 1);
 }
 
 void ObjectMetadata::ExtendLease(int64_t deadline_ms) {

@@ -5,7 +5,8 @@
 // segment on demand instead of being copied into every object.
 //
 // Thread safety: none of its own; guarded by the owning shard's lock, except
-// `lease_deadline_ms`, which readers under a shared lock may raise.
+// `lease_deadline_ms` and `use_stamp`, which readers under a shared lock may
+// raise.
 #pragma once
 
 #include <atomic>
@@ -96,6 +97,10 @@ struct ObjectMetadata {
   uint64_t size = 0;
   uint64_t checksum = 0;
   std::atomic<int64_t> lease_deadline_ms{0};
+  // Recency and reuse, for eviction (directory/eviction_policy.h): the
+  // directory's use clock at the object's last put or read (high 62 bits)
+  // and its uses since the put, saturating at kMaxUses (low 2 bits).
+  std::atomic<uint64_t> use_stamp{0};
   std::unique_ptr<const std::string> group;  // null: no group
   int32_t put_start_s = 0;
   int32_t soft_pin_deadline_s = 0;  // 0: not soft-pinned
@@ -123,6 +128,16 @@ struct ObjectMetadata {
   bool SoftPinned(int64_t now_ms) const { return soft_pin_deadline_ms() > now_ms; }
   // lease = max(lease, deadline). Safe under a shared shard lock.
   void ExtendLease(int64_t deadline_ms);
+
+  static constexpr uint32_t kMaxUses = 3;
+  // The object's first use (its put) at `tick`, counted as `uses` uses.
+  void StartUses(uint64_t tick, uint32_t uses);
+  // One more use at `tick` (a read, or a put of the key it already holds).
+  // Safe under a shared shard lock: racing uses may count once, and the
+  // last use wins, which is the recency either of them stands for.
+  void NoteUse(uint64_t tick);
+  uint64_t last_use() const { return use_stamp.load(std::memory_order_relaxed) >> 2; }
+  uint32_t uses() const { return static_cast<uint32_t>(use_stamp.load(std::memory_order_relaxed) & 3); }
 };
 
 // Exchanges everything two versions of one key hold: writer, size, checksum,

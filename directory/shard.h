@@ -21,6 +21,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "directory/ghost_keys.h"
 #include "directory/key_map.h"
 #include "directory/object_metadata.h"
 
@@ -58,9 +59,14 @@ struct MetadataShard {
   // (tenant, key) of objects changed since the change feed last took them
   // (directory/change_feed.h); appended only while the feed is enabled.
   std::vector<std::pair<std::string, std::string>> changed GUARDED_BY(mu);
+  // Keys of this shard recently evicted from 2Q's probation (eviction.cc).
+  GhostKeys ghosts GUARDED_BY(mu);
 };
 
-// Shard of a key (or of a group id). The default tenant hashes the name alone.
+// A key's (or a group id's) hash: the default tenant hashes the name alone.
+// Its shard is the hash modulo kShardCount; 2Q's ghost lists keep it whole.
+uint64_t TenantKeyHash(std::string_view tenant, std::string_view name);
+// Shard of a key (or of a group id).
 size_t ShardIndex(std::string_view tenant, std::string_view name);
 
 }  // namespace shelfmark

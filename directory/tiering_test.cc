@@ -8,6 +8,9 @@ namespace {
 
 DirectoryOptions Tiered(bool on_evict = false, bool force = false, uint64_t queue_limit = 50'000) {
   DirectoryOptions o;
+  // A pass frees at least 5% of the segment, down to 90% at most.
+  o.eviction_high_watermark_ratio = 0.90;
+  o.eviction_ratio = 0.05;
   o.enable_offload = true;
   o.offload_on_evict = on_evict;
   o.offload_force_evict = force;

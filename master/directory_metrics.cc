@@ -25,6 +25,16 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           read(&DirectoryStats::evicted_bytes));
   registry.AddCounterFunc("shelfmark_master_eviction_runs_total", "Eviction runs since start.",
                           read(&DirectoryStats::eviction_runs));
+  registry.AddCounterFunc("shelfmark_master_evicted_unread_objects_total",
+                          "Evicted objects never read since their put.",
+                          read(&DirectoryStats::evicted_unread));
+  registry.AddCounterFunc("shelfmark_master_eviction_ghost_hits_total",
+                          "Puts of keys 2q eviction took before any read, remembered: they "
+                          "entered the protected queue.",
+                          read(&DirectoryStats::eviction_ghost_hits));
+  registry.AddCounterFunc("shelfmark_master_eviction_runs_for_puts_total",
+                          "Eviction runs of puts that found no room (each retried once).",
+                          read(&DirectoryStats::eviction_runs_for_puts));
   registry.AddCounterFunc("shelfmark_master_unplaceable_puts_total",
                           "Puts refused without evicting anything: more replicas than segments "
                           "able to hold them, or larger than any segment.",

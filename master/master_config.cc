@@ -54,6 +54,15 @@ void AddDirectoryFlags(FlagSet& f, MasterConfig* c) {
               0.0, 1.0);
   f.AddDouble("eviction_high_watermark_ratio", &c->eviction_high_watermark_ratio,
               "usage that triggers eviction", 0.0, 1.0);
+  f.AddString("eviction_policy", &c->eviction_policy,
+              "which objects eviction frees first: 2q (objects read since their put outlive "
+              "those never read, which may hold eviction_probation_ratio of capacity) or lru "
+              "(least recently put or read)",
+              {"2q", "lru"});
+  f.AddDouble("eviction_probation_ratio", &c->eviction_probation_ratio,
+              "2q: share of capacity objects never read since their put may hold before they "
+              "go ahead of read ones",
+              0.0, 1.0);
   f.AddBool("enable_offload", &c->enable_offload, "offload MEMORY objects to node SSDs");
   f.AddBool("offload_on_evict", &c->offload_on_evict,
             "copy objects to SSD when eviction wants their memory, not after every put");
@@ -215,6 +224,8 @@ DirectoryOptions MasterConfig::ToDirectoryOptions() const {
   o.client_ttl_ms = client_ttl * 1000;
   o.eviction_ratio = eviction_ratio;
   o.eviction_high_watermark_ratio = eviction_high_watermark_ratio;
+  o.eviction_policy = ParseEvictionPolicy(eviction_policy).value_or(EvictionPolicy::k2q);
+  o.eviction_probation_ratio = eviction_probation_ratio;
   o.put_start_discard_timeout_ms = put_start_discard_timeout_sec * 1000;
   o.put_start_release_timeout_ms = put_start_release_timeout_sec * 1000;
   o.enable_offload = enable_offload;

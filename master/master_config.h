@@ -25,8 +25,11 @@ struct MasterConfig {
   int64_t rpc_idle_timeout_sec = 0;  // 0: never
   int64_t default_kv_lease_ttl = 10'000;  // ms
   int64_t client_ttl = 10;                // s
-  double eviction_ratio = 0.05;
-  double eviction_high_watermark_ratio = 0.90;
+  // Eviction (DirectoryOptions; docs/directory.md, "Eviction").
+  double eviction_ratio = 0.02;
+  double eviction_high_watermark_ratio = 0.98;
+  std::string eviction_policy = "2q";  // or "lru"
+  double eviction_probation_ratio = 0.2;
   // --cluster_id: the etcd keys' cluster (default kDefaultClusterId,
   // ha/leader_key.h) and the snapshots' <cluster_id>. Not given, snapshots
   // keep their historical default "shelfmark_cluster" (docs/snapshot.md).

@@ -56,6 +56,18 @@ TEST(MasterConfig, DesignStudyExampleParses) {
   EXPECT_EQ(o.client_ttl_ms, 20000);
   EXPECT_DOUBLE_EQ(o.eviction_ratio, 0.1);
   EXPECT_TRUE(o.enable_offload);
+  EXPECT_EQ(o.eviction_policy, EvictionPolicy::k2q) << "the default";
+}
+
+TEST(MasterConfig, EvictionPolicyFlags) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({"--eviction_policy=lru", "--eviction_probation_ratio=0.3"}, &c, &msg),
+            ParseOutcome::kRun)
+      << msg;
+  DirectoryOptions o = c.ToDirectoryOptions();
+  EXPECT_EQ(o.eviction_policy, EvictionPolicy::kLru);
+  EXPECT_DOUBLE_EQ(o.eviction_probation_ratio, 0.3);
 }
 
 TEST(MasterConfig, BadValuesNameTheFlag) {
@@ -63,7 +75,8 @@ TEST(MasterConfig, BadValuesNameTheFlag) {
                           "--eviction_ratio=2", "--snapshot_object_store_type=ftp",
                           "--bogus=1", "--cluster_id=../x", "--rpc_max_request_bytes=10",
                           "--rpc_request_timeout_sec=0", "--rpc_idle_timeout_sec=-1",
-                          "--rpc_max_buffered_request_bytes=8192"}) {
+                          "--rpc_max_buffered_request_bytes=8192", "--eviction_policy=fifo",
+                          "--eviction_probation_ratio=1.5"}) {
     MasterConfig c;
     std::string msg;
     EXPECT_EQ(Parse({arg}, &c, &msg), ParseOutcome::kError) << arg;
