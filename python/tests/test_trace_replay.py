@@ -110,3 +110,60 @@ def test_runs_as_a_module(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     assert "--capacity_blocks" in out.stdout and "--node_metrics" in out.stdout
+
+
+# Through the session's master and node (conftest.py), a trace small enough
+# to work out: [1,2,3] [1,2,3,4] [1,2,5] in a cache that never fills hits
+# 0 + 3 + 2 = 5 of 10 references and puts 3 + 1 + 1 blocks.
+SMALL = [[1, 2, 3], [1, 2, 3, 4], [1, 2, 5]]
+
+
+def _replay(capsys, tmp_path, master_addr, *flags):
+    path = tmp_path / "small.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": 100 * i, "hash_ids": ids}) + "\n"
+                            for i, ids in enumerate(SMALL)))
+    rc = main([str(path), "--master", master_addr, "--block_size=4096", "--capacity_blocks=100",
+               "--json"] + list(flags))
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_replay_of_a_known_trace(capsys, tmp_path, master_addr, prefix):
+    rc, r = _replay(capsys, tmp_path, master_addr, "--key_prefix=" + prefix)
+    assert rc == 0
+    assert (r["hits"], r["block_references"], r["hit_rate"]) == (5, 10, 0.5)
+    assert (r["lru_hit_rate"], r["belady_hit_rate"], r["hit_over_lru"]) == (0.5, 0.5, 1.0)
+    assert (r["blocks_read"], r["blocks_put"], r["puts_accepted"]) == (5, 5, 5)
+    assert (r["wrong_bytes"], r["puts_refused"], r["read_failures"]) == (0, {}, {})
+    assert r["local_disk_blocks"] is None  # no --node_metrics: the split is unknown
+    # Again on the same keys: every block is cached now, the first
+    # request's included: 10 hits, nothing put.
+    rc, r = _replay(capsys, tmp_path, master_addr, "--key_prefix=" + prefix)
+    assert (rc, r["hits"], r["blocks_put"], r["wrong_bytes"]) == (0, 10, 0, 0)
+
+
+def test_wrong_bytes_are_counted_and_fail_the_run(capsys, tmp_path, master_addr, prefix):
+    """Block 1's key holds zeros: each of the three requests reads it, finds
+    it wrong (so it is no hit and nothing after it is either), and its put
+    is refused (the object exists)."""
+    import shelfmark
+    with shelfmark.Store(master_addr, local_buffer_size="1MB") as s:
+        s.put(prefix + "1", bytes(4096))
+    rc, r = _replay(capsys, tmp_path, master_addr, "--key_prefix=" + prefix)
+    assert rc == 3
+    wrong = count_wrong_bytes(bytes(4096), BlockPattern(4096).block(1))
+    assert wrong > 4000
+    assert (r["wrong_bytes"], r["hits"]) == (3 * wrong, 0)
+    assert r["puts_refused"] == {"OBJECT_ALREADY_EXISTS": 3}
+
+
+def test_threads_and_honoured_timestamps(capsys, tmp_path, master_addr, prefix):
+    # Three threads: which request sees which block first is a race, the
+    # bytes are not.
+    rc, r = _replay(capsys, tmp_path, master_addr, "--key_prefix=" + prefix, "--concurrency=3")
+    assert (rc, r["block_references"], r["wrong_bytes"], r["concurrency"]) == (0, 10, 0, 3)
+    assert r["puts_accepted"] == 5  # each block once: a refused duplicate is OBJECT_ALREADY_EXISTS
+    # At the trace's own pace the last request starts 200 ms after the first.
+    rc, r = _replay(capsys, tmp_path, master_addr, "--key_prefix=x" + prefix,
+                    "--timestamps=honour", "--speedup=1")
+    assert (rc, r["hits"], r["speedup"]) == (0, 5, 1.0)
+    assert r["wall_s"] >= 0.2 and "lag_p99_ms" in r
