@@ -15,10 +15,14 @@
 # requests/s and request latency p50/p99, wrong bytes; a table at the end;
 # one JSON line per run in BENCH_OUT.
 #
-# The replay ignores the trace's timestamps, so it runs faster than the
-# trace (the table's "x trace"); the master's read lease is scaled down alike
-# (BENCH_LEASE_MS, default 200 = the 10 s default / 50): an object keeps its
-# lease, and cannot be evicted, for that long after a read.
+# The replay honours the trace's timestamps BENCH_SPEEDUP (50) times faster
+# than recorded, so requests/s is that pace (the table's "x trace" shows the
+# speed reached: below BENCH_SPEEDUP, the replay could not keep up) and
+# p50/p99 are latencies under it; BENCH_SPEEDUP=0 ignores the timestamps
+# (requests/s: as fast as the threads go). The master's read lease, which
+# keeps an object from eviction in wall time, is scaled down alike
+# (BENCH_LEASE_MS, default the 10 s default / BENCH_SPEEDUP; 200 ms when
+# ignoring timestamps).
 #
 # Usage: scripts/bench_replay.sh [BUILD_DIR]
 # Environment (all optional):
@@ -28,7 +32,8 @@
 #   BENCH_SSD_FACTOR   SSD blocks per DRAM block in the ssd runs (default 4)
 #   BENCH_TIERS        which runs (default "dram ssd")
 #   BENCH_CONCURRENCY  replay threads (default 1)
-#   BENCH_LEASE_MS     the master's --default_kv_lease_ttl (default 200)
+#   BENCH_SPEEDUP      replay the trace this many times faster (default 50; 0: ignore timestamps)
+#   BENCH_LEASE_MS     the master's --default_kv_lease_ttl (default 10000 / BENCH_SPEEDUP, or 200)
 #   BENCH_MASTER_ARGS  more shelfmark-master flags (e.g. an eviction policy)
 #   BENCH_NODE_ARGS    more shelfmark-node flags
 #   BENCH_REPLAY_ARGS  more shelfmark-replay flags (e.g. --requests=1000)
@@ -44,7 +49,15 @@ block="${BENCH_BLOCK:-32768}"
 ssd_factor="${BENCH_SSD_FACTOR:-4}"
 read -r -a tiers <<<"${BENCH_TIERS:-dram ssd}"
 concurrency="${BENCH_CONCURRENCY:-1}"
-lease_ms="${BENCH_LEASE_MS:-200}"
+speedup="${BENCH_SPEEDUP:-50}"
+[[ $speedup =~ ^[0-9]+$ ]] || { echo "bench_replay: BENCH_SPEEDUP must be a whole number" >&2; exit 1; }
+pace=(--timestamps=ignore)
+default_lease=200
+if [ "$speedup" -gt 0 ]; then
+  pace=(--timestamps=honour --speedup="$speedup")
+  default_lease=$((10000 / speedup))
+fi
+lease_ms="${BENCH_LEASE_MS:-$default_lease}"
 read -r -a master_args <<<"${BENCH_MASTER_ARGS:-}"
 read -r -a node_args <<<"${BENCH_NODE_ARGS:-}"
 read -r -a replay_args <<<"${BENCH_REPLAY_ARGS:-}"
@@ -98,7 +111,7 @@ run() {
   local line rc=0
   line="$(PYTHONPATH="$build/python" "$python" -m shelfmark.trace_replay "$trace" \
             --master="127.0.0.1:$rpc_port" --block_size="$block" --segment_size="$segment" \
-            --ssd_capacity_blocks="$ssd_blocks" --concurrency="$concurrency" \
+            --ssd_capacity_blocks="$ssd_blocks" --concurrency="$concurrency" "${pace[@]}" \
             --node_metrics="127.0.0.1:$node_port" --json "${replay_args[@]}")" || rc=$?
   [ -n "$line" ] || die "$label: shelfmark-replay failed (exit $rc)"
   echo "{\"run\":\"$label\",\"lease_ms\":$lease_ms,${line#\{}" >> "$out"
