@@ -222,7 +222,7 @@ class Worker:
             s.blocks_read += 1
             if c != self.bs:
                 s.wrong_sizes += 1
-            wrong = count_wrong_bytes(bytes(self._slot(i)), self.pattern.block(ids[i]))
+            wrong = count_wrong_bytes(self._slot(i), self.pattern.block(ids[i]))
             s.wrong_bytes += wrong
             ok.append(c == self.bs and wrong == 0)
         return ok
@@ -325,11 +325,13 @@ def report(args, requests, capacity, stats, seconds, disk_bytes):
         "requests": len(requests), "block_references": stats.references,
         "distinct_blocks": distinct_blocks(requests), "block_size": args.block_size,
         "capacity_blocks": capacity, "concurrency": args.concurrency,
-        "timestamps": args.timestamps, "speedup": args.speedup if args.timestamps == "honour" else None,
+        "timestamps": args.timestamps,
+        "speedup": args.speedup if args.timestamps == "honour" else None,
         "hits": stats.hits, "hit_rate": round(hit_rate, 4),
         "lru_hit_rate": round(at["lru"], 4), "belady_hit_rate": round(at["belady"], 4),
         "unbounded_hit_rate": round(simulate(requests, None).hit_rate, 4),
-        "hit_over_lru": _ratio(hit_rate, at["lru"]), "hit_over_belady": _ratio(hit_rate, at["belady"]),
+        "hit_over_lru": _ratio(hit_rate, at["lru"]),
+        "hit_over_belady": _ratio(hit_rate, at["belady"]),
     }
     if args.ssd_capacity_blocks:
         tiers = capacity + args.ssd_capacity_blocks
@@ -349,7 +351,8 @@ def report(args, requests, capacity, stats, seconds, disk_bytes):
         "lookup_errors": dict(stats.lookup_errors),
         "blocks_put": stats.blocks_put, "puts_accepted": stats.puts_accepted,
         "puts_refused": dict(stats.puts_refused),
-        "p50_ms": round(percentile(lat, 50) * 1e3, 3), "p99_ms": round(percentile(lat, 99) * 1e3, 3),
+        "p50_ms": round(percentile(lat, 50) * 1e3, 3),
+        "p99_ms": round(percentile(lat, 99) * 1e3, 3),
         "requests_per_s": round(len(requests) / seconds, 1) if seconds else None,
         "wall_s": round(seconds, 2), "trace_span_s": round(span_s, 1),
         "speed_vs_trace": _ratio(span_s, seconds),
@@ -477,7 +480,8 @@ def _setup(args):
     code = store.setup(args.local_hostname, "P2PHANDSHAKE", 0, 16 << 20, args.protocol,
                        args.device, args.master, tenant_id=args.tenant)
     if code != 0:
-        raise RuntimeError("cannot set up a store of master %s: %s" % (args.master, code_name(code)))
+        raise RuntimeError("cannot set up a store of master %s: %s"
+                           % (args.master, code_name(code)))
     return store
 
 
@@ -491,7 +495,9 @@ def main(argv=None):
     capacity = args.capacity_blocks or capacity_from_segment(
         args.segment_size, args.block_size, args.eviction_high_watermark_ratio)
     endpoints = [e.strip() for e in args.node_metrics.split(",") if e.strip()]
-    key_prefix = args.key_prefix if args.key_prefix is not None else "replay-%s-" % uuid.uuid4().hex[:8]
+    key_prefix = args.key_prefix
+    if key_prefix is None:
+        key_prefix = "replay-%s-" % uuid.uuid4().hex[:8]
     try:
         store = _setup(args)
         try:

@@ -24,7 +24,8 @@ Policies (POLICIES; simulate(..., policy=NAME)):
           dropped).
 A new policy is a CachePolicy subclass registered in POLICIES.
 
-    python3 -m shelfmark.trace_sim TRACE --capacity_blocks=10000,30000 [--policy=lru,belady] [--json]
+    python3 -m shelfmark.trace_sim TRACE --capacity_blocks=10000,30000 \\
+        [--policy=lru,belady] [--json]
 """
 
 import argparse
@@ -190,8 +191,8 @@ def _policies(text):
     names = [v.strip() for v in text.split(",") if v.strip()]
     unknown = [n for n in names if n not in POLICIES]
     if not names or unknown:
-        raise argparse.ArgumentTypeError("unknown policy %s (known: %s)"
-                                         % (", ".join(unknown) or "''", ", ".join(sorted(POLICIES))))
+        raise argparse.ArgumentTypeError("unknown policy %s (known: %s)" % (
+            ", ".join(unknown) or "''", ", ".join(sorted(POLICIES))))
     return names
 
 
