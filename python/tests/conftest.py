@@ -51,11 +51,12 @@ def _read(path):
 class Process:
     """A child process whose stderr goes to a log file; stop() ends it by pid."""
 
-    def __init__(self, args, log_path):
+    def __init__(self, args, log_path, env=None):
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=self._log,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, **env) if env else None)
 
     def log(self):
         return _read(self.log_path)
@@ -93,12 +94,13 @@ class Cluster:
         m = p.wait_text(r"rpc port (\d+), metrics port (\d+)", "shelfmark-master's ports")
         return p, "127.0.0.1:%s" % m.group(1)
 
-    def start_node(self, master_addr, name, segment_bytes=256 << 20):
+    def start_node(self, master_addr, name, segment_bytes=256 << 20, env=None):
+        """env: variables added to this one's (e.g. an SSD store's MOONCAKE_OFFLOAD_*)."""
         p = Process([_binary("SHELFMARK_NODE_BIN"), "--master=" + master_addr,
                      "--segment_size=%d" % segment_bytes, "--protocol=ucx",
                      "--listen_ip=127.0.0.1", "--listen_port=0", "--metrics_port=0",
                      "--segment_name=" + name, "--ping_interval_ms=300"],
-                    os.path.join(self.tmp, "node-%s.err" % name))
+                    os.path.join(self.tmp, "node-%s.err" % name), env)
         self.processes.append(p)
         p.wait_text(r"protocol ucx endpoint 127\.0\.0\.1:\d+", "shelfmark-node %s mounted" % name)
         return p
