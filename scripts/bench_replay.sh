@@ -4,8 +4,9 @@
 # one ucx node started afresh for each run, with the master's default
 # eviction settings:
 #   for each DRAM capacity (BENCH_CAPACITIES, in blocks of BENCH_BLOCK bytes)
-#     dram: the node's segment holds that many blocks at the eviction
-#           watermark (capacity x block / 0.9, a page multiple);
+#     dram: the node's segment holds exactly that many blocks (the
+#           offline caches get the same; the master evicts above its
+#           watermark, which the comparison charges it);
 #     ssd:  the same DRAM plus an SSD store (bucket backend) of
 #           BENCH_SSD_FACTOR x capacity blocks (MOONCAKE_OFFLOAD_TOTAL_KEYS_
 #           LIMIT), the master with --enable_offload.
@@ -31,6 +32,8 @@
 #   BENCH_BLOCK        bytes per block (default 32768)
 #   BENCH_SSD_FACTOR   SSD blocks per DRAM block in the ssd runs (default 4)
 #   BENCH_TIERS        which runs (default "dram ssd")
+#   BENCH_POLICIES     the master's --eviction_policy for each run (default "2q lru":
+#                      the shipped policy and plain LRU, both live, in one run)
 #   BENCH_CONCURRENCY  replay threads (default 1)
 #   BENCH_SPEEDUP      replay the trace this many times faster (default 50; 0: ignore timestamps)
 #   BENCH_LEASE_MS     the master's --default_kv_lease_ttl (default 10000 / BENCH_SPEEDUP, or 200)
@@ -48,6 +51,7 @@ read -r -a capacities <<<"${BENCH_CAPACITIES:-10000 30000}"
 block="${BENCH_BLOCK:-32768}"
 ssd_factor="${BENCH_SSD_FACTOR:-4}"
 read -r -a tiers <<<"${BENCH_TIERS:-dram ssd}"
+read -r -a policies <<<"${BENCH_POLICIES:-2q lru}"
 concurrency="${BENCH_CONCURRENCY:-1}"
 speedup="${BENCH_SPEEDUP:-50}"
 [[ $speedup =~ ^[0-9]+$ ]] || { echo "bench_replay: BENCH_SPEEDUP must be a whole number" >&2; exit 1; }
@@ -77,17 +81,18 @@ mkdir -p "$(dirname "$out")"
 cluster_workdir
 unset SHELFMARK_CLUSTER_TOKEN SHELFMARK_MASTER_TOKEN
 
-# segment_for BLOCKS: bytes of segment holding BLOCKS blocks at the master's
-# default eviction watermark (0.9), in 64-byte allocation units, rounded up
-# to a page.
+# segment_for BLOCKS: bytes of segment holding BLOCKS blocks, in 64-byte
+# allocation units, rounded up to a page.
 segment_for() {
   local unit=$(((block + 63) / 64 * 64))
-  echo $(((($1 * unit * 10 + 8) / 9 + 4095) / 4096 * 4096))
+  echo $((($1 * unit + 4095) / 4096 * 4096))
 }
 
-# run CAPACITY TIER: one cluster, one replay, its JSON line appended to $out.
+# run CAPACITY TIER POLICY: one cluster, one replay, its JSON line appended
+# to $out.
 run() {
-  local capacity="$1" tier="$2" label="$1-$2" segment ssd_blocks=0 env=() mflags=()
+  local capacity="$1" tier="$2" label="$1-$2-$3" segment ssd_blocks=0 env=()
+  local mflags=(--eviction_policy="$3")
   segment="$(segment_for "$capacity")"
   if [ "$tier" = ssd ]; then
     ssd_blocks=$((ssd_factor * capacity))
@@ -95,7 +100,7 @@ run() {
     env=(MOONCAKE_OFFLOAD_FILE_STORAGE_PATH="$work/ssd-$label"
          MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR=bucket_storage_backend
          MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT="$ssd_blocks")
-    mflags=(--enable_offload=true)
+    mflags+=(--enable_offload=true)
   fi
   start_master "$master_bin" "$work/master.$label.err" --default_kv_lease_ttl="$lease_ms" \
     "${mflags[@]}" "${master_args[@]}"
@@ -124,7 +129,9 @@ run() {
 
 for capacity in "${capacities[@]}"; do
   for tier in "${tiers[@]}"; do
-    run "$capacity" "$tier"
+    for policy in "${policies[@]}"; do
+      run "$capacity" "$tier" "$policy"
+    done
   done
 done
 
@@ -134,7 +141,7 @@ import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 head = ("run", "hit", "LRU", "hit/LRU", "Belady", "hit/Bel", "LRU d+s", "hit/LRUds",
         "req/s", "x trace", "p50 ms", "p99 ms", "LOCAL_DISK", "refused", "wrong B")
-fmt = "%-12s %6s %6s %7s %6s %7s %7s %9s %7s %7s %7s %7s %10s %8s %7s"
+fmt = "%-16s %6s %6s %7s %6s %7s %7s %9s %7s %7s %7s %7s %10s %8s %7s"
 print(fmt % head)
 for r in rows:
     def g(k, f="%.3f"):

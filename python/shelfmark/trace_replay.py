@@ -33,10 +33,10 @@ other clients meanwhile would count too). Without it the split is reported
 as unknown.
 
 Capacity: --capacity_blocks, or --segment_size (the DRAM of all nodes'
-segments) x --eviction_high_watermark_ratio / the block size rounded up to
-the master's 64-byte allocation unit: the most the master keeps before it
-evicts (it then frees --eviction_ratio of the segment, so it holds between
-(watermark - ratio) and watermark of it).
+segments) / the block size rounded up to the master's 64-byte allocation
+unit: the blocks the DRAM an operator gives could hold. The offline caches
+get exactly that; the master keeps less (it evicts above
+--eviction_high_watermark_ratio of the segment), which is its cost to pay.
 
 Pace: --timestamps=ignore (default) sends requests as fast as the threads
 take them; honour sends each at its timestamp / --speedup after the start.
@@ -72,7 +72,6 @@ from shelfmark.trace_sim import distinct_blocks, simulate
 __all__ = ["BlockPattern", "count_wrong_bytes", "capacity_from_segment", "main"]
 
 ALLOCATION_UNIT = 64  # the master's OffsetAllocator alignment (docs/directory.md)
-DEFAULT_WATERMARK = 0.90  # shelfmark-master --eviction_high_watermark_ratio's default
 DISK_SERVED_METRIC = "shelfmark_node_disk_served_bytes_total"
 _FROM_MOONCAKE = {m: s for s, m in _TO_MOONCAKE.items()}
 
@@ -119,10 +118,9 @@ def aligned(size):
     return -(-size // ALLOCATION_UNIT) * ALLOCATION_UNIT
 
 
-def capacity_from_segment(segment_bytes, block_size, watermark=DEFAULT_WATERMARK):
-    """Blocks the master keeps in `segment_bytes` of segments before it starts
-    evicting."""
-    return int(segment_bytes * watermark) // aligned(block_size)
+def capacity_from_segment(segment_bytes, block_size):
+    """Blocks `segment_bytes` of segments could hold."""
+    return segment_bytes // aligned(block_size)
 
 
 def percentile(sorted_values, q):
@@ -426,13 +424,6 @@ def _size(text):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _watermark(text):
-    value = _positive(float)(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError("%r must be <= 1" % text)
-    return value
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="shelfmark-replay",
@@ -447,9 +438,7 @@ def parse_args(argv):
     cap.add_argument("--capacity_blocks", type=_positive(int),
                      help="the cluster's DRAM in blocks, for the offline bounds")
     cap.add_argument("--segment_size", type=_size,
-                     help="bytes of all nodes' segments: capacity = this x watermark / block")
-    p.add_argument("--eviction_high_watermark_ratio", type=_watermark, default=DEFAULT_WATERMARK,
-                   help="the master's flag of that name (with --segment_size)")
+                     help="bytes of all nodes' segments: capacity = this / block")
     p.add_argument("--ssd_capacity_blocks", type=int, default=0,
                    help="the SSD tier's blocks: also compare with caches of DRAM + SSD")
     p.add_argument("--concurrency", type=_positive(int), default=1,
@@ -492,8 +481,7 @@ def main(argv=None):
     except (OSError, TraceError) as e:
         print("shelfmark-replay: %s" % e, file=sys.stderr)
         return 1
-    capacity = args.capacity_blocks or capacity_from_segment(
-        args.segment_size, args.block_size, args.eviction_high_watermark_ratio)
+    capacity = args.capacity_blocks or capacity_from_segment(args.segment_size, args.block_size)
     endpoints = [e.strip() for e in args.node_metrics.split(",") if e.strip()]
     key_prefix = args.key_prefix
     if key_prefix is None:

@@ -39,11 +39,10 @@ def test_count_wrong_bytes():
 
 
 def test_capacity_from_segment():
-    # 10,000 blocks of 4 KiB at the master's 0.9 watermark.
-    assert capacity_from_segment(45514752, 4096) == 10000
-    assert capacity_from_segment(45514752, 4096, watermark=1.0) == 11112
+    assert capacity_from_segment(40960000, 4096) == 10000
+    assert capacity_from_segment(40960000 + 4095, 4096) == 10000
     # 100-byte blocks take 128 bytes of segment (64-byte allocation unit).
-    assert capacity_from_segment(12800, 100, watermark=1.0) == 100
+    assert capacity_from_segment(12800, 100) == 100
 
 
 def test_percentile_and_stats():
@@ -95,7 +94,7 @@ def test_failures_without_a_cluster(tmp_path, capsys):
     ["--capacity_blocks=10", "--block_size=4 parsecs"],
     ["--capacity_blocks=10", "--speedup=0"],
     ["--capacity_blocks=10", "--timestamps=sometimes"],
-    ["--segment_size=1MB", "--eviction_high_watermark_ratio=1.5"],
+    ["--segment_size=1MB", "--eviction_high_watermark_ratio=0.9"],  # not the tool's flag
     ["--capacity_blocks=10", "--ssd_capacity_blocks=-1"],
 ])
 def test_bad_flags_exit_2(tmp_path, flags):

@@ -9,11 +9,10 @@ trace was replayed at the capacity intended; then that the cluster's prefix
 hit rate is at least 0.95 of an offline LRU cache of the same capacity
 (issue 27: eviction must keep what will be reused at least as well as LRU).
 
-Capacity: the master evicts once its segments are more than
---eviction_high_watermark_ratio (0.9 by default) allocated, in 64-byte
-units; 4 KiB blocks waste nothing, so a segment of 10,000 x 4096 / 0.9 bytes
-(rounded up to a page) holds 10,000 blocks at the watermark, the capacity
-the tool derives from --segment_size.
+Capacity: a segment of exactly 10,000 x 4 KiB (the master allocates in
+64-byte units: 4 KiB blocks waste nothing), the capacity the tool derives
+from --segment_size and gives the offline caches. The master keeps less
+than that (it evicts above its watermark): the comparison charges it.
 
 Pace and lease: a read lease (--default_kv_lease_ttl, 10 s by default)
 keeps an object from eviction, in wall time. The replay honours the
@@ -27,7 +26,6 @@ than 10 s, and eviction would only have more to choose from.
 """
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -36,8 +34,7 @@ SYNTHETIC = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data",
                          "mooncake_synthetic_trace.jsonl")
 BLOCK = 4096
 CAPACITY = 10_000
-WATERMARK = 0.9
-SEGMENT = math.ceil(CAPACITY * BLOCK / WATERMARK / 4096) * 4096
+SEGMENT = CAPACITY * BLOCK
 SPEEDUP = 100
 LEASE_MS = 10_000 // SPEEDUP
 REPLAY_TIMEOUT_S = 600  # a deadline for a hung replay, not a speed check
@@ -74,7 +71,7 @@ def test_replay_with_an_ssd_tier_reads_right_bytes_from_both_tiers(tmp_cluster, 
     read back from SSD (the node's metrics count them), every byte right."""
     ssd = tmp_path / "ssd"
     ssd.mkdir()
-    segment = math.ceil(2000 * BLOCK / WATERMARK / 4096) * 4096
+    segment = 2000 * BLOCK
     _, master = tmp_cluster.start_master("--default_kv_lease_ttl=%d" % LEASE_MS,
                                          "--enable_offload=true")
     node = tmp_cluster.start_node(master, "replay-ssd", segment_bytes=segment, env={
