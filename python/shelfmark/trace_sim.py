@@ -17,6 +17,14 @@ block's first use).
 Policies (POLICIES; simulate(..., policy=NAME)):
   lru     evicts the least recently touched or inserted block;
   fifo    evicts the block inserted first (touches do not count);
+  2q      shelfmark-master's --eviction_policy=2q, one block at a time:
+          blocks used once (inserted, never touched since) wait in a
+          probation queue that may hold PROBATION_RATIO of the capacity
+          before they go ahead of the rest; a touched block moves to the
+          protected queue; each queue evicts its least recent first (probation
+          beyond its share, then protected, then probation); a block evicted
+          from probation is remembered (as many as the capacity) and enters
+          protected when it comes back;
   belady  evicts the block whose next use is farthest in the future (never
           used again first): Belady's MIN, which knows the whole trace. It
           is optimal for block hits; for prefix hits it is a strong bound,
@@ -36,7 +44,8 @@ from collections import OrderedDict, namedtuple
 
 from shelfmark.trace import TraceError, read_trace
 
-__all__ = ["CachePolicy", "LruPolicy", "FifoPolicy", "BeladyPolicy", "POLICIES", "SimResult",
+__all__ = ["CachePolicy", "LruPolicy", "FifoPolicy", "TwoQPolicy", "BeladyPolicy", "POLICIES",
+           "SimResult",
            "simulate", "prefix_hits", "distinct_blocks"]
 
 # capacity: the blocks the simulated cache held at most (None: unbounded).
@@ -99,6 +108,47 @@ class FifoPolicy(LruPolicy):
             super().access(block, position)
 
 
+class TwoQPolicy(CachePolicy):
+    name = "2q"
+    PROBATION_RATIO = 0.2  # shelfmark-master --eviction_probation_ratio's default
+
+    def __init__(self, capacity, requests):
+        super().__init__(capacity, requests)
+        self._probation = OrderedDict()  # least recent first
+        self._protected = OrderedDict()
+        self._ghosts = OrderedDict()  # evicted from probation, oldest first
+
+    def __contains__(self, block):
+        return block in self._probation or block in self._protected
+
+    def __len__(self):
+        return len(self._probation) + len(self._protected)
+
+    def _evict(self):
+        over = len(self._probation) > self.PROBATION_RATIO * self.capacity
+        if self._probation and (over or not self._protected):
+            victim, _ = self._probation.popitem(last=False)
+            self._ghosts[victim] = None
+            if len(self._ghosts) > self.capacity:
+                self._ghosts.popitem(last=False)
+        else:
+            self._protected.popitem(last=False)
+
+    def access(self, block, position):
+        if block in self._protected:
+            self._protected.move_to_end(block)
+        elif block in self._probation:
+            del self._probation[block]
+            self._protected[block] = None
+        elif self.capacity > 0:
+            if len(self) >= self.capacity:
+                self._evict()
+            if self._ghosts.pop(block, False) is None:
+                self._protected[block] = None
+            else:
+                self._probation[block] = None
+
+
 class BeladyPolicy(CachePolicy):
     name = "belady"
 
@@ -142,7 +192,7 @@ def _next_uses(requests):
     return next_use
 
 
-POLICIES = {p.name: p for p in (LruPolicy, FifoPolicy, BeladyPolicy)}
+POLICIES = {p.name: p for p in (LruPolicy, FifoPolicy, TwoQPolicy, BeladyPolicy)}
 
 
 def prefix_hits(cache, hash_ids):
