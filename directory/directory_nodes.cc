@@ -8,6 +8,16 @@
 namespace shelfmark {
 
 ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment) {
+  // A node restarted on its endpoint mounts with a new id: its previous
+  // process's segment goes now, not at client_ttl (its descriptors would
+  // only be refused by the new process).
+  std::vector<SegmentEntry*> superseded = segments_.BeginUnmountSuperseded(client, segment);
+  if (!superseded.empty()) {
+    DropPromotionsOn(superseded);
+    PurgeOwners({superseded.begin(), superseded.end()});
+    DropRetiredOn(superseded);
+    for (SegmentEntry* s : superseded) segments_.Erase(s);
+  }
   ErrorCode rc = segments_.Mount(client, segment);
   if (rc == ErrorCode::OK) {
     clients_.Touch(client, Now());

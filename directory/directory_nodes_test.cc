@@ -54,6 +54,27 @@ TEST_F(NodesTest, UnmountInvalidatesOnlyThatSegmentsReplicas) {
   EXPECT_EQ(dir_->UnmountSegment(node_, a.id), ErrorCode::SEGMENT_NOT_FOUND);
 }
 
+// Issue 28: a node restarted on its endpoint mounts a new segment under a
+// new client id; the old process's segment went only at client_ttl, and its
+// descriptors kept being handed out. Now the new mount drops it at once.
+TEST_F(NodesTest, ANewIncarnationAtTheSameEndpointDropsTheOldSegment) {
+  Mount(node_, "a");
+  Mount(UUID::Generate(), "b");
+  PutConfig on_a;
+  on_a.preferred_segments = {"a"};
+  ASSERT_EQ(Put("on-old-a", 10, on_a), ErrorCode::OK);
+  const UUID restarted = UUID::Generate();
+  Segment again = MakeSegment("a", 1 << 20);  // same endpoint a:1234, new id
+  ASSERT_EQ(dir_->MountSegment(restarted, again), ErrorCode::OK);
+  EXPECT_EQ(dir_->GetReplicaList("", "on-old-a").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->Stats().segment_count, 2u);
+  EXPECT_EQ(dir_->Stats().total_capacity_bytes, 2u << 20);
+  ASSERT_EQ(Put("on-new-a", 10, on_a), ErrorCode::OK);
+  auto got = dir_->GetReplicaList("", "on-new-a");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->replicas[0].memory.segment_id, again.id);
+}
+
 TEST_F(NodesTest, PingKeepsClientsAliveAndSilentOnesLoseEverything) {
   Mount(node_, "a");
   ASSERT_EQ(Put("k"), ErrorCode::OK);

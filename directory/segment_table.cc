@@ -64,6 +64,23 @@ std::vector<SegmentEntry*> SegmentTable::BeginUnmountAll(const UUID& owner) {
   return out;
 }
 
+std::vector<SegmentEntry*> SegmentTable::BeginUnmountSuperseded(const UUID& owner,
+                                                                const Segment& segment) {
+  std::vector<SegmentEntry*> out;
+  if (!ValidSegment(owner, segment) || segment.endpoint.empty()) return out;
+  WriterLock lock(&mu_);
+  if (segments_.contains(segment.id)) return out;  // not a new incarnation: Mount decides
+  for (auto& [id, entry] : segments_) {
+    if (entry->owner != owner && !entry->unmounting && entry->segment.endpoint == segment.endpoint &&
+        entry->segment.protocol == segment.protocol) {
+      entry->unmounting = true;
+      out.push_back(entry.get());
+    }
+  }
+  for (SegmentEntry* e : out) order_.erase(std::find(order_.begin(), order_.end(), e));
+  return out;
+}
+
 void SegmentTable::Erase(SegmentEntry* entry) {
   WriterLock lock(&mu_);
   capacity_.fetch_sub(entry->Capacity());

@@ -63,6 +63,11 @@ class SegmentTable {
   Result<SegmentEntry*> BeginUnmount(const UUID& owner, const UUID& segment_id);
   // Marks every segment of `owner` unmounting and returns them.
   std::vector<SegmentEntry*> BeginUnmountAll(const UUID& owner);
+  // Marks unmounting, and returns, the segments that `segment` (valid, of
+  // another owner) supersedes: those at its endpoint and protocol. An
+  // endpoint is a listening address one process holds at a time, so they
+  // are a previous incarnation's, whose memory is gone (issue 28).
+  std::vector<SegmentEntry*> BeginUnmountSuperseded(const UUID& owner, const Segment& segment);
   // Forgets the segment. Precondition: no replica points at it.
   void Erase(SegmentEntry* entry);
 

@@ -171,6 +171,26 @@ void AddRdmaMetrics(MetricsRegistry& metrics, const TransportEngine& engine,
           &EngineCounters::rejected);
 }
 
+// Accesses to the segment refused by this node before memory was touched
+// (ucx: transport/ucx_memory_access.h), by reason.
+void AddRefusedAccessMetrics(MetricsRegistry& metrics, const TransportEngine& engine) {
+  const TransportEngine* e = &engine;
+  for (const auto& [reason, field] :
+       {std::pair<const char*, uint64_t EngineCounters::*>{"stale", &EngineCounters::refused_stale},
+        {"out_of_range", &EngineCounters::refused_out_of_range},
+        {"malformed", &EngineCounters::refused_malformed}}) {
+    metrics.AddCounterFunc(
+        "shelfmark_node_memory_access_refused_total",
+        "Segment accesses refused before any byte was touched (stale: no live region with that "
+        "rkey; out_of_range: outside the segment; malformed).",
+        [e, field] {
+          std::optional<EngineCounters> c = e->transfer_counters();
+          return c ? static_cast<double>((*c).*field) : 0.0;
+        },
+        std::string("reason=\"") + reason + "\"");
+  }
+}
+
 void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
   const Node* n = &node;
   metrics.AddGauge("shelfmark_node_segment_bytes", "Bytes of the mounted DRAM segment.",
@@ -377,6 +397,7 @@ int Run(const NodeFlags& f) {
   AddNodeMetrics(metrics, **node);
   if (ssd.backend) AddDiskMetrics(metrics, **node, *ssd.backend, ssd.capacity_bytes);
   if (*protocol == "rdma") AddRdmaMetrics(metrics, **engine, rdma.counters);
+  AddRefusedAccessMetrics(metrics, **engine);
   HttpServer http;
   AddHttpServerMetrics(metrics, http, "shelfmark_node_http_timed_out_connections_total",
                        "shelfmark_node_http_dropped_connections_total");

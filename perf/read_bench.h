@@ -19,7 +19,7 @@
 //     --checksum) with no master RPC in the loop (a descriptor whose lease
 //     ran out is fetched again, outside the timing);
 //   - raw: the same bytes through the bare engine (ucx: RawUcxGet, one
-//     ucp_get_nbx; rdma: VerbsEngine::RawRead, one RDMA READ on the cached
+//     checked read request; rdma: VerbsEngine::RawRead, one RDMA READ on the cached
 //     connection, busy-polled) with none of those layers. For ucx this is
 //     always the UCX endpoint, even where Shelfmark's path reads a
 //     same-host node's shared segment (docs/transport.md);

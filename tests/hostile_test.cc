@@ -24,6 +24,7 @@
 #include "testing/temp_dir.h"
 #include "testing/wait_for.h"
 #include "tests/ucx_client.h"
+#include "transport/ucx_engine.h"
 
 namespace shelfmark {
 namespace {
@@ -74,13 +75,15 @@ class HostileTest : public ::testing::Test {
     if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err").c_str());
   }
   std::string Master() const { return "127.0.0.1:" + std::to_string(rpc_); }
-  // A ucx node with a 64 MiB segment on 127.0.0.1, mounted at the master.
-  void StartNode() {
-    node_err_ = dir_.Join("node.err");
+  // A ucx node with a 64 MiB segment on 127.0.0.1 (on `port`, 0: any),
+  // mounted at the master; its stderr goes to `log` (one file per process).
+  void StartNode(uint16_t port = 0, const std::string& log = "node.err") {
+    node_err_ = dir_.Join(log);
     node_ = std::make_unique<ChildProcess>(
         SHELFMARK_NODE_BIN,
         std::vector<std::string>{"--master=" + Master(), "--segment_size=67108864",
                                  "--protocol=ucx", "--listen_ip=127.0.0.1",
+                                 "--listen_port=" + std::to_string(port),
                                  "--ping_interval_ms=300", "--metrics_port=0"},
         node_err_);
     ASSERT_TRUE(testing::WaitForText(node_err_, "protocol ucx endpoint 127.0.0.1:", kStartMs))
@@ -266,6 +269,131 @@ TEST_F(HostileTest, GarbageOnEveryNodePortLeavesTheNodeServing) {
   ASSERT_TRUE(after.ok()) << ErrorCodeName(after.error());
   EXPECT_EQ(*after, Pattern(4096, 7));
   EXPECT_EQ(node.Wait(0), -1) << "the node died: " << ReadFile(node_err_);
+}
+
+std::string Hex(std::string_view bytes) {
+  std::string out;
+  char byte[3];
+  for (unsigned char c : bytes) {
+    std::snprintf(byte, sizeof(byte), "%02x", c);
+    out += byte;
+  }
+  return out;
+}
+
+std::string HexAddress(uint64_t address) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "%llx", static_cast<unsigned long long>(address));
+  return text;
+}
+
+// The MEMORY descriptor of `key`'s replica, as the master hands it out.
+MemoryDescriptor Descriptor(const std::string& master, const std::string& key) {
+  MasterClientOptions options;
+  options.address = master;
+  MasterClient client(options);
+  auto replicas = client.GetReplicaList("", key);
+  EXPECT_TRUE(replicas.ok() && !replicas->replicas.empty()) << key;
+  return replicas.ok() && !replicas->replicas.empty() ? replicas->replicas[0].memory
+                                                      : MemoryDescriptor{};
+}
+
+// Issue 28: on UCX over tcp a 60-line UCX program with no hello and no token
+// read one object's bytes from a node, overwrote another, and killed the
+// node with a put to 0x1000 (UCX emulates RMA in the owner's CPU and checks
+// no bounds; the tcp rkey is the same constant bytes everywhere). Now the
+// node runs no UCX RMA at all: every such try gets nothing back, the node
+// lives and every object reads back byte-exact.
+TEST_F(HostileTest, BareUcxWithoutAHelloReachesNoByteOfANode) {
+  StartMaster();
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  auto client = testing::MakeUcxClient(Master());
+  ASSERT_NE(client, nullptr);
+  constexpr int kObjects = 4;
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_EQ(client->Put("", "kept-" + std::to_string(i), Pattern(65536, i)), ErrorCode::OK);
+  }
+  const MemoryDescriptor read = Descriptor(Master(), "kept-0");
+  const MemoryDescriptor written = Descriptor(Master(), "kept-1");
+  ASSERT_FALSE(read.endpoint.empty());
+  const std::vector<std::string> tries = {
+      "get:" + HexAddress(read.buffer_address) + ":65536",
+      "put:" + HexAddress(written.buffer_address) + ":65536",
+      "get:" + HexAddress(read.buffer_address - (128u << 20)) + ":4096",
+      "put:" + HexAddress(read.buffer_address + (128u << 20)) + ":4096",
+      "get:0:8",
+      "put:1000:8"};
+  std::vector<std::string> args = {read.endpoint, Hex(read.rkey)};
+  args.insert(args.end(), tries.begin(), tries.end());
+  const std::string err = dir_.Join("attacker.err");
+  ChildProcess attacker(SHELFMARK_UCX_ATTACKER_BIN, args, err);
+  EXPECT_EQ(attacker.Wait(60'000), 0) << ReadFile(err);
+  const std::string report = ReadFile(err);
+  int lines = 0;
+  for (size_t at = report.find("try "); at != std::string::npos; at = report.find("try ", at + 1)) {
+    const std::string line = report.substr(at, report.find('\n', at) - at);
+    ++lines;
+    EXPECT_EQ(line.find(" ok"), std::string::npos) << "served to a peer without a hello: " << line;
+  }
+  EXPECT_GE(lines, static_cast<int>(tries.size())) << report;  // the attacker's own rkey, each try
+  EXPECT_EQ(node_->Wait(0), -1) << "the node died: " << ReadFile(node_err_);
+  for (int i = 0; i < kObjects; ++i) {
+    auto got = client->Get("", "kept-" + std::to_string(i));
+    ASSERT_TRUE(got.ok()) << i << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, Pattern(65536, i)) << i;
+  }
+}
+
+// Issue 28: a node killed and restarted on the same port within client_ttl
+// was killed again by the first put or get aimed at its previous process's
+// segment (the master kept handing those descriptors out until client_ttl;
+// UCX wrote wherever they pointed). Now the new mount drops the old segment
+// at the master, a descriptor of the old process is refused by the new
+// one, and new puts land on the new segment.
+TEST_F(HostileTest, ANodeRestartedOnItsPortSurvivesItsOldDescriptors) {
+  StartMaster();
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  ClientOptions options;
+  options.transfer_timeout_ms = 3000;
+  auto client = testing::MakeUcxClient(Master(), options);
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(client->Put("", "old-" + std::to_string(i), Pattern(65536, i)), ErrorCode::OK);
+  }
+  const MemoryDescriptor old = Descriptor(Master(), "old-0");
+  const HostPort endpoint = ParseHostPort(old.endpoint).value();
+  node_->Signal(SIGKILL);
+  ASSERT_EQ(node_->Wait(10'000), 128 + SIGKILL);
+  // Well within the master's client_ttl.
+  ASSERT_NO_FATAL_FAILURE(StartNode(endpoint.port, "restarted-node.err"));
+  ASSERT_TRUE(testing::WaitForText(node_err_, "endpoint " + old.endpoint, kStartMs));
+  // The old process's descriptor, used straight at the new process (as a
+  // client holding it from before the restart would): refused.
+  TransportOptions transport;
+  transport.client_id = UUID::Generate();
+  auto engine = UcxEngine::Create(transport);
+  ASSERT_TRUE(engine.ok());
+  std::vector<char> into(65536);
+  ASSERT_TRUE((*engine)->RegisterMemory(into.data(), into.size(), false).ok());
+  TransferOp op{&old, 0, into.data(), into.size()};
+  for (TransferKind kind : {TransferKind::READ, TransferKind::WRITE}) {
+    TransferStatus status = (*engine)->Transfer(kind, {&op, 1}, 3000);
+    EXPECT_EQ(status.code, ErrorCode::TRANSFER_FAIL);
+    EXPECT_NE(status.message.find("no live segment"), std::string::npos) << status.message;
+  }
+  // Through the master: no descriptor of the old segment is handed out.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(client->Get("", "old-" + std::to_string(i)).ok()) << i;
+  }
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = "new-" + std::to_string(i);
+    ASSERT_EQ(client->Put("", key, Pattern(65536, 100 + i)), ErrorCode::OK) << i;
+    auto got = client->Get("", key);
+    ASSERT_TRUE(got.ok()) << key << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, Pattern(65536, 100 + i)) << key;
+    EXPECT_NE(Descriptor(Master(), key).segment_id, old.segment_id) << key;
+  }
+  EXPECT_EQ(node_->Wait(0), -1) << "the restarted node died: " << ReadFile(node_err_);
 }
 
 }  // namespace

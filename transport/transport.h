@@ -2,7 +2,8 @@
 // registers its DRAM segment for remote access and publishes the region's
 // `rkey` and its engine's `endpoint()` in the Segment it mounts; a client
 // registers its own buffers (local access only) and moves bytes between them
-// and a MemoryDescriptor with Transfer(), with no CPU of the owner involved.
+// and a MemoryDescriptor with Transfer() (one-sided on rdma; on ucx the
+// owner's CPU checks and serves each request).
 //
 // Engines: "rdma" (libibverbs + librdmacm, verbs_engine.h), "ucx" (UCX RMA,
 // ucx_engine.h) and "loopback" (in-process memcpy with the same checks, for
@@ -13,12 +14,10 @@
 //    [remote_offset, remote_offset + length) lies inside the descriptor's
 //    [0, size) and `local` lies inside a region this engine registered,
 //    otherwise INVALID_PARAMS before anything is posted; the owner's side
-//    enforces its registration too for "rdma" (the NIC's rkey bounds) and
-//    "loopback" (the registry), so a forged descriptor fails with
-//    TRANSFER_FAIL and never touches memory outside the segment. "ucx"
-//    cannot: UCX 1.13 does not check RMA against the rkey's range (see
-//    ucx_engine.h); there the rkey, handed out only by the master, is the
-//    only protection;
+//    enforces its registration too, "rdma" by the NIC's rkey bounds,
+//    "loopback" by its registry, "ucx" by its own checks of every request
+//    (ucx_memory_access.h), so a forged or stale descriptor fails with
+//    TRANSFER_FAIL and never touches memory outside a live segment;
 //  - Transfer() returns within `timeout_ms` (plus connection setup, itself
 //    bounded): OK when every op completed, else TRANSFER_FAIL with a message
 //    naming the cause (work-completion status, UCX status, peer gone); after
@@ -100,6 +99,16 @@ struct EngineCounters {
   uint64_t local_reads = 0;
   uint64_t local_bytes_read = 0;
   uint64_t local_maps = 0;  // node segments mapped for such reads
+  // Listening side (ucx: ucx_memory_access.h): accesses to this engine's
+  // remote regions refused before any byte was touched, by reason: no live
+  // region with that rkey (a previous process's or an unregistered
+  // region's), outside the region, or not an access at all.
+  uint64_t refused_stale = 0;
+  uint64_t refused_out_of_range = 0;
+  uint64_t refused_malformed = 0;
+  // Listening side: messages dropped unserved (no authenticated session,
+  // malformed, unmatched).
+  uint64_t dropped_messages = 0;
 };
 
 class TransportEngine;

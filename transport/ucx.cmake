@@ -6,7 +6,7 @@ pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 shelfmark_library(transport
   SOURCES am_transport.cc loopback_am.cc loopback_engine.cc transport_set.cc ucx_context.cc
           ucx_engine.cc ucx_am.cc ucx_wire.cc ucx_address_server.cc local_share.cc
-          challenge_book.cc
+          challenge_book.cc ucx_memory_access.cc
   DEPS shelfmark::common shelfmark::auth PkgConfig::UCX Threads::Threads)
 
 shelfmark_test(challenge_book_test SOURCES challenge_book_test.cc DEPS shelfmark::transport

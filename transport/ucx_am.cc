@@ -286,7 +286,7 @@ bool UcxReplySink::Send(ErrorCode status, std::string header, std::string data) 
 
 // ---- UcxAm -----------------------------------------------------------------------
 
-UcxAm::UcxAm(UcxContext* context) : state_(std::make_unique<UcxAmState>()) {
+UcxAm::UcxAm(UcxContext* context) : context_(context), state_(std::make_unique<UcxAmState>()) {
   state_->context = context;
   state_->link = std::make_shared<AmLink>();
   {
@@ -323,43 +323,82 @@ Result<AmReply> UcxAm::CallInto(std::string_view endpoint, uint16_t id, std::str
                                 int64_t timeout_ms) {
   if (header.size() > max_header_size()) return ErrorCode::INVALID_PARAMS;
   const int64_t deadline = UcxNowMs() + timeout_ms;
-  // state_->context spelled out (not a local alias): the lock analysis
-  // matches `pending`'s guard state_->context->mu() by expression.
-  MutexLock lock(&state_->context->mu());
+  MutexLock lock(&context_->mu());
   ErrorCode code = ErrorCode::OK;
   std::string error;
-  auto conn = state_->context->ConnectLocked(
-      lock, endpoint, UcxNowMs() + state_->context->options().connect_timeout_ms, &code, &error);
+  auto conn = context_->ConnectLocked(
+      lock, endpoint, UcxNowMs() + context_->options().connect_timeout_ms, &code, &error);
   if (conn == nullptr) return code;
-  const uint64_t request_id = state_->next_request++;
-  auto call = std::make_shared<PendingCall>();
-  call->target = into;
-  state_->pending[request_id] = call;
-  auto wire = EncodeFrame(id, request_id, conn->session, header);
-  auto data = std::make_shared<std::string>(payload);
-  if (!state_->context->SendOwnedLocked(conn->ep, kUcxAmRequest, wire, data)) {
-    state_->pending.erase(request_id);
-    state_->context->CloseLocked(conn);
-    return ErrorCode::TRANSFER_FAIL;
+  UcxAmOut call{std::move(conn), id, std::string(header), payload, into};
+  return std::move(CallAllLocked(lock, std::span<UcxAmOut>(&call, 1), deadline).front());
+}
+
+std::vector<Result<AmReply>> UcxAm::CallAllLocked(MutexLock& lock, std::span<UcxAmOut> calls,
+                                                  int64_t deadline_ms) {
+  // state_->context spelled out (not a local alias): the lock analysis
+  // matches `pending`'s guard state_->context->mu() by expression.
+  std::vector<std::shared_ptr<PendingCall>> sent(calls.size());
+  std::vector<uint64_t> ids(calls.size(), 0);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    UcxAmOut& out = calls[i];
+    if (out.header.size() > max_header_size() || out.conn->state != ClientConn::State::READY) {
+      continue;
+    }
+    auto call = std::make_shared<PendingCall>();
+    call->target = out.into;
+    ids[i] = state_->next_request++;
+    state_->pending[ids[i]] = call;
+    auto wire = EncodeFrame(out.id, ids[i], out.conn->session, out.header);
+    auto data = std::make_shared<std::string>(out.payload);
+    if (!state_->context->SendOwnedLocked(out.conn->ep, kUcxAmRequest, wire, data)) {
+      state_->pending.erase(ids[i]);
+      state_->context->CloseLocked(out.conn);  // its other calls fail below
+      continue;
+    }
+    sent[i] = std::move(call);
   }
-  state_->context->WaitLocked(
-      lock, [&] { return call->done || conn->state != ClientConn::State::READY; }, deadline);
-  if (call->done) {
-    if (call->status != ErrorCode::OK) return call->status;
-    return std::move(call->reply);
+  auto settled = [&] {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (sent[i] != nullptr && !sent[i]->done &&
+          calls[i].conn->state == ClientConn::State::READY) {
+        return false;
+      }
+    }
+    return true;
+  };
+  state_->context->WaitLocked(lock, settled, deadline_ms);
+  std::vector<Result<AmReply>> results;
+  results.reserve(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::shared_ptr<PendingCall>& call = sent[i];
+    if (call == nullptr) {
+      results.emplace_back(calls[i].header.size() > max_header_size() ? ErrorCode::INVALID_PARAMS
+                                                                      : ErrorCode::TRANSFER_FAIL);
+      continue;
+    }
+    if (call->done) {
+      if (call->status != ErrorCode::OK) {
+        results.emplace_back(call->status);
+      } else {
+        results.emplace_back(std::move(call->reply));
+      }
+      continue;
+    }
+    state_->pending.erase(ids[i]);  // a late reply is dropped as unmatched
+    if (call->receiving) {
+      // The reply's data is on its way into the caller's buffer: closing the
+      // connection makes UCX complete or cancel that receive, and the buffer
+      // is not the caller's again until it has.
+      state_->context->CloseLocked(calls[i].conn);
+      state_->context->WaitLocked(lock, [&] { return call->done; },
+                                  std::numeric_limits<int64_t>::max());
+    }
+    results.emplace_back(ErrorCode::TRANSFER_FAIL);
   }
-  state_->pending.erase(request_id);  // a late reply is dropped as unmatched
-  if (call->receiving) {
-    // The reply's data is on its way into the caller's buffer: closing the
-    // connection makes UCX complete or cancel that receive, and the buffer
-    // is not the caller's again until it has.
-    state_->context->CloseLocked(conn);
-    state_->context->WaitLocked(lock, [&] { return call->done; },
-                                std::numeric_limits<int64_t>::max());
-    return ErrorCode::TRANSFER_FAIL;
+  for (UcxAmOut& out : calls) {
+    if (out.conn->state == ClientConn::State::FAILED) state_->context->CloseLocked(out.conn);
   }
-  if (conn->state == ClientConn::State::FAILED) state_->context->CloseLocked(conn);
-  return ErrorCode::TRANSFER_FAIL;
+  return results;
 }
 
 }  // namespace shelfmark

@@ -29,14 +29,26 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "transport/am_transport.h"
+#include "transport/ucx_context.h"
 
 namespace shelfmark {
 
-class UcxContext;
 struct UcxAmState;
+
+// One request of a batch (UcxAm::CallAllLocked) on a READY connection.
+struct UcxAmOut {
+  std::shared_ptr<ClientConn> conn;
+  uint16_t id = 0;
+  std::string header;
+  std::string_view payload;  // copied when sent
+  AmReplyTarget into;
+};
 
 class UcxAm final : public AmTransport {
  public:
@@ -52,7 +64,16 @@ class UcxAm final : public AmTransport {
   size_t max_header_size() const override;
   uint64_t dropped_messages() const override;
 
+  // Client side, for batches (UcxEngine::Transfer): sends every call on its
+  // connection, then waits until each is answered, its connection is lost
+  // or deadline_ms passes; one result per call, with CallInto's codes. No
+  // call's target is written after it returns (a connection with a reply
+  // still landing is closed and the landing waited for).
+  std::vector<Result<AmReply>> CallAllLocked(MutexLock& lock, std::span<UcxAmOut> calls,
+                                             int64_t deadline_ms) REQUIRES(context_->mu());
+
  private:
+  UcxContext* const context_;
   std::unique_ptr<UcxAmState> state_;
 };
 

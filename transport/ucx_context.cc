@@ -19,22 +19,11 @@ namespace {
 constexpr int kPollSafetyNetMs = 20;   // progress-thread wake-up even without events
 constexpr int kSpinsBeforeWait = 256;  // idle progress calls before a waiter sleeps
 
-// A packed rkey is [md_map u64][mem_type u8] then per md bit [size u8][bytes]
-// (then optional system-device data). ucp_ep_rkey_unpack() takes no length,
-// so bytes that would make it read past the end are refused here.
-bool PlausiblePackedRkey(std::string_view packed) {
-  if (packed.size() < 9) return false;
-  uint64_t md_map = 0;
-  std::memcpy(&md_map, packed.data(), 8);
-  if (md_map == 0) return false;  // a real registration has at least one memory domain
-  size_t at = 9;
-  for (; md_map != 0; md_map &= md_map - 1) {
-    if (at >= packed.size()) return false;
-    const size_t size = static_cast<uint8_t>(packed[at]);
-    at += 1 + size;
-    if (at > packed.size()) return false;
-  }
-  return true;
+// SHELFMARK_UCX_SAME_HOST=0 turns same-host reads off (benchmarks of the
+// network path between two processes of one host).
+bool SameHostReadsWanted() {
+  const char* value = std::getenv("SHELFMARK_UCX_SAME_HOST");
+  return value == nullptr || std::string_view(value) != "0";
 }
 
 // 64 random bits for a session secret, never 0.
@@ -75,7 +64,11 @@ Result<bool> UcxContext::Init() {
   if (std::getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", "tcp");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // No UCP_FEATURE_RMA: with it UCX installs, on every tcp (or other
+  // emulated) interface, handlers that read and write any address a peer
+  // names, for any peer, before any hello; MEMORY bytes travel as checked
+  // active messages instead (ucx_memory_access.h).
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.name = "shelfmark";
   ucs_status_t status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
@@ -142,7 +135,7 @@ Result<bool> UcxContext::ShareLocally(int memfd, uint64_t base, uint64_t size) {
 std::shared_ptr<LocalMapping> UcxContext::MapIfLocal(
     const std::optional<ucx_wire::NodeAddress>& address, int timeout_ms) {
   if (!address || address->share_name.empty() || boot_id_.empty() ||
-      address->boot_id != boot_id_) {
+      address->boot_id != boot_id_ || !SameHostReadsWanted()) {
     return nullptr;
   }
   std::string error;
@@ -416,8 +409,6 @@ ucp_ep_h UcxContext::CreateEpLocked(ucp_worker_h worker, std::string_view addres
 
 void UcxContext::CloseLocked(std::shared_ptr<ClientConn> conn) {  // by value: may erase the caller's map entry
   if (conn->state == ClientConn::State::CLOSED) return;
-  for (auto& [bytes, rkey] : conn->rkeys) ucp_rkey_destroy(rkey);
-  conn->rkeys.clear();
   CloseEpLocked(conn->ep, std::move(conn->arg));
   conn->ep = nullptr;
   conn->local.reset();  // reads in flight hold their own reference
@@ -448,28 +439,6 @@ void UcxContext::ReapClosedLocked() {
     closing_[i] = std::move(closing_.back());
     closing_.pop_back();
   }
-}
-
-ucp_rkey_h UcxContext::RkeyLocked(ClientConn& conn, std::string_view packed,
-                                  ucs_status_t* status) {
-  auto it = conn.rkeys.find(packed);
-  if (it != conn.rkeys.end()) {
-    *status = UCS_OK;
-    return it->second;
-  }
-  if (!PlausiblePackedRkey(packed)) {
-    *status = UCS_ERR_INVALID_PARAM;
-    return nullptr;
-  }
-  // Zero padding: a forged rkey that fools the check above still reads
-  // only bytes we own.
-  std::string padded(packed);
-  padded.append(256, '\0');
-  ucp_rkey_h rkey = nullptr;
-  *status = ucp_ep_rkey_unpack(conn.ep, padded.data(), &rkey);
-  if (*status != UCS_OK) return nullptr;
-  conn.rkeys.emplace(std::string(packed), rkey);
-  return rkey;
 }
 
 void UcxContext::OnClientEpError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {

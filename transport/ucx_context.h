@@ -1,5 +1,5 @@
 // UcxContext: the setup half of the UCX engine. One ucp context (features
-// RMA + AM + WAKEUP), one worker (UCS_THREAD_MODE_SERIALIZED, every call made
+// AM + WAKEUP, no RMA: ucx_memory_access.h), one worker (UCS_THREAD_MODE_SERIALIZED, every call made
 // under mu()), the worker's progress thread, the node-side address server
 // and both kinds of connections:
 //  - client connections (ClientConn), made on first use per endpoint
@@ -99,7 +99,6 @@ struct ClientConn {
   // (local_share.h); reads covered by it are a memcpy.
   std::shared_ptr<LocalMapping> local;
   std::unique_ptr<UcxEpArg> arg;
-  std::map<std::string, ucp_rkey_h, std::less<>> rkeys;  // unpacked, by packed bytes
 };
 
 
@@ -127,10 +126,6 @@ class UcxContext {
   // Closes `conn` (force: its outstanding operations complete with an error)
   // and forgets it; the next ConnectLocked() makes a new one.
   void CloseLocked(std::shared_ptr<ClientConn> conn) REQUIRES(mu_);
-  // The unpacked rkey for `packed` on `conn` (cached), nullptr when the
-  // bytes are not a valid packed rkey; *status tells UCX's verdict.
-  ucp_rkey_h RkeyLocked(ClientConn& conn, std::string_view packed, ucs_status_t* status)
-      REQUIRES(mu_);
 
   // Progresses the worker until done() or the deadline; returns done().
   // Lets other threads use the worker while waiting.

@@ -7,29 +7,44 @@
 #include "transport/local_share.h"
 #include "transport/ucx_am.h"
 #include "transport/ucx_context.h"
+#include "transport/ucx_memory_access.h"
 
 namespace shelfmark {
 namespace {
 
 TransferStatus Fail(ErrorCode code, std::string message) { return {code, std::move(message)}; }
 
-// One posted operation (an RMA op or an endpoint flush) and its outcome.
-struct Posted {
-  void* request = nullptr;  // nullptr: completed at post time
-  ucs_status_t status = UCS_OK;
-  std::shared_ptr<ClientConn> conn;
-};
+// The checked request (ucx_memory_access.h) that moves `op`'s bytes, on
+// `conn`; nullopt when the descriptor's rkey is not one of ours.
+std::optional<UcxAmOut> MemoryRequest(TransferKind kind, std::shared_ptr<ClientConn> conn,
+                                      const TransferOp& op) {
+  std::optional<uint64_t> key = DecodeUcxRkey(op.remote->rkey);
+  if (!key) return std::nullopt;
+  UcxAmOut out;
+  out.conn = std::move(conn);
+  out.header = EncodeUcxMemoryAccess({*key, op.remote->buffer_address + op.remote_offset, op.length});
+  if (kind == TransferKind::READ) {
+    out.id = kUcxMemoryReadAmId;
+    out.into = {op.local, op.length};
+  } else {
+    out.id = kUcxMemoryWriteAmId;
+    out.payload = {static_cast<const char*>(op.local), op.length};
+  }
+  return out;
+}
 
-ucs_status_t PostRma(TransferKind kind, ClientConn& conn, const TransferOp& op, ucp_rkey_h rkey,
-                     void** request) {
-  ucp_request_param_t param{};
-  const uint64_t remote = op.remote->buffer_address + op.remote_offset;
-  ucs_status_ptr_t ptr = kind == TransferKind::READ
-                             ? ucp_get_nbx(conn.ep, op.local, op.length, remote, rkey, &param)
-                             : ucp_put_nbx(conn.ep, op.local, op.length, remote, rkey, &param);
-  if (UCS_PTR_IS_ERR(ptr)) return UCS_PTR_STATUS(ptr);
-  *request = ptr;
-  return UCS_OK;
+// Why a checked request failed, for Transfer's message.
+std::string RefusalMessage(const UcxAmOut& out, ErrorCode code) {
+  switch (code) {
+    case ErrorCode::SEGMENT_NOT_FOUND:
+      return "ucx: " + out.conn->endpoint +
+             " refused the access: no live segment with this rkey (a previous process of "
+             "the node, or an unmounted segment)";
+    case ErrorCode::INVALID_PARAMS:
+      return "ucx: " + out.conn->endpoint + " refused the access: outside its segment";
+    default:
+      return "ucx: " + out.conn->endpoint + ": " + std::string(ErrorCodeName(code));
+  }
 }
 
 // Serves the READ ops whose node shares its segment on this host by memcpy
@@ -72,13 +87,20 @@ std::vector<const TransferOp*> ReadLocally(
 // Regions this engine registered, for the local-buffer check and unmap.
 struct UcxRegions {
   SharedMutex mu;
-  std::map<uint64_t, std::pair<uintptr_t, uint64_t>> by_handle GUARDED_BY(mu);
+  struct Range {
+    uintptr_t addr = 0;
+    uint64_t size = 0;
+    uint64_t key = 0;  // remote-access regions: their key in `served`
+  };
+  std::map<uint64_t, Range> by_handle GUARDED_BY(mu);
+  // The remote-access regions, as peers may reach them.
+  UcxSegments served;
 
   bool Contains(const void* local, uint64_t length) {
     const auto addr = reinterpret_cast<uintptr_t>(local);
     ReaderLock lock(&mu);
     for (const auto& [handle, range] : by_handle) {
-      if (addr >= range.first && length <= range.second && addr - range.first <= range.second - length) {
+      if (addr >= range.addr && length <= range.size && addr - range.addr <= range.size - length) {
         return true;
       }
     }
@@ -89,7 +111,15 @@ struct UcxRegions {
 UcxEngine::UcxEngine(std::unique_ptr<UcxContext> context)
     : context_(std::move(context)),
       am_(std::make_unique<UcxAm>(context_.get())),
-      regions_(std::make_unique<UcxRegions>()) {}
+      regions_(std::make_unique<UcxRegions>()) {
+  UcxSegments* served = &regions_->served;
+  am_->SetHandler(kUcxMemoryReadAmId, [served](AmRequest request, AmResponder responder) {
+    served->Serve(/*write=*/false, request, std::move(responder));
+  });
+  am_->SetHandler(kUcxMemoryWriteAmId, [served](AmRequest request, AmResponder responder) {
+    served->Serve(/*write=*/true, request, std::move(responder));
+  });
+}
 
 UcxEngine::~UcxEngine() {
   am_.reset();
@@ -124,18 +154,13 @@ Result<MemoryRegion> UcxEngine::RegisterMemory(void* addr, uint64_t size, bool r
   region.addr = addr;
   region.size = size;
   region.handle = reinterpret_cast<uint64_t>(memh);
+  UcxRegions::Range range{reinterpret_cast<uintptr_t>(addr), size, 0};
   if (remote_access) {
-    void* packed = nullptr;
-    size_t packed_size = 0;
-    if (ucp_rkey_pack(context_->ucp(), memh, &packed, &packed_size) != UCS_OK) {
-      ucp_mem_unmap(context_->ucp(), memh);
-      return ErrorCode::TRANSFER_FAIL;
-    }
-    region.rkey.assign(static_cast<const char*>(packed), packed_size);
-    ucp_rkey_buffer_release(packed);
+    range.key = regions_->served.Add(range.addr, size);
+    region.rkey = EncodeUcxRkey(range.key);
   }
   WriterLock lock(&regions_->mu);
-  regions_->by_handle[region.handle] = {reinterpret_cast<uintptr_t>(addr), size};
+  regions_->by_handle[region.handle] = range;
   return region;
 }
 
@@ -154,13 +179,22 @@ std::optional<EngineCounters> UcxEngine::transfer_counters() const {
   c.accepted = context_->accepted();
   c.rejected = context_->rejected();
   c.stale_challenges = context_->stale_hellos();
+  const UcxSegments::Refused refused = regions_->served.refused();
+  c.refused_stale = refused.stale;
+  c.refused_out_of_range = refused.out_of_range;
+  c.refused_malformed = refused.malformed;
+  c.dropped_messages = context_->dropped();
   return c;
 }
 
 void UcxEngine::UnregisterMemory(const MemoryRegion& region) {
   {
     WriterLock lock(&regions_->mu);
-    if (regions_->by_handle.erase(region.handle) == 0) return;
+    auto it = regions_->by_handle.find(region.handle);
+    if (it == regions_->by_handle.end()) return;
+    // Refused from here on, and no request is copying it once Remove returns.
+    if (it->second.key != 0) regions_->served.Remove(it->second.key);
+    regions_->by_handle.erase(it);
   }
   ucp_mem_unmap(context_->ucp(), reinterpret_cast<ucp_mem_h>(region.handle));
 }
@@ -195,98 +229,45 @@ TransferStatus UcxEngine::Transfer(TransferKind kind, std::span<const TransferOp
   std::vector<const TransferOp*> remote_ops =
       ReadLocally(*context_, kind, ops, conns, local_reads_, local_bytes_read_);
   if (remote_ops.empty()) return {};
-  std::vector<Posted> posted;
-  posted.reserve(ops.size() + conns.size());
-  TransferStatus failure;
-  for (const TransferOp* remote_op : remote_ops) {
-    const TransferOp& op = *remote_op;
-    auto& conn = conns[op.remote->endpoint];
+  std::vector<UcxAmOut> requests;
+  requests.reserve(remote_ops.size());
+  for (const TransferOp* op : remote_ops) {
+    const std::shared_ptr<ClientConn>& conn = conns[op->remote->endpoint];
     if (conn->state != ClientConn::State::READY) {
-      failure = Fail(ErrorCode::TRANSFER_FAIL, "ucx: connection to " + conn->endpoint + " lost");
-      break;
+      return Fail(ErrorCode::TRANSFER_FAIL, "ucx: connection to " + conn->endpoint + " lost");
     }
-    ucs_status_t status = UCS_OK;
-    ucp_rkey_h rkey = context_->RkeyLocked(*conn, op.remote->rkey, &status);
-    if (rkey == nullptr) {
-      failure = Fail(ErrorCode::TRANSFER_FAIL,
-                     std::string("ucx: bad rkey for ") + conn->endpoint + ": " + ucs_status_string(status));
-      break;
-    }
-    Posted p{nullptr, UCS_OK, conn};
-    p.status = PostRma(kind, *conn, op, rkey, &p.request);
-    posted.push_back(std::move(p));
-    (kind == TransferKind::READ ? reads_posted_ : writes_posted_)
-        .fetch_add(1, std::memory_order_relaxed);
+    std::optional<UcxAmOut> request = MemoryRequest(kind, conn, *op);
+    if (!request) return Fail(ErrorCode::TRANSFER_FAIL, "ucx: bad rkey for " + conn->endpoint);
+    requests.push_back(std::move(*request));
   }
-  if (failure.ok() && kind == TransferKind::WRITE) {
-    // Put completion frees the local buffer; a flush makes the bytes remote.
-    for (auto& [endpoint, conn] : conns) {
-      ucp_request_param_t param{};
-      ucs_status_ptr_t ptr = ucp_ep_flush_nbx(conn->ep, &param);
-      Posted p{nullptr, UCS_OK, conn};
-      if (UCS_PTR_IS_ERR(ptr)) p.status = UCS_PTR_STATUS(ptr); else p.request = ptr;
-      posted.push_back(std::move(p));
+  (kind == TransferKind::READ ? reads_posted_ : writes_posted_)
+      .fetch_add(requests.size(), std::memory_order_relaxed);
+  std::vector<Result<AmReply>> replies = am_->CallAllLocked(lock, requests, deadline);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i].ok()) return Fail(ErrorCode::TRANSFER_FAIL, RefusalMessage(requests[i], replies[i].error()));
+    if (kind == TransferKind::READ && replies[i]->data_size != requests[i].into.capacity) {
+      return Fail(ErrorCode::TRANSFER_FAIL, "ucx: " + requests[i].conn->endpoint + " answered a short read");
     }
   }
-  auto all_done = [&] {
-    for (Posted& p : posted) {
-      if (p.request == nullptr) continue;
-      ucs_status_t status = ucp_request_check_status(p.request);
-      if (status == UCS_INPROGRESS) return false;
-      p.status = status;
-      ucp_request_free(p.request);
-      p.request = nullptr;
-    }
-    return true;
-  };
-  const bool finished = context_->WaitLocked(lock, all_done, deadline);
-  if (!finished) {
-    // Timed out: force-close the connections; their operations complete
-    // (cancelled) before we return, so no local buffer is touched later.
-    for (auto& [endpoint, conn] : conns) context_->CloseLocked(conn);
-    context_->WaitLocked(lock, all_done, UcxNowMs() + 60'000);
-    if (failure.ok()) failure = Fail(ErrorCode::TRANSFER_FAIL, "ucx: transfer timed out");
-  }
-  for (const Posted& p : posted) {
-    if (p.status == UCS_OK || !failure.ok()) continue;
-    failure = Fail(ErrorCode::TRANSFER_FAIL, "ucx: " + p.conn->endpoint + ": " +
-                                                 ucs_status_string(p.status));
-  }
-  if (!failure.ok()) {
-    for (auto& [endpoint, conn] : conns) context_->CloseLocked(conn);
-  }
-  return failure;
+  return {};
 }
 
 TransferStatus RawUcxGet(UcxEngine& engine, const MemoryDescriptor& remote, uint64_t remote_offset,
                          void* local, uint64_t length, int64_t timeout_ms) {
   UcxContext& context = engine.context();
+  const int64_t deadline = UcxNowMs() + timeout_ms;
   MutexLock lock(&context.mu());
   ErrorCode code = ErrorCode::OK;
   std::string error;
   auto conn = context.ConnectLocked(lock, remote.endpoint,
                                     UcxNowMs() + context.options().connect_timeout_ms, &code, &error);
   if (conn == nullptr) return Fail(ErrorCode::TRANSFER_FAIL, error);
-  ucs_status_t status = UCS_OK;
-  ucp_rkey_h rkey = context.RkeyLocked(*conn, remote.rkey, &status);
-  if (rkey == nullptr) return Fail(ErrorCode::TRANSFER_FAIL, ucs_status_string(status));
-  ucp_request_param_t param{};
-  ucs_status_ptr_t request =
-      ucp_get_nbx(conn->ep, local, length, remote.buffer_address + remote_offset, rkey, &param);
-  if (UCS_PTR_IS_ERR(request)) return Fail(ErrorCode::TRANSFER_FAIL, ucs_status_string(UCS_PTR_STATUS(request)));
-  if (request == nullptr) return {};
-  const bool done = context.WaitLocked(
-      lock, [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; },
-      UcxNowMs() + timeout_ms);
-  if (!done) {
-    context.CloseLocked(conn);
-    context.WaitLocked(lock, [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; },
-                       UcxNowMs() + 60'000);
-  }
-  status = ucp_request_check_status(request);
-  ucp_request_free(request);
-  if (!done) return Fail(ErrorCode::TRANSFER_FAIL, "ucx: transfer timed out");
-  if (status != UCS_OK) return Fail(ErrorCode::TRANSFER_FAIL, ucs_status_string(status));
+  TransferOp op{&remote, remote_offset, local, length};
+  std::optional<UcxAmOut> request = MemoryRequest(TransferKind::READ, conn, op);
+  if (!request) return Fail(ErrorCode::TRANSFER_FAIL, "ucx: bad rkey");
+  std::vector<Result<AmReply>> reply =
+      engine.am().CallAllLocked(lock, std::span<UcxAmOut>(&*request, 1), deadline);
+  if (!reply.front().ok()) return Fail(ErrorCode::TRANSFER_FAIL, RefusalMessage(*request, reply.front().error()));
   return {};
 }
 

@@ -1,59 +1,50 @@
-// UcxEngine: the "ucx" protocol. One-sided reads and writes of MEMORY
-// replicas with UCX RMA (ucp_get_nbx / ucp_put_nbx against the owner's packed
-// rkey), for hosts without an RDMA device, and the carrier of the UCX active
+// UcxEngine: the "ucx" protocol. Reads and writes of MEMORY replicas for
+// hosts without an RDMA device, as checked active messages on the
+// authenticated session (ucx_memory_access.h: no UCX RMA, which UCX over tcp
+// performs for any peer at any address), and the carrier of the UCX active
 // messages (ucx_am.h) that serve LOCAL_DISK reads.
 //
 // Setup (context, worker, progress thread, address server, connections) lives in
 // UcxContext (ucx_context.h); this file is the TransportEngine and its hot
-// path. One engine = one ucp context (RMA + AM + WAKEUP) and one worker.
+// path. One engine = one ucp context (AM + WAKEUP) and one worker.
 //
 // Node side (listen_ip set): a TCP address server on listen_ip:listen_port
 // hands out the worker's address (ucx_address_server.h; port 0 picks a free
 // one; endpoint() reports "ip:port" with the actual port). There is no UCX
 // listener: UCX 1.13's sockaddr listener aborted on garbage.
-// RegisterMemory(remote_access=true) maps the range (ucp_mem_map) and packs
-// its rkey (ucp_rkey_pack): MemoryRegion.rkey is the packed rkey's bytes.
+// RegisterMemory(remote_access=true) mints the region's key (random, per
+// registration: its incarnation); MemoryRegion.rkey carries it. The engine
+// serves reads and writes of its live remote regions to authenticated
+// sessions only, inside their bounds (else refused and counted:
+// transfer_counters().refused_*); UnregisterMemory refuses the region from
+// then on and waits for copies in flight.
 //
 // Client side: the first Transfer() to an endpoint connects (fetches the
 // node's worker address and a challenge from the endpoint, ucp_ep_create
 // from it), sends a hello {client id, own worker address, a proof of the
 // cluster token over the node's and its own nonce} and waits up to
 // connect_timeout_ms for the node's verdict and the node's own proof; the
-// connection is cached per endpoint. Unpacked rkeys are cached per
-// (connection, rkey bytes).
+// connection is cached per endpoint.
 //
 // Transfer(): descriptor bounds and the local buffer (inside a region this
-// engine registered) are checked before anything is posted (INVALID_PARAMS);
-// then one ucp_get_nbx / ucp_put_nbx per op (writes are followed by an
-// endpoint flush, so OK means the bytes are at the owner) and a wait for all
-// of them until the deadline. On timeout or error the connection is closed
-// (force), every posted op is completed or cancelled before Transfer()
-// returns (the local buffers are not touched afterwards), and the result is
-// TRANSFER_FAIL with the UCX status string. A connection whose peer failed
+// engine registered) are checked before anything is sent (INVALID_PARAMS);
+// same-host reads are copies from the node's mapped segment (local_share.h);
+// the others are one request per op, all in flight together, answered once
+// the bytes are in the local buffer (read) or in the owner's segment
+// (write). On timeout or error the result is TRANSFER_FAIL naming the cause
+// (a refusal by the owner: "no live segment" for a descriptor of another
+// process or an unregistered region, "outside its segment"); no local
+// buffer is touched after Transfer() returns. A connection whose peer failed
 // (node restarted, killed) is marked broken by UCX's error callback; the next
 // Transfer() reconnects.
 //
-// Owner-side checks and their limits (measured on UCX 1.13.1, Debian 12,
-// default transports and UCX_TLS=tcp):
-//  - UCX does NOT check an access against the rkey's registered range: a
-//    descriptor forged with a valid rkey and any other address of the
-//    owner reads (or writes) that address, and an unmapped address would
-//    fault the owner's process (software-emulated RMA runs in the owner).
-//    So, unlike verbs and loopback, there is no owner-side bounds check
-//    for "ucx": the rkey is the secret. Nodes publish rkeys only through
-//    the master, which hands descriptors only to clients that passed its
-//    checks. Bytes that are not a packed rkey (too short, truncated, no
-//    memory domain) are refused before ucp_ep_rkey_unpack() (which takes
-//    no length) and yield TRANSFER_FAIL; well-formed garbage may be
-//    accepted by UCX.
-//  - The cluster token is proven both ways in the hello (ucx_wire.h): a
-//    node answers a wrong proof or a replayed hello with a rejection
-//    (Transfer: TRANSFER_FAIL "... rejected the cluster token"; UcxAm::Call:
-//    ILLEGAL_CLIENT) and serves active messages only with the session it
-//    issued on acceptance; a client never posts to a node that did not
-//    prove the token (Transfer: TRANSFER_FAIL "... did not prove the
-//    cluster token"; UcxAm::Call: UNAUTHENTICATED). RMA cannot be refused
-//    per connection once a client holds a valid rkey (see above).
+// The cluster token is proven both ways in the hello (ucx_wire.h): a node
+// answers a wrong proof or a replayed hello with a rejection (Transfer:
+// TRANSFER_FAIL "... rejected the cluster token"; UcxAm::Call:
+// ILLEGAL_CLIENT) and serves requests only with the session it issued on
+// acceptance; a client never sends object bytes to a node that did not prove
+// the token (Transfer: TRANSFER_FAIL "... did not prove the cluster token";
+// UcxAm::Call: UNAUTHENTICATED).
 //
 // Progress: a dedicated thread per engine sleeps on the worker's event fd and
 // progresses the worker whenever it has work, so RMA emulated over tcp, which
@@ -126,10 +117,11 @@ class UcxEngine final : public TransportEngine {
   std::atomic<uint64_t> local_reads_{0}, local_bytes_read_{0};
 };
 
-// The raw-UCX baseline for perf: one ucp_get_nbx of `length` bytes from
+// The raw-UCX baseline for perf: one read request of `length` bytes from
 // descriptor offset `remote_offset` into `local` (inside a region registered
-// with `engine`), on the engine's own connection, worker and rkey cache, with
-// none of Transfer()'s checks or batching. Same results as Transfer().
+// with `engine`), on the engine's own connection and worker, with none of
+// Transfer()'s checks, same-host copies or batching. Same results as
+// Transfer().
 TransferStatus RawUcxGet(UcxEngine& engine, const MemoryDescriptor& remote,
                          uint64_t remote_offset, void* local, uint64_t length,
                          int64_t timeout_ms);

@@ -18,6 +18,7 @@
 #include "testing/wait_for.h"
 #include "transport/ucx_am.h"
 #include "transport/ucx_context.h"
+#include "transport/ucx_memory_access.h"
 
 namespace shelfmark {
 namespace {
@@ -122,27 +123,76 @@ TEST_F(UcxEngineTest, OutOfBoundsAndUnregisteredLocalAreInvalidParams) {
 }
 
 TEST_F(UcxEngineTest, ForgedRkeyBytesFailWithoutCrash) {
-  // Not a packed rkey at all (short, truncated, no memory domain): refused.
+  // Not an rkey of ours (short, truncated, wrong magic, a zero key, a UCX
+  // packed rkey): refused before anything is sent.
   const std::vector<std::string> malformed = {
-      // (9 bytes: the md map and memory type, no memory domain's key.)
-      "", "x", std::string(9, '\xff'), desc_.rkey.substr(0, 9),
-      desc_.rkey.substr(0, desc_.rkey.size() / 2), std::string(desc_.rkey.size(), '\0')};
+      "", "x", std::string(12, '\xff'), desc_.rkey.substr(0, 9),
+      std::string(desc_.rkey.size(), '\0'), std::string("\x01\0\0\0\0\0\0\0\0\0", 10)};
   for (const std::string& rkey : malformed) {
     MemoryDescriptor bad = desc_;
     bad.rkey = rkey;
     TransferStatus status = One(TransferKind::READ, bad, 0, local_.data(), 64, 2000);
     EXPECT_EQ(status.code, ErrorCode::TRANSFER_FAIL) << rkey.size();
   }
-  // Well-formed garbage: UCX may accept it (see ucx_engine.h: the owner side
-  // does not check every transport); it must not crash or wedge the engine.
-  for (char fill : {'\x01', '\x7f'}) {
-    MemoryDescriptor bad = desc_;
-    bad.rkey = std::string(desc_.rkey.size(), fill);
-    bad.rkey.replace(0, 8, desc_.rkey.substr(0, 8));  // the real md map
-    (void)One(TransferKind::READ, bad, 0, local_.data(), 64, 2000);
-  }
+  // Well-formed, but a key the node never minted: refused by the node.
+  MemoryDescriptor forged = desc_;
+  forged.rkey = EncodeUcxRkey(DecodeUcxRkey(desc_.rkey).value() ^ 1);
+  TransferStatus refused = One(TransferKind::READ, forged, 0, local_.data(), 64, 2000);
+  EXPECT_EQ(refused.code, ErrorCode::TRANSFER_FAIL);
+  EXPECT_NE(refused.message.find("no live segment"), std::string::npos) << refused.message;
+  EXPECT_EQ(node_->transfer_counters()->refused_stale, 1u);
   TransferStatus status = One(TransferKind::READ, desc_, 0, local_.data(), 64);
   EXPECT_TRUE(status.ok()) << status.message;
+}
+
+// Issue 28: UCX over tcp checked no bounds, so a descriptor forged with the
+// segment's own rkey read or wrote any address of the owner (address 0 or
+// 0x1000 faulted it). Now the owner refuses every access outside its
+// segment before touching memory, counts it, and goes on serving.
+TEST_F(UcxEngineTest, AccessesOutsideTheSegmentAreRefusedByTheOwner) {
+  for (size_t i = 0; i < 64; ++i) segment_[i] = static_cast<char>(i + 1);
+  const uint64_t base = desc_.buffer_address;
+  const std::vector<uint64_t> addresses = {0, 0x1000, base - 4096, base + kSegment,
+                                           base + kSegment - 32};
+  int tries = 0;
+  for (uint64_t address : addresses) {
+    for (TransferKind kind : {TransferKind::READ, TransferKind::WRITE}) {
+      MemoryDescriptor forged = desc_;  // the client-side range check passes
+      forged.buffer_address = address;
+      forged.size = 64;
+      TransferStatus status = One(kind, forged, 0, local_.data(), 64, 2000);
+      EXPECT_EQ(status.code, ErrorCode::TRANSFER_FAIL) << std::hex << address;
+      EXPECT_NE(status.message.find("outside its segment"), std::string::npos) << status.message;
+      ++tries;
+    }
+  }
+  EXPECT_EQ(node_->transfer_counters()->refused_out_of_range, static_cast<uint64_t>(tries));
+  std::vector<char> first(64);
+  ASSERT_TRUE(client_->RegisterMemory(first.data(), first.size(), false).ok());
+  TransferStatus status = One(TransferKind::READ, desc_, 0, first.data(), 64);
+  ASSERT_TRUE(status.ok()) << status.message;
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(first[i], static_cast<char>(i + 1)) << i;
+}
+
+// A region unregistered (an unmounted segment) is refused by its rkey, as
+// is a region of a previous process on the same port (its key is gone).
+TEST_F(UcxEngineTest, AnUnregisteredRegionIsRefusedNeverServed) {
+  std::vector<char> second(4096, 'x');
+  auto region = node_->RegisterMemory(second.data(), second.size(), true);
+  ASSERT_TRUE(region.ok());
+  MemoryDescriptor desc = desc_;
+  desc.buffer_address = reinterpret_cast<uint64_t>(second.data());
+  desc.size = second.size();
+  desc.rkey = region->rkey;
+  ASSERT_TRUE(One(TransferKind::READ, desc, 0, local_.data(), 64).ok());
+  EXPECT_NE(region->rkey, desc_.rkey);  // one key per region
+  node_->UnregisterMemory(*region);
+  for (TransferKind kind : {TransferKind::READ, TransferKind::WRITE}) {
+    TransferStatus status = One(kind, desc, 0, local_.data(), 64, 2000);
+    EXPECT_EQ(status.code, ErrorCode::TRANSFER_FAIL);
+    EXPECT_NE(status.message.find("no live segment"), std::string::npos) << status.message;
+  }
+  EXPECT_EQ(node_->transfer_counters()->refused_stale, 2u);
 }
 
 TEST_F(UcxEngineTest, NodeGoneFailsWithinTimeoutThenRestartReconnects) {
