@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs Shelfmark's whole test suite from a fresh clone: installs the Debian
-# packages it needs (scripts/setup.sh), then runs these passes in order:
+# packages it needs (scripts/setup.sh, a step of its own), then runs these
+# passes in order:
 #   1. RelWithDebInfo build, then every ctest label (unit, process, s3,
 #      cluster, softroce, python, ...), one ctest run per label;
 #   2. Sanitize build (ASan + UBSan), labels unit and process;
@@ -38,32 +39,28 @@ cd "$root" || exit 1
 # shellcheck source=scripts/lib/build_options.sh
 . scripts/lib/build_options.sh
 
-bash scripts/setup.sh || {
-  echo "test.sh: scripts/setup.sh failed" >&2
-  exit 1
-}
 jobs="$(nproc)"
 
 summary=()
 failures=0
 start_all=$SECONDS
 
-# record NAME STATUS SECONDS
+# record NAME STATUS SECONDS [NOTE]
 record() {
   local verdict=PASS
   if [ "$2" -ne 0 ]; then
     verdict=FAIL
     failures=$((failures + 1))
   fi
-  summary+=("$(printf '%s  %-30s %6ss' "$verdict" "$1" "$3")")
-  echo "== $verdict: $1 ($3 s) ==" >&2
+  summary+=("$(printf '%s  %-30s %6ss%s' "$verdict" "$1" "$3" "${4:+  $4}")")
+  echo "== $verdict: $1 ($3 s${4:+, $4}) ==" >&2
 }
 
 # require STEP NAME: whether STEP's tools are here (require_step names what
-# is missing); when not, NAME is recorded as failed.
+# is missing); when not, NAME is recorded as failed, with the packages.
 require() {
   require_step "$1" && return 0
-  record "$2 (a package is missing)" 1 0
+  record "$2" 1 0 "missing Debian package(s): $(missing_packages "$1" | paste -sd ' ')"
   return 1
 }
 
@@ -102,6 +99,13 @@ run_labels() {
     record "$type $label" "$rc" $((SECONDS - start))
   done
 }
+
+# 0. The packages. When some cannot be installed, the steps that need them
+# fail naming them (require) and the others still run.
+start=$SECONDS
+echo "== scripts/setup.sh ==" >&2
+bash scripts/setup.sh
+record "setup.sh" "$?" $((SECONDS - start))
 
 # 1. Everything, optimised.
 if build RelWithDebInfo; then
