@@ -26,7 +26,6 @@
 requirements_build=(
   "build-essential g++ make"
   "cmake cmake"
-  "ninja-build ninja"
   "pkg-config pkg-config"
   "capnproto capnp"
   "libcapnp-dev /usr/include/capnp/message.h"
@@ -108,10 +107,12 @@ requirements_label_package=(
 # scripts/demo.sh (and the benchmarks' scripts/lib/cluster.sh): curl for
 # /health and /metrics, ss for free ports, gnuplot for the latency plot.
 requirements_demo=("curl curl" "iproute2 ss" "gnuplot-nox gnuplot")
-# Not a step's, installed by scripts/setup.sh for the benchmarks
-# (redis-server and redis-benchmark are their baselines), for `pip install
-# ./python` in a venv (docs/python.md) and for working in the clone.
+# Not a step's, installed by scripts/setup.sh for faster builds, for the
+# benchmarks (redis-server and redis-benchmark are their baselines), for
+# `pip install ./python` in a venv (docs/python.md) and for working in the
+# clone.
 requirements_extras=(
+  "ninja-build ninja"  # scripts/build.sh generates for ninja when it is here, else make
   "redis-server redis-server"
   "redis-tools redis-cli redis-benchmark"
   "python3-venv py:ensurepip"
