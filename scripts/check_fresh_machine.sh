@@ -18,7 +18,9 @@
 #     the cluster tests create namespaces and devices in the host's network
 #     namespace (removed again by the tests) and the demo and tests bind free
 #     loopback ports; the root gets its own /proc, /sys, /dev/shm and /run,
-#     the host's /dev and /dev/pts, all in a mount namespace of its own;
+#     the host's /dev and /dev/pts, all in a mount namespace of its own; it
+#     uses the host's resolver (/etc/resolv.conf) and the CA certificates the
+#     host added (/usr/local/share/ca-certificates: a TLS-inspecting proxy's);
 #   - disk: about 25 GiB free under WORK_DIR (the root with its packages
 #     ~5 GiB, the build trees of the demo and test.sh ~15 GiB).
 #
@@ -183,7 +185,15 @@ make_root() {
   # this host and localhost in /etc/hosts (the Python tests connect to
   # "localhost").
   printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+  # The root uses the host's network: its resolver and the certificate
+  # authorities the host added for it (a TLS-inspecting proxy's, say;
+  # ca-certificates, installed by setup.sh, takes them in).
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    say "the host's own CA certificates: $(cd /usr/local/share/ca-certificates && echo ./*.crt)"
+    mkdir -p "$root/usr/local/share/ca-certificates" &&
+      cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  fi
 }
 
 clone() {
@@ -196,8 +206,11 @@ clone() {
     git -C "$root/root/shelfmark" checkout -q --detach "$head"
 }
 
+# The root is a mount point of its own first: `ip netns exec` (the cluster
+# tests) remounts / and fails in a root that is a plain directory.
 mount_all() {
-  mount_in_root /proc -t proc proc &&
+  mount_in_root "" --bind "$root" &&
+    mount_in_root /proc -t proc proc &&
     mount_in_root /sys -t sysfs sysfs &&
     mount_in_root /dev --bind /dev &&
     mount_in_root /dev/pts --bind /dev/pts &&
