@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,6 +38,12 @@ constexpr int64_t kBaselineTimeoutMs = 30'000;
 
 int64_t NsSince(SteadyClock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             SteadyClock::now().time_since_epoch())
+      .count();
 }
 
 // The value of key `index` of `size` bytes: a byte pattern, with a stamp
@@ -77,6 +84,10 @@ bool StampsMatch(const uint8_t* bytes, uint32_t index, uint64_t size) {
 // Per-thread samples of one (replica, size) measurement.
 struct Samples {
   std::vector<int64_t> get_ns, lookup_ns, transfer_ns;
+  // NowNs() at the start of the first timed operation and at the end of the
+  // last (end < start: none was timed), for the row's throughput.
+  int64_t timed_start_ns = 0;
+  int64_t timed_end_ns = -1;
   ErrorCode error = ErrorCode::OK;
   std::string what;  // the failing step, for the message
   std::string protocol;
@@ -301,11 +312,15 @@ class GetBench {
     s->get_ns.reserve(iters);
     for (int64_t n = 0; n < o_.warmup + iters && !InterruptFlag().load(); ++n) {
       const bool timed = n >= o_.warmup;
+      if (n == o_.warmup) s->timed_start_ns = NowNs();
       const bool ok = batched ? OneBatch(size, chooser, timed, s)
                               : OneGet(replica, size, static_cast<uint32_t>(chooser.Next()),
                                        buffer.data(), timed, s);
       if (!ok) break;
-      if (timed) done->fetch_add(1, std::memory_order_relaxed);
+      if (timed) {
+        s->timed_end_ns = NowNs();
+        done->fetch_add(1, std::memory_order_relaxed);
+      }
     }
     if (!batched) client_->UnregisterBuffer(buffer.data());
   }
@@ -318,7 +333,7 @@ class GetBench {
     const int64_t ops_total = per_thread * threads;
     std::vector<std::thread> workers;
     const LocationCacheStats cache_before = client_->location_cache_stats();
-    const auto start = SteadyClock::now();
+    const ServedCounts served_before = Served();
     for (int64_t t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
         Worker(replica, size, per_thread, size * 1000 + t + 1, &done, &samples[t]);
@@ -326,15 +341,17 @@ class GetBench {
     }
     ShowProgress(replica, size, ops_total, done);
     for (std::thread& w : workers) w.join();
-    const double wall_s = static_cast<double>(NsSince(start)) / 1e9;
     const LocationCacheStats cache_after = client_->location_cache_stats();
+    const ServedCounts served_after = Served();
     GetRow row;
     row.location_cache = o_.location_cache;
     row.cache_hits = cache_after.hits - cache_before.hits;
     row.cache_misses = cache_after.misses - cache_before.misses;
     Samples all;
+    std::vector<std::pair<int64_t, int64_t>> spans;
     for (Samples& s : samples) {
       if (s.error != ErrorCode::OK) return Fail(s.what, s.error);
+      spans.emplace_back(s.timed_start_ns, s.timed_end_ns);
       all.get_ns.insert(all.get_ns.end(), s.get_ns.begin(), s.get_ns.end());
       all.lookup_ns.insert(all.lookup_ns.end(), s.lookup_ns.begin(), s.lookup_ns.end());
       all.transfer_ns.insert(all.transfer_ns.end(), s.transfer_ns.begin(), s.transfer_ns.end());
@@ -344,15 +361,19 @@ class GetBench {
     plot_.push_back({replica + " " + std::to_string(size) + " B", all.get_ns});
     row.replica = replica;
     row.protocol = all.protocol;
+    row.path = ServedPath(replica, {served_after.rdma_reads - served_before.rdma_reads,
+                                    served_after.ucx_reads - served_before.ucx_reads,
+                                    served_after.same_host_reads - served_before.same_host_reads});
     row.size = size;
     row.concurrency = threads;
     row.batch = o_.batch;
     row.get = DescribeLatencyNs(&all.get_ns);
     row.lookup_p50_us = Percentile(&all.lookup_ns, 50) / 1e3;
     row.transfer_p50_us = Percentile(&all.transfer_ns, 50) / 1e3;
-    const double keys_read = static_cast<double>(row.get.count * o_.batch);
-    row.ops_per_s = keys_read / wall_s;
-    row.gbytes_per_s = keys_read * static_cast<double>(size) / wall_s / 1e9;
+    const Throughput rate =
+        ThroughputOver(row.get.count * o_.batch, size, CombinedSpanNs(spans));
+    row.ops_per_s = rate.ops_per_s;
+    row.gbytes_per_s = rate.gbytes_per_s;
     row.interrupted = InterruptFlag().load();
     if (replica == kReplicaLocalDisk && !row.interrupted && !MeasureBaselines(size, &row)) {
       return false;
@@ -361,7 +382,20 @@ class GetBench {
     return true;
   }
 
-  // A stderr line per second while the workers run (runs longer than 1 s).
+  // The client's counters of what moved bytes (ServedCounts): its rdma and
+  // ucx engines' (only ucx reads same-host segments, transport/local_share.h).
+  ServedCounts Served() const {
+    ServedCounts c;
+    if (auto rdma = client_->TransferCounters("rdma")) c.rdma_reads = rdma->reads_posted;
+    if (auto ucx = client_->TransferCounters(UcxEngine::kProtocol)) {
+      c.ucx_reads = ucx->reads_posted;
+      c.same_host_reads = ucx->local_reads;
+    }
+    return c;
+  }
+
+  // A stderr line per second while the workers run (runs longer than 1 s);
+  // the rows' figures are the workers' own clocks, not this poll's.
   void ShowProgress(const std::string& replica, uint64_t size, int64_t total,
                     const std::atomic<int64_t>& done) {
     const auto start = SteadyClock::now();

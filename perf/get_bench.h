@@ -45,14 +45,20 @@
 //     file is looked for under --disk_dirs and must hold the same bytes).
 // The goal of the path: transfer p50 within 1.2x of am + pread p50.
 //
-// Output per (replica, size): the perftest columns t_min, t_max, t_typical
-// (median), t_avg, stdev, p99, p99.9 in microseconds for the whole get,
-// lookup and transfer p50s, ops/s and GB/s (wall clock over all threads),
-// the share of lookups the location cache answered (hit%; its hits and
-// misses over the row's gets, warmup included, in JSON);
-// a table, or with --json one object per line (--json_out writes those
-// lines to a file as well, next to the table on stdout):
-//   {"bench":"get","replica":..,"protocol":..,"size":..,"iters":..,
+// Output per (replica, size): what served the bytes (path, from the
+// client's transfer counters over the row's gets, warmup included:
+// "same-host" for copies from a node's segment mapped into this client,
+// "ucx" for UCX RMA, "rdma" for RDMA READs; "ucx-am" for LOCAL_DISK read
+// messages; perf/get_report.h ServedPath), the perftest columns t_min,
+// t_max, t_typical (median), t_avg, stdev, p99, p99.9 in microseconds for
+// the whole get, lookup and transfer p50s, ops/s and GB/s (the timed gets
+// over their own wall clock: from the first one's start to the last one's
+// end, all threads together), the share of lookups the location cache
+// answered (hit%; its hits and misses over the row's gets, warmup
+// included, in JSON); a table, or with --json one object per line
+// (--json_out writes those lines to a file as well, next to the table on
+// stdout; "protocol" is the protocol of the replicas read):
+//   {"bench":"get","replica":..,"protocol":..,"path":..,"size":..,"iters":..,
 //    "concurrency":..,"batch":..,"t_min_us":..,"t_max_us":..,"t_typical_us":..,
 //    "t_avg_us":..,"stdev_us":..,"p50_us":..,"p99_us":..,"p999_us":..,
 //    "lookup_p50_us":..,"transfer_p50_us":..,"ops_per_s":..,"gbytes_per_s":..,

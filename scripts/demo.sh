@@ -19,9 +19,17 @@
 # --cluster_token_file; one call without it shows the master refusing it
 # (UNAUTHENTICATED).
 #
-# This machine has no RDMA device, so MEMORY reads use UCX RMA; with --vm the
-# same cluster runs inside the soft-RoCE VM (tests/softroce) and MEMORY reads
-# go over RDMA.
+# The clients (shelfmark-cli, shelfmark-perf) run on the nodes' host, so they
+# read MEMORY replicas from the nodes' segments mapped into them (same-host: a
+# memcpy, no transport, no work by the node; docs/transport.md); the table's
+# path column names what served each row, from the client's counters. With
+# --vm the same cluster runs inside the soft-RoCE VM (tests/softroce) and
+# MEMORY reads go over RDMA.
+#
+# Before the kill it waits for a snapshot taken after shelfmark-perf get
+# removed its own objects, so the restored master holds the demo's objects
+# and no others (a snapshot from the benchmark's last row would bring back
+# its 16 objects of 1 MiB, tenant perf-get, removed since).
 #
 # Usage: scripts/demo.sh [--vm | --ha] [BUILD_DIR]
 #   --ha: etcd, three masters with --enable_ha and two nodes; the leader is
@@ -184,14 +192,38 @@ echo "   baselines: a UCX active-message round trip and a pread of the same byte
   --size=4096,65536,1048576 --iters=1000 --keys=16 --disk_dirs="$work/ssd-a,$work/ssd-b" \
   --plot="$out/get.png" --json_out="$out/get.jsonl" | tee "$out/get.txt"
 echo "   (JSON lines: $out/get.jsonl; latency distribution plot: $out/get.png)"
+memory_path="$(sed -n '/"replica":"memory"/s/.*"path":"\([^"]*\)".*/\1/p' "$out/get.jsonl" |
+                 sort -u | paste -sd, -)"
+case "$memory_path" in
+  same-host) echo "   MEMORY rows: path same-host, copies from the nodes' segments mapped into" \
+                  "shelfmark-perf (no UCX or RDMA transfer: this client runs on the nodes' host)" ;;
+  *) echo "   MEMORY rows: path $memory_path (the client's transfer counters)" ;;
+esac
 
-echo "== waiting for a snapshot"
-for _ in $(seq 1 100); do
+# The master's metric NAME (the whole first field of its line). awk reads
+# the whole page: curl must not meet a closed pipe (pipefail).
+master_metric() {
   curl -fsS "http://127.0.0.1:$metrics_port/metrics" |
-    grep -q '^shelfmark_master_snapshots_total{result="success"} [1-9]' && break
+    awk -v n="$1" '$1 == n { v = $2 } END { print v }'
+}
+# The second snapshot to succeed from now was started after now: after
+# shelfmark-perf get removed its objects (tenant perf-get; without this wait
+# the last snapshot may be one taken during its last row, and the restarted
+# master would bring back its 16 objects of 1 MiB, removed since).
+held="$("${cli[@]}" count --all_tenants)"
+snapshots="$(master_metric 'shelfmark_master_snapshots_total{result="success"}')"
+want=$((${snapshots%.*} + 2))
+echo "== waiting for a snapshot taken after shelfmark-perf get removed its objects" \
+  "(the master holds $held)"
+for _ in $(seq 1 300); do
+  snapshots="$(master_metric 'shelfmark_master_snapshots_total{result="success"}')"
+  [ "${snapshots%.*}" -ge "$want" ] && break
   sleep 0.1
 done
-curl -fsS "http://127.0.0.1:$metrics_port/metrics" | grep -E '^shelfmark_master_snapshot' | head -n 8
+[ "${snapshots%.*}" -ge "$want" ] || die "no snapshot within 30 s"
+curl -fsS "http://127.0.0.1:$metrics_port/metrics" | awk '/^shelfmark_master_snapshot/ && n++ < 8'
+in_snapshot="$(master_metric shelfmark_master_snapshot_last_objects)"
+echo "   the snapshot holds ${in_snapshot%.*} objects"
 
 echo "== kill -9 the master, restart it from its snapshot on the same port"
 kill -9 "$master_pid"
@@ -201,6 +233,12 @@ wait "$master_pid" 2>/dev/null || true
 master_pid=$!
 wait_line "$work/master2.log" "rpc port" >/dev/null || die "the master did not restart"
 grep -E "restored|no usable snapshot" "$work/master2.log" || true
+restored="$(sed -n 's/.*restored snapshot [^:]*: \([0-9]*\) objects.*/\1/p' "$work/master2.log")"
+echo "   restored ${restored:-no} objects of all tenants (the master held $held at the kill);" \
+  "the demo's, by key prefix:"
+"${cli[@]}" ls | sed -E 's/-[0-9]+$//' | sort | uniq -c | sed 's/^ */     /'
+[ "${restored:-}" = "$held" ] ||
+  die "the master restored ${restored:-no} objects, not the $held it held at the kill"
 # The nodes remount within a ping and re-report their SSD contents.
 sleep 2
 echo "== shelfmark-cli verify after the restart"

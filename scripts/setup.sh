@@ -1,53 +1,36 @@
 #!/usr/bin/env bash
-# Installs every Debian package Shelfmark needs to build, test and benchmark.
-# A no-op (no apt calls) when everything is already installed. Run as root.
+# Installs the Debian packages Shelfmark needs to build, test, run the demo
+# and benchmark, on Debian 12, from a minimal root (debootstrap
+# --variant=minbase) up: the packages of scripts/lib/requirements.sh whose
+# command or file is missing. A no-op (no apt calls) when nothing is.
+#   Usage: scripts/setup.sh [STEP...]   (default: every step; a step is a
+#          name of requirement_steps, e.g. thread-safety or label-softroce)
+# Run as root (or with sudo at hand). Packages are installed without their
+# Recommends: whatever a step uses is named in the list.
 set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/lib/requirements.sh
+. "$root/scripts/lib/requirements.sh"
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
-  capnproto libcapnp-dev
-  libzstd-dev libmsgpack-cxx-dev libcurl4-openssl-dev libssl-dev libxxhash-dev
-  libgtest-dev
-  # scripts/check_thread_safety.sh builds the tree with clang -Wthread-safety.
-  clang
-  libibverbs-dev librdmacm-dev libucx-dev
-  curl iproute2 procps
-  # The ha tests start their own etcd (docs/ha.md) on free ports. On a real
-  # Debian host this package also starts a system etcd on 2379, which the
-  # tests never use.
-  etcd-server
-  redis-server redis-tools
-  # The soft-RoCE VM suite (tests/softroce) boots Debian's kernel under QEMU.
-  qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers ibverbs-utils perftest
-  # shelfmark-perf get --plot draws with gnuplot.
-  gnuplot-nox
-  # The Python package (python/, docs/python.md): pybind11 builds the native
-  # module; its tests run pytest with numpy and torch (CPU tensors), and the
-  # pip install check uses a venv. python3-torch is large (~1 GB installed
-  # with its dependencies); it is installed once, like everything here.
-  python3-dev pybind11-dev python3-pytest python3-numpy python3-torch python3-venv python3-pip
-  # Operations: promtool checks /metrics and deploy/prometheus rules; the
-  # package tests build .deb files (dpkg-shlibdeps) and verify systemd units.
-  prometheus dpkg-dev systemd
-)
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-# The S3 tests run the npm package s3rver on Node.js (scripts/s3rver.sh); a
-# machine that already has Node.js and npm keeps its own.
-if ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
-
-if [ ${#missing[@]} -eq 0 ]; then
+steps=("$@")
+# shellcheck disable=SC2207  # requirement_steps prints single words
+if [ ${#steps[@]} -eq 0 ]; then steps=($(requirement_steps)); fi
+missing="$(missing_packages "${steps[@]}")"
+if [ -z "$missing" ]; then
   exit 0
 fi
 
-echo "setup: installing ${missing[*]}" >&2
+# shellcheck disable=SC2086  # one package a line
+echo "setup: installing" $missing >&2
 export DEBIAN_FRONTEND=noninteractive
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+"${sudo[@]}" apt-get update -q
+# shellcheck disable=SC2086
+"${sudo[@]}" apt-get install -y -q --no-install-recommends $missing
+
+# What the packages did not bring (a package without the file we expect of
+# it) fails here, naming it, rather than in a later step.
+rc=0
+for step in "${steps[@]}"; do require_step "$step" || rc=1; done
+exit "$rc"

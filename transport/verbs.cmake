@@ -23,7 +23,8 @@ shelfmark_test(verbs_engine_test SOURCES verbs_engine_test.cc DEPS shelfmark::tr
 
 # The soft-RoCE VM suite: boots Debian's kernel in QEMU (TCG) with rxe0/rxe1
 # over a veth pair and runs verbs_engine_test and ib_read_lat inside
-# (tests/softroce/run_vm_suite.sh installs qemu and friends with apt-get).
+# (tests/softroce/run_vm_suite.sh installs qemu and friends: scripts/setup.sh
+# label-softroce).
 add_test(NAME softroce_vm_suite
   COMMAND ${PROJECT_SOURCE_DIR}/tests/softroce/run_vm_suite.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(softroce_vm_suite PROPERTIES LABELS softroce TIMEOUT 900)

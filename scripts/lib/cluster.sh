@@ -9,7 +9,8 @@ die() { log "$*"; exit 1; }
 
 # build_tree [BUILD_DIR]: prints BUILD_DIR when given, else installs the
 # packages (scripts/setup.sh) and builds the RelWithDebInfo tree
-# (scripts/build.sh), printing its directory.
+# (scripts/build.sh) with scripts/test.sh's options (build_options.sh: the
+# test suite run afterwards finds it built), printing its directory.
 build_tree() {
   if [ -n "${1:-}" ]; then
     echo "$1"
@@ -17,8 +18,10 @@ build_tree() {
   fi
   local scripts
   scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  # shellcheck source=scripts/lib/build_options.sh
+  . "$scripts/lib/build_options.sh"
   "$scripts/setup.sh" >&2
-  "$scripts/build.sh" | tail -n 1
+  "$scripts/build.sh" RelWithDebInfo "${suite_cmake_options[@]}" | tail -n 1
 }
 
 # find_binary BUILD_DIR NAME: the executable NAME built under BUILD_DIR (not

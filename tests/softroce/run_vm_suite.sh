@@ -4,7 +4,8 @@
 # InfiniBand; the VM's has it as modules).
 #
 # Steps (host side):
-#  1. installs what it needs with apt-get (only when something is missing);
+#  1. installs what it needs (scripts/setup.sh label-softroce: only what is
+#     missing);
 #  2. downloads the kernel image package that linux-image-amd64 depends on
 #     and unpacks it (dpkg-deb -x, never installed) into
 #     BUILD_DIR/softroce/kernel/<package>/ (kept and reused by later runs);
@@ -51,21 +52,9 @@ log() { echo "[softroce] $*" >&2; }
 die() { echo "[softroce] error: $*" >&2; exit 2; }
 
 # --- 1. packages -------------------------------------------------------------
+# scripts/setup.sh's step label-softroce (scripts/lib/requirements.sh).
 ensure_packages() {
-  local missing=()
-  local pkg
-  for pkg in qemu-system-x86 busybox-static cpio rdma-core ibverbs-providers \
-             ibverbs-utils perftest iproute2; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
-      missing+=("$pkg")
-  done
-  if ((${#missing[@]})); then
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
-      { apt-get update -q >&2 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } ||
-      die "apt-get install ${missing[*]} failed"
-  fi
+  bash "$here/../../scripts/setup.sh" label-softroce >&2 || die "scripts/setup.sh label-softroce failed"
 }
 
 # --- 2. kernel ---------------------------------------------------------------

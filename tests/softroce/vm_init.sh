@@ -268,7 +268,7 @@ perf_get() {
   [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "perf get posted no RDMA READ"; return 1; }
   [ "$(grep -c '"replica":"local_disk"' /tmp/perf_get.jsonl)" -eq 3 ] ||
     { echo "perf get did not print 3 local_disk rows"; return 1; }
-  [ "$(grep -c '"replica":"memory","protocol":"rdma"' /tmp/perf_get.jsonl)" -eq 3 ] ||
+  [ "$(grep -c '"replica":"memory","protocol":"rdma","path":"rdma"' /tmp/perf_get.jsonl)" -eq 3 ] ||
     { echo "perf get did not print 3 memory rows over rdma"; return 1; }
 }
 if [ -x /tests/shelfmark-master ] && [ -x /tests/shelfmark-node ] && [ -x /tests/shelfmark-cli ] &&
