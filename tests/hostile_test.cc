@@ -75,6 +75,15 @@ class HostileTest : public ::testing::Test {
     if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".err").c_str());
   }
   std::string Master() const { return "127.0.0.1:" + std::to_string(rpc_); }
+  // A master, a node and a UCX client with a 3 s transfer timeout.
+  void StartClusterAndClient(std::unique_ptr<Client>* client) {
+    StartMaster();
+    ASSERT_NO_FATAL_FAILURE(StartNode());
+    ClientOptions options;
+    options.transfer_timeout_ms = 3000;
+    *client = testing::MakeUcxClient(Master(), options);
+    ASSERT_NE(*client, nullptr);
+  }
   // A ucx node with a 64 MiB segment on 127.0.0.1 (on `port`, 0: any),
   // mounted at the master; its stderr goes to `log` (one file per process).
   void StartNode(uint16_t port = 0, const std::string& log = "node.err") {
@@ -185,12 +194,8 @@ TEST_F(HostileTest, StalledHttpClientsDoNotStarveHealth) {
 // NO_AVAILABLE_HANDLE and evicted live objects each time. Now nothing is
 // evicted and every stored object reads back unchanged.
 TEST_F(HostileTest, ImpossiblePutsDestroyNothing) {
-  StartMaster();
-  ASSERT_NO_FATAL_FAILURE(StartNode());
-  ClientOptions options;
-  options.transfer_timeout_ms = 3000;
-  auto client = testing::MakeUcxClient(Master(), options);
-  ASSERT_NE(client, nullptr);
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(StartClusterAndClient(&client));
   constexpr int kObjects = 40;  // 40 MiB of a 64 MiB segment: under the watermark
   for (int i = 0; i < kObjects; ++i) {
     ASSERT_EQ(client->Put("", "keep-" + std::to_string(i), Pattern(1 << 20, i)), ErrorCode::OK);
@@ -351,12 +356,8 @@ TEST_F(HostileTest, BareUcxWithoutAHelloReachesNoByteOfANode) {
 // at the master, a descriptor of the old process is refused by the new
 // one, and new puts land on the new segment.
 TEST_F(HostileTest, ANodeRestartedOnItsPortSurvivesItsOldDescriptors) {
-  StartMaster();
-  ASSERT_NO_FATAL_FAILURE(StartNode());
-  ClientOptions options;
-  options.transfer_timeout_ms = 3000;
-  auto client = testing::MakeUcxClient(Master(), options);
-  ASSERT_NE(client, nullptr);
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(StartClusterAndClient(&client));
   for (int i = 0; i < 8; ++i) {
     ASSERT_EQ(client->Put("", "old-" + std::to_string(i), Pattern(65536, i)), ErrorCode::OK);
   }
