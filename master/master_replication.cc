@@ -19,6 +19,7 @@ ReplicationLeaderOptions LeaderOptions(const MasterReplicationOptions& o,
   l.tokens = o.tokens;
   l.sync_standbys = o.sync_standbys;
   l.io_timeout_ms = o.io_timeout_ms;
+  l.max_connections = o.max_connections;
   if (!o.etcd_endpoints.empty()) l.publish_in_sync = std::move(publish);
   l.may_acknowledge = std::move(may_acknowledge);
   return l;
@@ -227,6 +228,18 @@ void AddReplicationMetrics(MetricsRegistry& registry, const MasterReplication& r
   registry.AddCounterFunc("shelfmark_master_ha_replication_dropped_standbys_total",
                           "Standby connections this leader dropped (errors, stalls, bad proofs).",
                           [&leader] { return static_cast<double>(leader.stats().dropped); });
+  registry.AddGauge("shelfmark_master_ha_replication_connections",
+                    "Replication connections this leader holds, in their handshake or after "
+                    "(at most --ha_max_replication_connections).",
+                    [&leader] { return static_cast<double>(leader.stats().connections); });
+  registry.AddCounterFunc("shelfmark_master_ha_replication_evicted_connections_total",
+                          "Replication connections closed in their handshake to make room "
+                          "for a new one.",
+                          [&leader] { return static_cast<double>(leader.stats().evicted); });
+  registry.AddCounterFunc("shelfmark_master_ha_replication_rejected_connections_total",
+                          "Replication connections closed at once: at the limit, none in "
+                          "its handshake to replace.",
+                          [&leader] { return static_cast<double>(leader.stats().rejected); });
   registry.AddGauge("shelfmark_master_ha_standby_synced",
                     "1 while this master, as a standby, holds a complete copy of the leader's "
                     "directory.",

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,7 @@ struct MasterReplicationOptions {
   auth::TokenTable tokens;   // the master's; standbys prove tokens.AdminToken()
   int sync_standbys = 1;
   int64_t io_timeout_ms = 5'000;
+  size_t max_connections = 16;  // ReplicationLeaderOptions::max_connections
   int64_t unsynced_takeover_ms = 10'000;
   // Where the leader publishes its in-sync set (ha/leader_key.h,
   // InSyncKey); empty: nowhere (every set counts at once, and the campaign
