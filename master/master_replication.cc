@@ -46,6 +46,8 @@ MasterReplication::MasterReplication(Directory& directory, MasterReplicationOpti
     e.request_timeout_ms = options_.etcd_request_timeout_ms;
     etcd_ = std::make_unique<ha::EtcdClient>(e);
   }
+  // Not the serving leader until a term is won: no client expires here.
+  dir_.SetServing(false);
   MutexLock lock(&mu_);
   standby_ = NewStandby();
 }
@@ -156,8 +158,12 @@ void MasterReplication::OnView(const ha::LeaderView& view) {
     }
   }
   // Stopping joins threads: not under mu_. The directory keeps what it
-  // held; a later term loads a newer copy over it (BeforeServing).
-  if (stop_leading) leader_.Stop();
+  // held, and expires nothing until a later term, which may load a newer
+  // copy over it (BeforeServing).
+  if (stop_leading) {
+    dir_.SetServing(false);
+    leader_.Stop();
+  }
 }
 
 ErrorCode MasterReplication::BeforeServing(int64_t term) {
@@ -182,6 +188,9 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
   publishing_term_.store(term);
   saw_other_leader_ = false;
   leader_.Start();
+  // Every node it holds, inherited or restored, gets a full client TTL from
+  // now to ping this leader.
+  dir_.SetServing(true);
   return ErrorCode::OK;
 }
 

@@ -19,6 +19,10 @@
 // stay without a leader; what the old leader acknowledged alone is lost
 // then).
 //
+// Client expiry (Directory::SetServing): held from construction until a
+// term is won and again once it is lost; each term won gives every node in
+// the directory a full client TTL from its start.
+//
 // Thread safety: every method may be called from any thread.
 #pragma once
 
