@@ -19,7 +19,7 @@ std::vector<std::string> Words(std::string_view line) {
 }
 
 // One line's entry; INVALID_PARAMS with `*why` set when it is malformed.
-Result<TokenEntry> ParseLine(const std::vector<std::string>& words, std::string* why) {
+Result<TokenEntry> ParseEntry(const std::vector<std::string>& words, std::string* why) {
   TokenEntry entry;
   if (words.size() == 1) {
     entry.token = words[0];
@@ -53,7 +53,34 @@ Result<TokenEntry> ParseLine(const std::vector<std::string>& words, std::string*
   return entry;
 }
 
+// ParseEntry, then its token's strength.
+Result<TokenEntry> ParseLine(const std::vector<std::string>& words, std::string* why) {
+  auto entry = ParseEntry(words, why);
+  if (!entry.ok()) return entry;
+  if (std::string weak = WeakTokenReason(entry->token); !weak.empty()) {
+    *why = "token " + weak;
+    return ErrorCode::INVALID_PARAMS;
+  }
+  return entry;
+}
+
 }  // namespace
+
+std::string WeakTokenReason(std::string_view token) {
+  // Role words first: `admin` alone is a role without its token, whatever its length.
+  if (ParseRoles(token).ok()) {
+    return "'" + std::string(token) + "' is a role word (a line is TOKEN or ROLES TOKEN)";
+  }
+  if (token.rfind("tenant=", 0) == 0) return "'" + std::string(token) + "' is a tenant= word";
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) return "holds a byte that is not printable ASCII";
+  }
+  if (token.size() < kMinTokenBytes) {
+    return "is " + std::to_string(token.size()) + " bytes, shorter than " +
+           std::to_string(kMinTokenBytes) + " (generate one: openssl rand -base64 32)";
+  }
+  return "";
+}
 
 std::string RoleNames(uint32_t roles) {
   std::string out;

@@ -7,7 +7,10 @@
 // `tenant=` binds a client token to one tenant: each call it makes must name
 // that tenant, and the calls across tenants are refused. It applies to
 // client-only tokens (a node serves every tenant; an admin acts across them).
-// A token appears once; tokens are single words.
+// A token appears once. A token is at least kMinTokenBytes of printable
+// ASCII without spaces, and neither role words ("admin", "node,client": a
+// line that gives no token but a role, or roles twice, is a mistake that
+// would make a guessable word a token) nor `tenant=...` (WeakTokenReason).
 //
 // Identify() finds which token made a proof (the handshake never names the
 // token, so a table entry is found by trying each: tables are short).
@@ -15,6 +18,7 @@
 // Thread safety: immutable after construction; const methods thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,6 +43,14 @@ std::string RoleNames(uint32_t roles);
 // or empty name.
 Result<uint32_t> ParseRoles(std::string_view text);
 
+// The shortest token a table accepts (e.g. `openssl rand -base64 32` gives 44).
+inline constexpr size_t kMinTokenBytes = 16;
+
+// Why `token` may not be a table's token ("" when it may): shorter than
+// kMinTokenBytes, not printable ASCII, a role word or a list of them, or a
+// `tenant=` word.
+std::string WeakTokenReason(std::string_view token);
+
 struct TokenEntry {
   std::string token;
   uint32_t roles = 0;
@@ -50,7 +62,8 @@ class TokenTable {
   TokenTable() = default;  // empty: the master authenticates nobody and serves all
 
   // Parses the file format above. INVALID_PARAMS (with `*error` naming the
-  // line) on a bad line, a repeated token or a bound non-client token.
+  // line) on a bad line, a weak token, a repeated token or a bound
+  // non-client token.
   static Result<TokenTable> Parse(std::string_view text, std::string* error);
   // Reads and parses a file: FILE_NOT_FOUND / FILE_READ_FAIL, or Parse's.
   // `*warning` (if given) is set when others may read the file.

@@ -45,6 +45,7 @@ DiskNode* ClientRegistry::Disk(const UUID& client) const {
 std::vector<ExpiredClient> ClientRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms) {
   MutexLock lock(&mu_);
   std::vector<ExpiredClient> out;
+  if (expiry_held_) return out;
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second.last_seen_ms + ttl_ms < now_ms) {
       out.push_back({it->first, std::move(it->second.disk)});
@@ -145,6 +146,23 @@ std::vector<PendingOffloadState> ClientRegistry::ExportOffloads() const {
 void ClientRegistry::TouchAll(int64_t now_ms) {
   MutexLock lock(&mu_);
   for (auto& [id, state] : clients_) state.last_seen_ms = now_ms;
+}
+
+void ClientRegistry::HoldExpiry() {
+  MutexLock lock(&mu_);
+  expiry_held_ = true;
+}
+
+void ClientRegistry::ReleaseExpiry(int64_t now_ms) {
+  MutexLock lock(&mu_);
+  if (!expiry_held_) return;
+  expiry_held_ = false;
+  for (auto& [id, state] : clients_) state.last_seen_ms = now_ms;
+}
+
+bool ClientRegistry::expiry_held() const {
+  MutexLock lock(&mu_);
+  return expiry_held_;
 }
 
 void ClientRegistry::Clear() {

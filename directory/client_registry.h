@@ -56,8 +56,16 @@ class ClientRegistry {
                                       bool enable_offloading, int64_t now_ms);
   // The client's DiskNode or null.
   DiskNode* Disk(const UUID& client) const;
-  // Removes and returns the clients silent since before `now_ms - ttl_ms`.
+  // Removes and returns the clients silent since before `now_ms - ttl_ms`;
+  // none while expiry is held.
   std::vector<ExpiredClient> TakeExpired(int64_t now_ms, int64_t ttl_ms);
+  // Expiry held: a master that is not the serving leader (HA) expires no
+  // client, since clients ping only the leader (docs/ha.md). Released at
+  // `now_ms`, every known client counts as seen then: a full TTL to reach
+  // the master that now serves. Idempotent.
+  void HoldExpiry();
+  void ReleaseExpiry(int64_t now_ms);
+  bool expiry_held() const;
 
   // Queues an offload task for `client`; false (dropped) when the client is
   // unknown or already has `limit` tasks queued.
@@ -96,6 +104,7 @@ class ClientRegistry {
   };
   mutable Mutex mu_;
   std::unordered_map<UUID, ClientState, UUIDHash> clients_ GUARDED_BY(mu_);
+  bool expiry_held_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace shelfmark

@@ -183,6 +183,8 @@ Result<std::vector<ErrorCode>> Directory::PromoteEnd(const UUID& client,
 
 void Directory::StartBackgroundThread() { impl_->StartBackgroundThread(); }
 
+void Directory::SetServing(bool serving) { impl_->SetServing(serving); }
+
 void Directory::RunBackgroundOnce() {
   SnapshotReader hold(&impl_->snapshot_lock_);
   impl_->RunBackgroundOnce();

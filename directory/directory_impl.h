@@ -85,6 +85,7 @@ class DirectoryImpl {
   PingResponse Ping(const UUID& client);
   ErrorCode MountLocalDisk(const UUID& client, bool enable_offloading, std::string_view endpoint);
   void ExpireClients();
+  void SetServing(bool serving);
 
   // offload (directory_offload.cc)
   Result<std::vector<OffloadTask>> OffloadHeartbeat(const UUID& client, size_t max_tasks);

@@ -56,6 +56,14 @@ ErrorCode DirectoryImpl::MountLocalDisk(const UUID& client, bool enable_offloadi
   return ErrorCode::OK;
 }
 
+void DirectoryImpl::SetServing(bool serving) {
+  if (serving) {
+    clients_.ReleaseExpiry(Now());
+  } else {
+    clients_.HoldExpiry();
+  }
+}
+
 void DirectoryImpl::ExpireClients() {
   std::vector<ExpiredClient> expired = clients_.TakeExpired(Now(), options_.client_ttl_ms);
   if (expired.empty()) return;

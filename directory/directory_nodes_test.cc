@@ -95,6 +95,27 @@ TEST_F(NodesTest, PingKeepsClientsAliveAndSilentOnesLoseEverything) {
   EXPECT_EQ(dir_->Ping(node_).view_version, dir_->Ping(writer_).view_version);
 }
 
+// A directory that is not served from (an HA master that does not lead)
+// expires nobody, however long its nodes are silent; served again, each
+// node has a full TTL from then (issue 29: standbys expired every node
+// while no master led, and the next leader served an empty directory).
+TEST_F(NodesTest, NoClientExpiresWhileTheDirectoryIsNotServedFrom) {
+  Mount(node_, "a");
+  ASSERT_EQ(Put("k"), ErrorCode::OK);
+  dir_->SetServing(false);
+  clock_.AdvanceMs(dir_->options().client_ttl_ms * 10);
+  dir_->RunBackgroundOnce();
+  EXPECT_TRUE(dir_->GetReplicaList("", "k").ok()) << "expired while not serving";
+  dir_->SetServing(true);
+  clock_.AdvanceMs(dir_->options().client_ttl_ms - 1);
+  dir_->RunBackgroundOnce();
+  EXPECT_TRUE(dir_->GetReplicaList("", "k").ok()) << "less than a full TTL since service began";
+  clock_.AdvanceMs(2);
+  dir_->RunBackgroundOnce();
+  EXPECT_EQ(dir_->GetReplicaList("", "k").error(), ErrorCode::OBJECT_NOT_FOUND)
+      << "a silent node expires a TTL after service began";
+}
+
 TEST_F(NodesTest, OffloadAddsDiskReplicaThatSurvivesMemoryLoss) {
   DirectoryOptions opts;
   opts.enable_offload = true;

@@ -9,6 +9,21 @@ void Count(std::atomic<uint64_t>& counter) { counter.fetch_add(1, std::memory_or
 
 }  // namespace
 
+bool AuthPolicy::AdmitHandshake(std::string_view peer) {
+  if (limiter.Allow(peer)) return true;
+  Count(counters.handshakes_rate_limited);
+  return false;
+}
+
+void AuthPolicy::HandshakeDone(std::string_view peer, bool ok) {
+  if (ok) {
+    Count(counters.handshakes_ok);
+    return;
+  }
+  limiter.Failed(peer);
+  Count(counters.handshakes_failed);
+}
+
 ConnectionAuth::ConnectionAuth(AuthPolicy& policy, std::string peer)
     : policy_(policy), peer_(std::move(peer)) {}
 
@@ -20,25 +35,18 @@ auth::Nonce ConnectionAuth::Challenge() {
 Result<ConnectionAuth::Granted> ConnectionAuth::Authenticate(std::string_view client_nonce,
                                                              std::string_view proof) {
   if (!required()) return ErrorCode::INVALID_PARAMS;
-  if (!policy_.limiter.Allow(peer_)) {
-    Count(policy_.counters.handshakes_rate_limited);
-    return ErrorCode::RATE_LIMITED;
-  }
+  if (!policy_.AdmitHandshake(peer_)) return ErrorCode::RATE_LIMITED;
   std::optional<auth::Nonce> challenge = challenge_;
   challenge_.reset();  // one try per challenge
   const auth::TokenEntry* entry = nullptr;
   if (challenge.has_value() && client_nonce.size() == auth::kNonceBytes) {
     entry = policy_.tokens.Identify(auth::Bytes(*challenge), client_nonce, proof);
   }
-  if (entry == nullptr) {
-    policy_.limiter.Failed(peer_);
-    Count(policy_.counters.handshakes_failed);
-    return ErrorCode::UNAUTHENTICATED;
-  }
+  policy_.HandshakeDone(peer_, entry != nullptr);
+  if (entry == nullptr) return ErrorCode::UNAUTHENTICATED;
   authenticated_ = true;
   roles_ = entry->roles;
   tenant_ = entry->tenant;
-  Count(policy_.counters.handshakes_ok);
   return Granted{auth::Prove(entry->token, auth::kMasterServerLabel,
                              {auth::Bytes(*challenge), client_nonce}),
                  roles_, tenant_};

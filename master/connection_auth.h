@@ -43,6 +43,13 @@ struct AuthPolicy {
   explicit AuthPolicy(auth::TokenTable table, auth::HandshakeLimits limits = {})
       : tokens(std::move(table)), limiter(clock, limits) {}
   bool required() const { return !tokens.empty(); }
+  // Every handshake of the master's port passes these, whichever protocol
+  // checks its proof (this file's ConnectionAuth; a hot standby's,
+  // replication/replication_leader.h): false, counted rate_limited, while
+  // `peer` has no failures left (refuse its handshake unchecked)...
+  bool AdmitHandshake(std::string_view peer);
+  // ...and then its outcome is counted, a failure charged to `peer`.
+  void HandshakeDone(std::string_view peer, bool ok);
 
   const auth::TokenTable tokens;
   SteadyClock clock;

@@ -7,7 +7,10 @@ namespace {
 
 auth::TokenTable Table() {
   std::string error;
-  auto t = auth::TokenTable::Parse("node n-tok\nclient c-tok tenant=acme\nadmin a-tok\n", &error);
+  auto t = auth::TokenTable::Parse(
+      "node n-tok-0123456789abc\nclient c-tok-0123456789abc tenant=acme\n"
+      "admin a-tok-0123456789abc\n",
+      &error);
   EXPECT_TRUE(t.ok()) << error;
   return *t;
 }
@@ -46,7 +49,7 @@ TEST(ConnectionAuthTest, NothingButTheHandshakeBeforeIt) {
 TEST(ConnectionAuthTest, RolesAndTenantOfTheProvenToken) {
   AuthPolicy policy(Table());
   ConnectionAuth conn(policy, "10.0.0.1");
-  auto granted = Handshake(conn, "c-tok");
+  auto granted = Handshake(conn, "c-tok-0123456789abc");
   ASSERT_TRUE(granted.ok());
   EXPECT_EQ(granted->roles, auth::kRoleClient);
   EXPECT_EQ(granted->tenant, "acme");
@@ -68,9 +71,9 @@ TEST(ConnectionAuthTest, OneTryPerChallengeAndFailuresCountAgainstThePeer) {
   const auth::Nonce client = auth::NewNonce();
   EXPECT_EQ(conn.Authenticate(auth::Bytes(client), std::string(32, 'x')).error(),
             ErrorCode::UNAUTHENTICATED);
-  EXPECT_EQ(Handshake(conn, "a-tok").error(), ErrorCode::RATE_LIMITED);
+  EXPECT_EQ(Handshake(conn, "a-tok-0123456789abc").error(), ErrorCode::RATE_LIMITED);
   ConnectionAuth elsewhere(policy, "10.0.0.10");
-  EXPECT_TRUE(Handshake(elsewhere, "a-tok").ok()) << "another address is not limited";
+  EXPECT_TRUE(Handshake(elsewhere, "a-tok-0123456789abc").ok()) << "another address is not limited";
   EXPECT_EQ(policy.counters.handshakes_failed.load(), 2u);
   EXPECT_EQ(policy.counters.handshakes_rate_limited.load(), 1u);
   EXPECT_EQ(policy.counters.handshakes_ok.load(), 1u);
@@ -82,7 +85,8 @@ TEST(ConnectionAuthTest, AClientNonceOfTheWrongSizeFails) {
   const auth::Nonce server = conn.Challenge();
   const std::string short_nonce = "abc";
   const auth::Proof proof =
-      auth::Prove("a-tok", auth::kMasterClientLabel, {auth::Bytes(server), short_nonce});
+      auth::Prove("a-tok-0123456789abc", auth::kMasterClientLabel,
+                  {auth::Bytes(server), short_nonce});
   EXPECT_EQ(conn.Authenticate(short_nonce, auth::BytesOf(proof)).error(),
             ErrorCode::UNAUTHENTICATED);
 }

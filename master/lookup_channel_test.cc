@@ -196,8 +196,8 @@ TEST_F(LookupChannelTest, PipelinedRequestsAreAnsweredInOrder) {
 }
 
 constexpr const char* kTokens =
-    "client client-token\n"
-    "client acme-token tenant=acme\n";
+    "client client-token-0123456789\n"
+    "client acme-token-0123456789 tenant=acme\n";
 
 class LookupChannelAuthTest : public LookupChannelTest {
  protected:
@@ -210,7 +210,7 @@ class LookupChannelAuthTest : public LookupChannelTest {
   // Puts through an authenticated Cap'n Proto client.
   void PutWithToken(const std::string& key, const std::string& tenant) {
     MasterClientOptions o = ClientOptions();
-    o.token = "client-token";
+    o.token = "client-token-0123456789";
     o.lookup_channel = false;
     MasterClient writer(o);
     Segment segment = MakeSegment("seg-" + tenant);
@@ -222,9 +222,9 @@ class LookupChannelAuthTest : public LookupChannelTest {
 TEST_F(LookupChannelAuthTest, TokensAndTenantBindingsHold) {
   PutWithToken("k", "");
   PutWithToken("k", "acme");
-  LookupClient right(ChannelOptions("client-token"));
+  LookupClient right(ChannelOptions("client-token-0123456789"));
   EXPECT_TRUE(right.GetReplicaList("", "k").ok());
-  LookupClient acme(ChannelOptions("acme-token"));
+  LookupClient acme(ChannelOptions("acme-token-0123456789"));
   EXPECT_TRUE(acme.GetReplicaList("acme", "k").ok());
   auto other_tenant = acme.GetReplicaList("", "k");
   ASSERT_FALSE(other_tenant.ok());
@@ -243,7 +243,7 @@ TEST_F(LookupChannelAuthTest, TokensAndTenantBindingsHold) {
   EXPECT_EQ(anonymous.error(), ErrorCode::UNAUTHENTICATED);
   // MasterClient with the right token reads through the channel.
   MasterClientOptions o = ClientOptions();
-  o.token = "client-token";
+  o.token = "client-token-0123456789";
   MasterClient client(o);
   EXPECT_TRUE(client.GetReplicaList("", "k").ok());
 }

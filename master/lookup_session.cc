@@ -9,7 +9,7 @@
 namespace shelfmark {
 
 LookupSession::LookupSession(master_internal::SharedState& shared, std::string peer)
-    : s_(shared), auth_(shared.auth, std::move(peer)) {}
+    : s_(shared), auth_(*shared.auth, std::move(peer)) {}
 
 bool LookupSession::Handle(std::string_view body, std::string* out) {
   const ErrorCode decoded = DecodeLookupRequest(body, s_.max_batch, &request_);

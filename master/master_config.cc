@@ -115,6 +115,10 @@ void AddHaFlags(FlagSet& f, MasterConfig* c) {
   f.AddInt64("ha_safety_margin_ms", &c->ha_safety_margin_ms,
              "a leader stops acknowledging this long before its lease can expire", 0,
              3600 * 1000);
+  f.AddInt64("ha_max_replication_connections", &c->ha_max_replication_connections,
+             "standby connections a leader holds at once (each standby makes two); at the "
+             "limit a new one replaces the oldest still in its handshake (docs/limits.md)",
+             2, 1024);
 }
 
 bool IsWildcard(const std::string& host) {

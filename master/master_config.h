@@ -80,6 +80,8 @@ struct MasterConfig {
   // before a standby without a complete copy may take over (docs/ha.md).
   int64_t ha_sync_standbys = 1;
   int64_t ha_unsynced_takeover_s = 10;
+  // Replication connections a leader holds at once (docs/limits.md).
+  int64_t ha_max_replication_connections = 16;
   std::vector<HostPort> etcd_endpoint_list;  // parsed by ParseMasterFlags
 
   DirectoryOptions ToDirectoryOptions() const;

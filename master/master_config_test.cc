@@ -208,7 +208,7 @@ namespace {
 TEST(MasterConfig, TokensFromTheTableFileTheFlagOrTheEnvironment) {
   testing::TempDir dir("master_config");
   const std::string table = dir.Join("tokens");
-  testing::WriteFile(table, "node n-tok\nclient c-tok tenant=acme\n");
+  testing::WriteFile(table, "node n-tok-0123456789abc\nclient c-tok-0123456789abc tenant=acme\n");
   ::chmod(table.c_str(), 0600);
   MasterConfig c;
   std::string msg;
@@ -235,7 +235,7 @@ TEST(MasterConfig, TokensFromTheTableFileTheFlagOrTheEnvironment) {
 TEST(MasterConfig, BadTokenFilesNameTheFileAndTheLine) {
   testing::TempDir dir("master_config");
   const std::string bad = dir.Join("bad");
-  testing::WriteFile(bad, "ok-token\nroot x\n");
+  testing::WriteFile(bad, "ok-token-0123456789\nroot x-0123456789abcdef\n");
   MasterConfig c;
   std::string msg;
   std::string flag = "--cluster_token_file=" + bad;

@@ -125,6 +125,7 @@ std::unique_ptr<MasterReplication> MakeReplication(const MasterConfig& config,
   options.tokens = config.tokens;
   options.sync_standbys = static_cast<int>(config.ha_sync_standbys);
   options.unsynced_takeover_ms = config.ha_unsynced_takeover_s * 1000;
+  options.max_connections = static_cast<size_t>(config.ha_max_replication_connections);
   options.etcd_endpoints = config.etcd_endpoint_list;
   return std::make_unique<MasterReplication>(directory, std::move(options));
 }
@@ -206,7 +207,9 @@ int Run(const MasterConfig& config) {
   rpc_options.gate = ha != nullptr ? ha->gate() : nullptr;
   if (replication != nullptr) {
     ReplicationLeader* leader = &replication->leader();
-    rpc_options.on_standby = [leader](int fd, std::string first) { leader->Adopt(fd, first); };
+    rpc_options.on_standby = [leader](int fd, std::string first, auto handshake_done) {
+      leader->Adopt(fd, std::move(first), std::move(handshake_done));
+    };
     rpc_options.replication = leader;
   }
   if (!config.token_warning.empty()) {

@@ -19,6 +19,7 @@ ReplicationLeaderOptions LeaderOptions(const MasterReplicationOptions& o,
   l.tokens = o.tokens;
   l.sync_standbys = o.sync_standbys;
   l.io_timeout_ms = o.io_timeout_ms;
+  l.max_connections = o.max_connections;
   if (!o.etcd_endpoints.empty()) l.publish_in_sync = std::move(publish);
   l.may_acknowledge = std::move(may_acknowledge);
   return l;
@@ -45,6 +46,8 @@ MasterReplication::MasterReplication(Directory& directory, MasterReplicationOpti
     e.request_timeout_ms = options_.etcd_request_timeout_ms;
     etcd_ = std::make_unique<ha::EtcdClient>(e);
   }
+  // Not the serving leader until a term is won: no client expires here.
+  dir_.SetServing(false);
   MutexLock lock(&mu_);
   standby_ = NewStandby();
 }
@@ -155,8 +158,12 @@ void MasterReplication::OnView(const ha::LeaderView& view) {
     }
   }
   // Stopping joins threads: not under mu_. The directory keeps what it
-  // held; a later term loads a newer copy over it (BeforeServing).
-  if (stop_leading) leader_.Stop();
+  // held, and expires nothing until a later term, which may load a newer
+  // copy over it (BeforeServing).
+  if (stop_leading) {
+    dir_.SetServing(false);
+    leader_.Stop();
+  }
 }
 
 ErrorCode MasterReplication::BeforeServing(int64_t term) {
@@ -181,6 +188,9 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
   publishing_term_.store(term);
   saw_other_leader_ = false;
   leader_.Start();
+  // Every node it holds, inherited or restored, gets a full client TTL from
+  // now to ping this leader.
+  dir_.SetServing(true);
   return ErrorCode::OK;
 }
 
@@ -227,6 +237,18 @@ void AddReplicationMetrics(MetricsRegistry& registry, const MasterReplication& r
   registry.AddCounterFunc("shelfmark_master_ha_replication_dropped_standbys_total",
                           "Standby connections this leader dropped (errors, stalls, bad proofs).",
                           [&leader] { return static_cast<double>(leader.stats().dropped); });
+  registry.AddGauge("shelfmark_master_ha_replication_connections",
+                    "Replication connections this leader holds, in their handshake or after "
+                    "(at most --ha_max_replication_connections).",
+                    [&leader] { return static_cast<double>(leader.stats().connections); });
+  registry.AddCounterFunc("shelfmark_master_ha_replication_evicted_connections_total",
+                          "Replication connections closed in their handshake to make room "
+                          "for a new one.",
+                          [&leader] { return static_cast<double>(leader.stats().evicted); });
+  registry.AddCounterFunc("shelfmark_master_ha_replication_rejected_connections_total",
+                          "Replication connections closed at once: at the limit, none in "
+                          "its handshake to replace.",
+                          [&leader] { return static_cast<double>(leader.stats().rejected); });
   registry.AddGauge("shelfmark_master_ha_standby_synced",
                     "1 while this master, as a standby, holds a complete copy of the leader's "
                     "directory.",

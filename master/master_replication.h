@@ -19,10 +19,15 @@
 // stay without a leader; what the old leader acknowledged alone is lost
 // then).
 //
+// Client expiry (Directory::SetServing): held from construction until a
+// term is won and again once it is lost; each term won gives every node in
+// the directory a full client TTL from its start.
+//
 // Thread safety: every method may be called from any thread.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +53,7 @@ struct MasterReplicationOptions {
   auth::TokenTable tokens;   // the master's; standbys prove tokens.AdminToken()
   int sync_standbys = 1;
   int64_t io_timeout_ms = 5'000;
+  size_t max_connections = 16;  // ReplicationLeaderOptions::max_connections
   int64_t unsynced_takeover_ms = 10'000;
   // Where the leader publishes its in-sync set (ha/leader_key.h,
   // InSyncKey); empty: nowhere (every set counts at once, and the campaign

@@ -51,7 +51,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
   MasterServiceImpl(SharedState& shared, ConnectionHooks hooks)
       : s_(shared),
         dir_(shared.directory),
-        auth_(shared.auth, std::move(hooks.peer)),
+        auth_(*shared.auth, std::move(hooks.peer)),
         close_after_reply_(std::move(hooks.close_after_reply)) {}
 
   // --- segments and clients ---------------------------------------------------
@@ -575,7 +575,7 @@ MasterServiceFactory::MasterServiceFactory(Directory& directory, MetricsRegistry
                                            auth::HandshakeLimits limits, LeadershipGate* gate)
     : shared_(std::make_unique<Shared>(directory, max_batch, std::move(tokens), limits, gate)) {
   if (metrics == nullptr) return;
-  AddAuthMetrics(*metrics, shared_->auth.counters);
+  AddAuthMetrics(*metrics, shared_->auth->counters);
   shared_->has_metrics = true;
   for (int i = 0; i < kMethodCount; ++i) {
     const std::string labels = std::string("method=\"") + kMethodNames[i] + "\"";
@@ -597,8 +597,10 @@ capnp::Capability::Client MasterServiceFactory::NewService(ConnectionHooks hooks
   return kj::heap<MasterServiceImpl>(*shared_, std::move(hooks));
 }
 
-const AuthCounters& MasterServiceFactory::auth_counters() const { return shared_->auth.counters; }
+const AuthCounters& MasterServiceFactory::auth_counters() const { return shared_->auth->counters; }
 
-bool MasterServiceFactory::auth_required() const { return shared_->auth.required(); }
+bool MasterServiceFactory::auth_required() const { return shared_->auth->required(); }
+
+std::shared_ptr<AuthPolicy> MasterServiceFactory::auth_policy() const { return shared_->auth; }
 
 }  // namespace shelfmark

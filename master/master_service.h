@@ -46,6 +46,7 @@ class Directory;
 class MetricsRegistry;
 
 struct AuthCounters;
+struct AuthPolicy;
 class LeadershipGate;
 class LookupSession;
 class ReplicationLeader;
@@ -76,6 +77,9 @@ class MasterServiceFactory {
   void SetReplication(ReplicationLeader* replication);
   const AuthCounters& auth_counters() const;
   bool auth_required() const;
+  // The policy every connection's handshake passes (a hot standby's too:
+  // RpcServerOptions::on_standby); it lives as long as any holder.
+  std::shared_ptr<AuthPolicy> auth_policy() const;
 
  private:
   struct Shared;

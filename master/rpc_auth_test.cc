@@ -34,11 +34,11 @@ namespace {
 
 constexpr const char* kTokens =
     "# every role\n"
-    "all-token\n"
-    "node node-token\n"
-    "client client-token\n"
-    "admin admin-token\n"
-    "client acme-token tenant=acme\n";
+    "all-token-0123456789\n"
+    "node node-token-0123456789\n"
+    "client client-token-0123456789\n"
+    "admin admin-token-0123456789\n"
+    "client acme-token-0123456789 tenant=acme\n";
 
 double Metric(const MetricsRegistry& m, const std::string& series) {
   return testing::MetricValue(m.RenderPrometheus(), series);
@@ -106,7 +106,7 @@ TEST_F(RpcAuthTest, AWrongTokenIsRefusedAndARightOneServed) {
   MasterClient wrong(Options("not-a-token"));
   EXPECT_EQ(wrong.Connect(), ErrorCode::UNAUTHENTICATED);
   EXPECT_EQ(wrong.CountKeys("", false).error(), ErrorCode::UNAUTHENTICATED);
-  MasterClient right(Options("all-token"));
+  MasterClient right(Options("all-token-0123456789"));
   ASSERT_EQ(right.Connect(), ErrorCode::OK);
   auto count = right.CountKeys("", false);
   ASSERT_TRUE(count.ok()) << ErrorCodeName(count.error());
@@ -146,7 +146,8 @@ TEST_F(RpcAuthTest, ARecordedHandshakeReplayedIsRefused) {
     const std::string server_nonce = first.Challenge();
     ASSERT_EQ(server_nonce.size(), auth::kNonceBytes);
     recorded_proof = std::string(auth::BytesOf(
-        auth::Prove("client-token", auth::kMasterClientLabel, {server_nonce, client_nonce})));
+        auth::Prove("client-token-0123456789", auth::kMasterClientLabel,
+                    {server_nonce, client_nonce})));
     ASSERT_EQ(first.Authenticate(client_nonce, recorded_proof), ErrorCode::OK);
   }
   {
@@ -203,7 +204,7 @@ TEST(RpcAuthRogueTest, AClientRefusesAMasterThatCannotProveTheToken) {
   {
     MasterClientOptions o;
     o.address = "127.0.0.1:" + std::to_string(port.load());
-    o.token = "client-token";
+    o.token = "client-token-0123456789";
     MasterClient client(o);
     EXPECT_EQ(client.Connect(), ErrorCode::UNAUTHENTICATED);
     EXPECT_EQ(client.PutEnd("", "k"), ErrorCode::UNAUTHENTICATED)
@@ -295,10 +296,10 @@ TEST_F(RpcAuthTest, TheTableCoversEveryMethodOfTheSchema) {
 }
 
 TEST_F(RpcAuthTest, EachRoleIsRefusedEveryCallOutsideIt) {
-  const std::pair<const char*, uint32_t> tokens[] = {{"node-token", auth::kRoleNode},
-                                                     {"client-token", auth::kRoleClient},
-                                                     {"admin-token", auth::kRoleAdmin},
-                                                     {"all-token", auth::kAllRoles}};
+  const std::pair<const char*, uint32_t> tokens[] = {{"node-token-0123456789", auth::kRoleNode},
+                                                     {"client-token-0123456789", auth::kRoleClient},
+                                                     {"admin-token-0123456789", auth::kRoleAdmin},
+                                                     {"all-token-0123456789", auth::kAllRoles}};
   for (const auto& [token, roles] : tokens) {
     MasterClient m(Options(token));
     ASSERT_EQ(m.Connect(), ErrorCode::OK) << token;
@@ -315,8 +316,8 @@ TEST_F(RpcAuthTest, EachRoleIsRefusedEveryCallOutsideIt) {
 }
 
 TEST_F(RpcAuthTest, ForceAndAllTenantsNeedAnAdmin) {
-  MasterClient client(Options("client-token"));
-  MasterClient admin(Options("admin-token"));
+  MasterClient client(Options("client-token-0123456789"));
+  MasterClient admin(Options("admin-token-0123456789"));
   EXPECT_EQ(client.Remove("t", "k", /*force=*/true), ErrorCode::PERMISSION_DENIED);
   EXPECT_EQ(CodeOf(client.BatchRemove("t", {"k"}, /*force=*/true)), ErrorCode::PERMISSION_DENIED);
   EXPECT_EQ(CodeOf(client.CountKeys("t", /*all_tenants=*/true)), ErrorCode::PERMISSION_DENIED);
@@ -329,10 +330,10 @@ TEST_F(RpcAuthTest, ForceAndAllTenantsNeedAnAdmin) {
 }
 
 TEST_F(RpcAuthTest, ATenantBoundTokenStaysInItsTenant) {
-  MasterClient writer(Options("client-token"));
+  MasterClient writer(Options("client-token-0123456789"));
   auto replicas = writer.PutStart("other", "secret", 64, PutConfig{});
   EXPECT_NE(CodeOf(replicas), ErrorCode::PERMISSION_DENIED);  // an unbound client may
-  MasterClient acme(Options("acme-token"));
+  MasterClient acme(Options("acme-token-0123456789"));
   for (const Call& c : EveryCall()) {
     if ((c.roles & auth::kRoleClient) == 0) continue;
     EXPECT_EQ(c.run(acme, "other"), ErrorCode::PERMISSION_DENIED) << c.method;
@@ -345,7 +346,7 @@ TEST_F(RpcAuthTest, ATenantBoundTokenStaysInItsTenant) {
 
 TEST_F(RpcAuthTest, AHandshakeFloodIsLimitedWhileAuthenticatedClientsAreServed) {
   Start({/*burst=*/3, /*per_second=*/0.001, /*max_peers=*/16});
-  MasterClient served(Options("client-token"));
+  MasterClient served(Options("client-token-0123456789"));
   ASSERT_EQ(served.Connect(), ErrorCode::OK);
   int limited = 0;
   for (int i = 0; i < 20; ++i) {
@@ -360,7 +361,7 @@ TEST_F(RpcAuthTest, AHandshakeFloodIsLimitedWhileAuthenticatedClientsAreServed) 
   EXPECT_EQ(Metric(*metrics_, "shelfmark_master_auth_handshakes_total{result=\"rate_limited\"}"),
             17);
   // While the peer's budget is spent even a right token waits (same address).
-  MasterClient late(Options("client-token"));
+  MasterClient late(Options("client-token-0123456789"));
   EXPECT_EQ(late.Connect(), ErrorCode::RATE_LIMITED);
 }
 

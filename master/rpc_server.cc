@@ -14,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,7 @@
 #include <kj/debug.h>
 
 #include "common/mutex.h"
+#include "master/connection_auth.h"
 #include "master/guarded_stream.h"
 #include "master/lookup_connection.h"
 #include "master/master_service.h"
@@ -227,12 +229,19 @@ struct RpcServer::Impl {
   }
 
   // Gives a standby's connection to options.on_standby as a descriptor of
-  // its own.
+  // its own, unless its address has no handshake failures left.
   void HandOverStandby(GuardedStream& stream, std::string_view head) {
     if (!options.on_standby) return;
+    std::shared_ptr<AuthPolicy> auth = services.auth_policy();
+    std::string peer = stream.PeerAddress();
+    if (auth->required() && !auth->AdmitHandshake(peer)) return;
     KJ_IF_MAYBE(fd, stream.getFd()) {
       const int own = ::fcntl(*fd, F_DUPFD_CLOEXEC, 0);
-      if (own >= 0) options.on_standby(own, std::string(head));
+      if (own < 0) return;
+      options.on_standby(own, std::string(head),
+                         [auth = std::move(auth), peer = std::move(peer)](bool proven) {
+                           auth->HandshakeDone(peer, proven);
+                         });
     }
   }
 

@@ -53,9 +53,15 @@ struct RpcServerOptions {
   int64_t idle_timeout_ms = 0;
   // Takes a hot standby's connection (replication/replication_wire.h: one
   // that starts with the replication tag): a descriptor of its own (a
-  // dup, non-blocking) and the bytes already read. Unset: such connections
-  // are closed. Called on a loop thread; must not block.
-  std::function<void(int fd, std::string first_bytes)> on_standby;
+  // dup, non-blocking), the bytes already read, and where the outcome of
+  // its token handshake goes (ReplicationLeader::Adopt's handshake_done:
+  // counted with the port's other handshakes, a failure charged to the
+  // peer's address). With tokens, a peer whose failures are spent
+  // (auth::HandshakeLimiter) is closed first, counted rate_limited. Unset:
+  // such connections are closed. Called on a loop thread; must not block.
+  std::function<void(int fd, std::string first_bytes,
+                     std::function<void(bool proven)> handshake_done)>
+      on_standby;
   // With hot standbys: mutations are answered once replicated
   // (MasterServiceFactory::SetReplication). Null: no wait.
   ReplicationLeader* replication = nullptr;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "auth/token_table.h"
@@ -118,11 +119,16 @@ struct MethodMetrics {
 struct SharedState {
   SharedState(Directory& d, size_t batch, auth::TokenTable tokens, auth::HandshakeLimits limits,
               LeadershipGate* g)
-      : directory(d), max_batch(batch), auth(std::move(tokens), limits),
+      : directory(d),
+        max_batch(batch),
+        auth(std::make_shared<AuthPolicy>(std::move(tokens), limits)),
         gate(g != nullptr ? *g : always_open) {}
   Directory& directory;
   size_t max_batch;
-  AuthPolicy auth;  // its limiter and counters change; the rest is read-only
+  // Its limiter and counters change; the rest is read-only. Shared: a hot
+  // standby's handshake, checked on a thread of its own, may end after the
+  // server (RpcServer's on_standby).
+  std::shared_ptr<AuthPolicy> auth;
   LeadershipGate always_open;  // the gate without HA
   LeadershipGate& gate;        // thread-safe; the HA wiring's, or always_open
   bool has_metrics = false;

@@ -26,7 +26,9 @@ class StandbyHandoverTest : public RpcServerFixture {
     o.cluster_id = "c1";
     leader_ = std::make_unique<ReplicationLeader>(*dir_, o);
     leader_->Start();
-    options.on_standby = [this](int fd, std::string first) { leader_->Adopt(fd, first); };
+    options.on_standby = [this](int fd, std::string first, auto handshake_done) {
+      leader_->Adopt(fd, std::move(first), std::move(handshake_done));
+    };
     options.replication = leader_.get();
   }
   void TearDown() override {

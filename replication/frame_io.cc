@@ -3,61 +3,95 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/socket_io.h"
 #include "replication/replication_wire.h"
 
 namespace shelfmark {
 namespace {
 
+// How far the body's buffer runs ahead of the bytes that arrived: a peer
+// that announces a large frame and sends little costs little.
+constexpr size_t kReadChunk = 1 << 20;
+
+// The waits of one frame: `wait_ms` until its first byte, then what is left
+// of its `frame_ms` deadline.
+class FrameDeadline {
+ public:
+  FrameDeadline(const FrameLimits& limits, bool begun) : limits_(limits) {
+    if (begun) Begin();
+  }
+  // The frame's first byte is here: its deadline starts (once).
+  void Begin() {
+    if (begun_) return;
+    begun_ = true;
+    if (limits_.frame_ms >= 0) deadline_ms_ = SteadyClock().NowMs() + limits_.frame_ms;
+  }
+  // How long the next wait for bytes may take (0: the deadline passed).
+  int NextWaitMs() const {
+    if (!begun_ || limits_.frame_ms < 0) return limits_.wait_ms;
+    return static_cast<int>(std::max<int64_t>(0, deadline_ms_ - SteadyClock().NowMs()));
+  }
+
+ private:
+  const FrameLimits& limits_;
+  bool begun_ = false;
+  int64_t deadline_ms_ = 0;
+};
+
 // Appends exactly `n` bytes read from `fd` to *out. On failure *out holds
 // what did arrive and *eof whether the peer closed in order.
-bool ReadExactly(int fd, size_t n, int timeout_ms, std::string* out, bool* eof) {
+bool ReadExactly(int fd, size_t n, FrameDeadline& deadline, std::string* out, bool* eof) {
   const size_t start = out->size();
-  out->resize(start + n);
   size_t have = 0;
-  auto fail = [&] {
-    out->resize(start + have);
-    return false;
-  };
   while (have < n) {
-    const ssize_t got = ::recv(fd, out->data() + start + have, n - have, MSG_DONTWAIT);
+    const size_t room = std::min(n - have, kReadChunk);
+    out->resize(start + have + room);
+    const ssize_t got = ::recv(fd, out->data() + start + have, room, MSG_DONTWAIT);
     if (got > 0) {
       have += static_cast<size_t>(got);
+      deadline.Begin();
       continue;
     }
+    out->resize(start + have);
     if (got == 0) {
       *eof = true;
-      return fail();
+      return false;
     }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return fail();
-    if (!WaitFd(fd, POLLIN, timeout_ms)) return fail();
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    const int wait_ms = deadline.NextWaitMs();
+    if (wait_ms == 0 || !WaitFd(fd, POLLIN, wait_ms)) return false;
   }
+  out->resize(start + n);
   return true;
 }
 
 }  // namespace
 
-ErrorCode ReadFrame(int fd, int timeout_ms, std::string* pending, std::string* body,
+ErrorCode ReadFrame(int fd, const FrameLimits& limits, std::string* pending, std::string* body,
                     bool* peer_closed) {
   std::string header = std::move(*pending);
   pending->clear();
   if (peer_closed != nullptr) *peer_closed = false;
   if (header.size() > kReplicationHeaderBytes) return ErrorCode::RPC_FAIL;
+  FrameDeadline deadline(limits, !header.empty());
   bool eof = false;
-  if (!ReadExactly(fd, kReplicationHeaderBytes - header.size(), timeout_ms, &header, &eof)) {
+  if (!ReadExactly(fd, kReplicationHeaderBytes - header.size(), deadline, &header, &eof)) {
     if (peer_closed != nullptr) *peer_closed = eof && header.empty();
     return ErrorCode::RPC_FAIL;
   }
   uint32_t size = 0;
-  if (!ParseReplicationHeader(header, &size) || size > kMaxReplicationFrameBytes) {
+  if (!ParseReplicationHeader(header, &size) ||
+      size > std::min(limits.max_body_bytes, kMaxReplicationFrameBytes)) {
     return ErrorCode::RPC_FAIL;
   }
   body->clear();
-  return ReadExactly(fd, size, timeout_ms, body, &eof) ? ErrorCode::OK : ErrorCode::RPC_FAIL;
+  return ReadExactly(fd, size, deadline, body, &eof) ? ErrorCode::OK : ErrorCode::RPC_FAIL;
 }
 
 ErrorCode WriteFrames(int fd, int timeout_ms, const std::string& frames) {

@@ -94,19 +94,40 @@ void ReplicationLeader::Stop() {
   Release();
 }
 
-void ReplicationLeader::Adopt(int fd, std::string first) {
+void ReplicationLeader::Adopt(int fd, std::string first,
+                              std::function<void(bool proven)> handshake_done) {
   auto s = std::make_shared<Standby>();
   s->fd.Reset(fd);
   MutexLock lock(&mu_);
   if (!running_ || stopping_) return;  // `s` closes the descriptor
   ReapReadersLocked();
+  if (!MakeRoomLocked()) return;
   standbys_.push_back(s);
   auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread thread([this, s, done, first = std::move(first)]() mutable {
-    ReadLoop(std::move(s), std::move(first));
+  std::thread thread([this, s, done, first = std::move(first),
+                      handshake_done = std::move(handshake_done)]() mutable {
+    ReadLoop(std::move(s), std::move(first), handshake_done);
     done->store(true);  // last: nothing after it touches the leader
   });
   readers_.push_back({std::move(thread), std::move(done)});
+}
+
+bool ReplicationLeader::MakeRoomLocked() {
+  if (standbys_.size() < std::max<size_t>(1, options_.max_connections)) return true;
+  // standbys_ is in the order of adoption: the first in its handshake is
+  // the oldest (a stranger's, most likely: a standby's takes milliseconds).
+  auto oldest = std::find_if(standbys_.begin(), standbys_.end(), [](const auto& s) {
+    return s->state == Standby::State::kHandshake;
+  });
+  if (oldest == standbys_.end()) {
+    ++counters_.rejected;
+    return false;
+  }
+  (*oldest)->state = Standby::State::kDead;  // its reader ends at once
+  ::shutdown((*oldest)->fd.get(), SHUT_RDWR);
+  standbys_.erase(oldest);
+  ++counters_.evicted;
+  return true;
 }
 
 void ReplicationLeader::ReapReadersLocked() {
@@ -119,8 +140,9 @@ void ReplicationLeader::ReapReadersLocked() {
 
 ErrorCode ReplicationLeader::Handshake(Standby& s, std::string* pending) {
   const int timeout = static_cast<int>(options_.io_timeout_ms);
+  const FrameLimits limits{kMaxControlFrameBytes, timeout, timeout};
   std::string body;
-  if (ReadFrame(s.fd.get(), timeout, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  if (ReadFrame(s.fd.get(), limits, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   auto hello = DecodeHello(body);
   if (!hello.ok()) return hello.error();
   s.watch = (hello->flags & kHelloWatch) != 0;
@@ -139,7 +161,7 @@ ErrorCode ReplicationLeader::Handshake(Standby& s, std::string* pending) {
   if (challenge.code != ErrorCode::OK) return challenge.code;
   ReplicationWelcome welcome;
   if (challenge.required) {
-    if (ReadFrame(s.fd.get(), timeout, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+    if (ReadFrame(s.fd.get(), limits, pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
     auto proof = DecodeProof(body);
     if (!proof.ok()) return proof.error();
     const auth::TokenEntry* entry =
@@ -157,8 +179,18 @@ ErrorCode ReplicationLeader::Handshake(Standby& s, std::string* pending) {
   return welcome.code;
 }
 
-void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) {
-  if (Handshake(*s, &first) != ErrorCode::OK) {
+void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first,
+                                 const std::function<void(bool)>& handshake_done) {
+  const bool proven = Handshake(*s, &first) == ErrorCode::OK;
+  if (handshake_done && !options_.tokens.empty()) {
+    bool stopping = false;
+    {
+      MutexLock lock(&mu_);
+      stopping = stopping_;
+    }
+    if (!stopping) handshake_done(proven);
+  }
+  if (!proven) {
     Drop(*s);
     return;
   }
@@ -177,7 +209,7 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) 
   std::string none;
   // Acknowledgements until the connection ends; a stall is the shipper's
   // to notice (an idle standby sends nothing).
-  while (ReadFrame(s->fd.get(), -1, &none, &body) == ErrorCode::OK) {
+  while (ReadFrame(s->fd.get(), AfterHandshake(), &none, &body) == ErrorCode::OK) {
     auto ack = DecodeAck(body);
     if (!ack.ok()) break;
     {
@@ -193,6 +225,10 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first) 
   Drop(*s);
 }
 
+FrameLimits ReplicationLeader::AfterHandshake() const {
+  return {kMaxControlFrameBytes, -1, static_cast<int>(options_.io_timeout_ms)};
+}
+
 void ReplicationLeader::Watch(std::shared_ptr<Standby> s) {
   {
     MutexLock lock(&mu_);
@@ -202,7 +238,7 @@ void ReplicationLeader::Watch(std::shared_ptr<Standby> s) {
   // Held until the standby goes (or Stop shuts it down); a watcher that
   // sends anything breaks the protocol and is dropped.
   std::string body, none;
-  (void)ReadFrame(s->fd.get(), -1, &none, &body);
+  (void)ReadFrame(s->fd.get(), AfterHandshake(), &none, &body);
   Drop(*s);
 }
 
@@ -450,6 +486,7 @@ ReplicationLeaderStats ReplicationLeader::stats() const {
     if (s->unacked_since_ms != 0) out.lag_ms = std::max(out.lag_ms, now - s->unacked_since_ms);
   }
   out.reader_threads = readers_.size();
+  out.connections = standbys_.size();
   out.in_sync_ids.assign(in_sync_.begin(), in_sync_.end());
   out.change_seq = dir_.ChangeSeq();
   const uint64_t acked = AckedLocked();

@@ -24,6 +24,14 @@
 // standby that does not keep up (a write or an acknowledgement stalls for
 // io_timeout_ms) is dropped; it reconnects and copies again.
 //
+// Limits (docs/limits.md; a stranger may connect): at most
+// `max_connections` connections (a new one takes the place of the oldest
+// still in its handshake, or is closed when none is), so at most that many
+// reader threads and descriptors; every frame the leader reads is a small
+// one (frame_io.h, kMaxControlFrameBytes: it never buffers more, proven
+// or not) and must arrive whole within io_timeout_ms of its first byte
+// (a handshake's, of when the leader waits for it).
+//
 // Thread safety: every public method may be called from any thread.
 #pragma once
 
@@ -42,6 +50,7 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "directory/directory.h"
+#include "replication/frame_io.h"
 
 namespace shelfmark {
 
@@ -50,6 +59,8 @@ struct ReplicationLeaderOptions {
   auth::TokenTable tokens;  // empty: standbys need no proof; else an admin token
   int sync_standbys = 1;
   int64_t io_timeout_ms = 5'000;
+  // Connections held at once, in their handshake or after (>= 1).
+  size_t max_connections = 16;
   // How long the shipper sleeps when nobody asked for a batch (changes made
   // by the background thread, which waits on nobody, ship at this period).
   int64_t idle_ship_ms = 20;
@@ -76,6 +87,9 @@ struct ReplicationLeaderStats {
   uint64_t bytes = 0;         // sent, every standby counted
   uint64_t full_copies = 0;   // started
   uint64_t dropped = 0;       // standbys dropped (error, stall, bad proof)
+  uint64_t connections = 0;   // held now, whatever their state
+  uint64_t evicted = 0;       // in their handshake, closed for a newer one
+  uint64_t rejected = 0;      // closed at once: at max_connections, none to evict
   uint64_t reader_threads = 0;  // not joined yet (live, or ended since the last Adopt)
   std::vector<std::string> in_sync_ids;  // the published in-sync set
   uint64_t in_sync_publications = 0;     // sets published
@@ -94,8 +108,12 @@ class ReplicationLeader {
   void Stop();
 
   // Takes over a standby's connection (the descriptor is closed when done);
-  // `first` holds what was already read from it.
-  void Adopt(int fd, std::string first);
+  // `first` holds what was already read from it. With tokens,
+  // `handshake_done` (may be empty) learns once, from the connection's
+  // thread, whether the peer proved an admin token; a handshake that ends
+  // any other way (a bad, oversized or late frame, the peer gone, evicted)
+  // counts as not proven; one cut by Stop is not reported.
+  void Adopt(int fd, std::string first, std::function<void(bool proven)> handshake_done = {});
 
   // True when a mutation whose Directory::ChangeSeq() was `seq` may be
   // acknowledged now. Otherwise `done` is called once it may (from a
@@ -117,10 +135,17 @@ class ReplicationLeader {
 
   void ShipLoop();
   // Handshake then acknowledgements of one standby.
-  void ReadLoop(std::shared_ptr<Standby> s, std::string first);
+  void ReadLoop(std::shared_ptr<Standby> s, std::string first,
+                const std::function<void(bool)>& handshake_done);
+  // At max_connections: closes the oldest connection in its handshake for a
+  // new one; false (counted) when there is none.
+  bool MakeRoomLocked() REQUIRES(mu_);
   ErrorCode Handshake(Standby& s, std::string* pending);
   // A watch connection: held open, silent, until the standby or Stop ends it.
   void Watch(std::shared_ptr<Standby> s);
+  // What a reader takes once the handshake is done: small frames (an
+  // acknowledgement), whole within io_timeout_ms of their first byte.
+  FrameLimits AfterHandshake() const;
   void FullCopy(Standby& s);
   void ShipBatch();
   void Drop(Standby& s);

@@ -133,7 +133,7 @@ bool ReplicationStandby::Watch(const std::string& address) {
   if (Handshake(fd.get(), kHelloWatch) == ErrorCode::OK) {
     std::string body, pending;
     // Nothing ever arrives on a watch connection: this returns when it ends.
-    (void)ReadFrame(fd.get(), -1, &pending, &body, &closed_in_order);
+    (void)ReadFrame(fd.get(), {kMaxControlFrameBytes}, &pending, &body, &closed_in_order);
   }
   MutexLock lock(&mu_);
   watch_fd_ = -1;
@@ -166,8 +166,10 @@ ErrorCode ReplicationStandby::Handshake(int fd, uint8_t flags) {
   AppendHello({options_.cluster_id, std::string(auth::Bytes(client_nonce)), flags, options_.id},
               &out);
   if (WriteFrames(fd, timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  // The leader has proven nothing yet: its answers are small and prompt.
+  const FrameLimits limits{kMaxControlFrameBytes, timeout, timeout};
   std::string body, pending;
-  if (ReadFrame(fd, timeout, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  if (ReadFrame(fd, limits, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   auto challenge = DecodeChallenge(body);
   if (!challenge.ok()) return challenge.error();
   if (challenge->code != ErrorCode::OK) return challenge->code;
@@ -179,7 +181,7 @@ ErrorCode ReplicationStandby::Handshake(int fd, uint8_t flags) {
                 &out);
     if (WriteFrames(fd, timeout, out) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   }
-  if (ReadFrame(fd, timeout, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+  if (ReadFrame(fd, limits, &pending, &body) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
   auto welcome = DecodeWelcome(body);
   if (!welcome.ok()) return welcome.error();
   if (welcome->code != ErrorCode::OK) return welcome->code;
@@ -241,7 +243,7 @@ ErrorCode ReplicationStandby::Session(const std::string& address) {
   auto copy = std::make_unique<StandbyState>();
   std::string body, pending;
   while (rc == ErrorCode::OK) {
-    rc = ReadFrame(fd.get(), -1, &pending, &body);
+    rc = ReadFrame(fd.get(), FrameLimits{}, &pending, &body);  // batches: as the leader sends them
     if (rc == ErrorCode::OK) rc = ApplyBatch(fd.get(), body, copy.get());
   }
   MutexLock lock(&mu_);

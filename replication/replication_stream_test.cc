@@ -198,13 +198,14 @@ TEST_F(ReplicationStreamTest, AClosedStreamThenARefusedAddressIsLeaderGone) {
 
 TEST_F(ReplicationStreamTest, TokensAndClusterIdsAreChecked) {
   std::string error;
-  auto tokens = auth::TokenTable::Parse("admin admin-token\nclient client-token\n", &error);
+  auto tokens = auth::TokenTable::Parse(
+      "admin admin-token-0123456789\nclient client-token-0123456789\n", &error);
   ASSERT_TRUE(tokens.ok()) << error;
   StartLeader(*tokens);
   auto wrong = StartStandby("wrong-token");
-  auto client_role = StartStandby("client-token");
-  auto other_cluster = StartStandby("admin-token", "c2");
-  auto right = StartStandby("admin-token");
+  auto client_role = StartStandby("client-token-0123456789");
+  auto other_cluster = StartStandby("admin-token-0123456789", "c2");
+  auto right = StartStandby("admin-token-0123456789");
   ASSERT_TRUE(testing::WaitFor([&] { return right->stats().synced; }, 10'000));
   ASSERT_TRUE(testing::WaitFor(
       [&] {

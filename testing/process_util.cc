@@ -263,6 +263,15 @@ bool WaitForMetric(uint16_t port, const std::string& series,
   return WaitFor([&] { return done(ScrapeMetric(port, series)); }, timeout_ms);
 }
 
+uint64_t ResidentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;

@@ -111,6 +111,9 @@ bool WaitForMetric(uint16_t port, const std::string& series,
 // The bytes of the file at `path`; "" when it cannot be read.
 std::string ReadFile(const std::string& path);
 
+// Resident bytes of process `pid` (VmRSS of /proc/PID/status); 0 when unknown.
+uint64_t ResidentBytes(pid_t pid);
+
 // Replaces the file at `path` with `bytes`; ADD_FAILURE (GoogleTest) when it
 // cannot be written.
 void WriteFile(const std::string& path, const std::string& bytes);

@@ -2,7 +2,8 @@
 // `hostile`: a master started with a token table, nodes and shelfmark-cli
 // with their token files. A node holding a wrong master token is refused at
 // mount and no put is ever placed on it; a tool without a token is answered
-// UNAUTHENTICATED and one with it is served.
+// UNAUTHENTICATED and one with it is served; a table with a weak line stops
+// the master at start.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
@@ -30,7 +31,8 @@ class AuthProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     tokens_ = WriteSecret("tokens",
-                          "node node-secret-1\nclient client-secret-2\nadmin admin-secret-3\n");
+                          "node node-secret-1-0123456789\nclient client-secret-2-0123456789\n"
+                          "admin admin-secret-3-0123456789\n");
     data_ = WriteSecret("data", "data-plane-secret-4\n");
     const std::string err = dir_.Join("master.err");
     testing::ServicePorts ports;
@@ -84,26 +86,27 @@ class AuthProcessTest : public ::testing::Test {
 };
 
 TEST_F(AuthProcessTest, ARogueNodeIsRefusedAtMountAndNoPutLandsOnIt) {
-  auto good = StartNode("good", WriteSecret("node-token", "node-secret-1\n"));
+  auto good = StartNode("good", WriteSecret("node-token", "node-secret-1-0123456789\n"));
   auto rogue = StartNode("rogue", WriteSecret("rogue-token", "rogue\n"));
   ASSERT_TRUE(testing::WaitForText(dir_.Join("rogue.err"), "UNAUTHENTICATED", kStartMs))
       << ReadFile(dir_.Join("rogue.err"));
   ASSERT_TRUE(testing::WaitForMetric(http_, "shelfmark_master_segments",
                                      [](double v) { return v == 1; }, kStartMs));
   // A client token cannot mount either (a role it does not have).
-  auto client_as_node = StartNode("pretender", WriteSecret("client-token", "client-secret-2\n"));
+  auto client_as_node =
+      StartNode("pretender", WriteSecret("client-token", "client-secret-2-0123456789\n"));
   ASSERT_TRUE(
       testing::WaitForText(dir_.Join("pretender.err"), "PERMISSION_DENIED", kStartMs))
       << ReadFile(dir_.Join("pretender.err"));
 
   ClientOptions options;
   options.transport.cluster_token = "data-plane-secret-4";
-  options.master_token = "client-secret-2";
+  options.master_token = "client-secret-2-0123456789";
   auto client = testing::MakeUcxClient(Master(), options);
   ASSERT_NE(client, nullptr);
   MasterClientOptions admin_options;
   admin_options.address = Master();
-  admin_options.token = "admin-secret-3";
+  admin_options.token = "admin-secret-3-0123456789";
   MasterClient admin(admin_options);
   ASSERT_TRUE(testing::WaitForText(dir_.Join("good.err"), "protocol ucx endpoint ", kStartMs));
   const std::string good_log = ReadFile(dir_.Join("good.err"));
@@ -130,15 +133,39 @@ TEST_F(AuthProcessTest, TheCliIsRefusedWithoutATokenAndServedWithOne) {
   EXPECT_EQ(Cli({"--cluster_token_file=" + WriteSecret("wrong", "wrong-secret\n"), "count"}, &err),
             1);
   EXPECT_NE(err.find("UNAUTHENTICATED"), std::string::npos) << err;
-  EXPECT_EQ(Cli({"--cluster_token_file=" + WriteSecret("c", "client-secret-2\n"), "count"}, &err),
-            0)
-      << err;
+  const std::string client_token = WriteSecret("c", "client-secret-2-0123456789\n");
+  EXPECT_EQ(Cli({"--cluster_token_file=" + client_token, "count"}, &err), 0) << err;
   // Forced removal is an admin's: the client token is refused it.
-  EXPECT_EQ(Cli({"--cluster_token_file=" + WriteSecret("c2", "client-secret-2\n"), "rm", "k",
-                 "--force"},
-                &err),
-            1);
+  EXPECT_EQ(Cli({"--cluster_token_file=" + client_token, "rm", "k", "--force"}, &err), 1);
   EXPECT_NE(err.find("PERMISSION_DENIED"), std::string::npos) << err;
+}
+
+// Issue 29: `admin` alone made the word "admin" an all-roles token, `client`
+// followed by `admin TOKEN` made "client" one, and a 4-byte token passed.
+// Each table is refused at start (exit 2), the message naming its line.
+TEST(AuthProcessTokenTableTest, AMasterWithAWeakTokenLineRefusesToStart) {
+  testing::TempDir dir("auth_process_weak");
+  struct Case {
+    std::string table;
+    std::string names;
+  };
+  const Case cases[] = {
+      {"admin\n", "line 1: token 'admin' is a role word"},
+      {"# roles\nclient\nadmin Zk3q9LmP0xWv7RtY2sHb\n", "line 2: token 'client' is a role word"},
+      {"admin Zk3q9LmP0xWv7RtY2sHb\nclient abcd\n", "line 2: token is 4 bytes"},
+  };
+  for (const Case& c : cases) {
+    const std::string table = dir.Join("tokens");
+    testing::WriteFile(table, c.table);
+    ::chmod(table.c_str(), 0600);
+    const std::string err = dir.Join("master.err");
+    ChildProcess master(SHELFMARK_MASTER_BIN,
+                        {"--rpc_port=0", "--metrics_port=0", "--cluster_token_file=" + table}, err);
+    EXPECT_EQ(master.Wait(kStartMs), 2) << c.table;
+    const std::string log = ReadFile(err);
+    EXPECT_NE(log.find("--cluster_token_file=" + table + ": " + c.names), std::string::npos)
+        << log;
+  }
 }
 
 }  // namespace

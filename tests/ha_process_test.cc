@@ -5,12 +5,15 @@
 // errors (unreachable etcd, a published address taken, bad flags); and,
 // disabled while they fail (known bugs, see there), a standby the leader
 // dropped that must not take over with its old copy and a leader restarted
-// at once that must not take over with an empty directory. Every wait is
-// WaitFor with a deadline; no durations are asserted.
+// at once that must not take over with an empty directory; a master that
+// waits to lead expires none of the nodes it restored from a snapshot, and
+// gives each a full client TTL once it leads. Every wait is WaitFor with a
+// deadline; no durations are asserted.
 #include <signal.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +62,7 @@ class HaProcessTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(etcd_.Start()) << etcd_.StartFailure(); }
 
   void TearDown() override {
+    ::unsetenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");  // set by a test that takes snapshots
     if (HasFailure()) std::fprintf(stderr, "%s", testing::LogTails(dir_.path(), ".log").c_str());
   }
 
@@ -372,6 +376,74 @@ TEST_F(HaProcessTest, ALeaderRestartedAtOnceDoesNotTakeOverWithAnEmptyDirectory)
   size_t lost = 0;
   for (const std::string& key : acked) lost += !client->GetReplicaList("", key).ok();
   EXPECT_EQ(lost, 0u) << "of " << acked.size() << " acknowledged puts";
+}
+
+// Issue 29: masters restarted with their snapshots wait to lead (the dead
+// leader's lease, then --ha_unsynced_takeover_s: they saw its term), and
+// meanwhile their background pass expired every node they restored
+// (--client_ttl, no leader to ping) and dropped its objects; the next leader
+// served an empty directory. Now a master that does not lead expires
+// nobody, and a new leader gives each node a full --client_ttl from its
+// start of service: the node's next ping finds it known, and every object
+// of the snapshot reads back.
+TEST_F(HaProcessTest, NoNodeExpiresWhileNobodyLeadsAndTheNewLeaderGivesEachAFullTtl) {
+  ASSERT_EQ(::setenv("MOONCAKE_SNAPSHOT_LOCAL_PATH", dir_.Join("snapshots").c_str(), 1), 0);
+  std::vector<std::string> flags;
+  for (const std::string& f : HaFlags()) {
+    if (f.rfind("--client_ttl=", 0) != 0) flags.push_back(f);
+  }
+  flags.insert(flags.end(),
+               {"--client_ttl=4", "--ha_unsynced_takeover_s=10", "--enable_snapshot=true",
+                "--enable_snapshot_restore=true", "--snapshot_object_store_type=local",
+                "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=1",
+                "--snapshot_retention_count=2"});
+  auto start = [&](const std::string& name, HaMaster* m) {
+    m->log = dir_.Join(name + ".log");
+    m->process = testing::StartMaster(SHELFMARK_MASTER_BIN, flags, m->log, &m->ports);
+    ASSERT_NE(m->process, nullptr) << ReadFile(m->log);
+  };
+  ASSERT_NO_FATAL_FAILURE(start("a", &a_));
+  ASSERT_TRUE(testing::WaitFor([&] { return a_.Leading(); }, kDeadlineMs));
+  auto node = EtcdClientOf(etcd_, UUID::Generate());
+  ASSERT_EQ(node->MountSegment(MakeTestSegment("seg", 1 << 24, 64 << 20, "127.0.0.1:9")),
+            ErrorCode::OK);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) {
+    keys.push_back("key-" + std::to_string(i));
+    ASSERT_TRUE(node->PutStart("", keys.back(), 4096, {}).ok()) << keys.back();
+    ASSERT_EQ(node->PutEnd("", keys.back()), ErrorCode::OK) << keys.back();
+  }
+  // A snapshot begun after the last put (two more successes); the node
+  // pings meanwhile, as a node does.
+  const std::string success = "shelfmark_master_snapshots_total{result=\"success\"}";
+  const double done = a_.Metric(success);
+  ASSERT_GE(done, 0);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        EXPECT_TRUE(node->Ping().ok());
+        return a_.Metric(success) >= done + 2;
+      },
+      kDeadlineMs));
+
+  a_.process->Signal(SIGKILL);
+  ASSERT_EQ(a_.process->Wait(kDeadlineMs), 128 + SIGKILL);
+  HaMaster restarted;
+  ASSERT_NO_FATAL_FAILURE(start("a-restarted", &restarted));
+  // Its pings go nowhere until the restarted master leads (longer than the
+  // client TTL); then the first one must find the node known.
+  Result<PingResponse> ping = ErrorCode::RPC_FAIL;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        ping = node->Ping();
+        return ping.ok();
+      },
+      kDeadlineMs))
+      << "a leader answers";
+  EXPECT_TRUE(restarted.Leading());
+  EXPECT_EQ(ping->status, ClientStatus::OK) << "the new leader expired the restored node";
+  size_t lost = 0;
+  for (const std::string& key : keys) lost += !node->GetReplicaList("", key).ok();
+  EXPECT_EQ(lost, 0u) << "of " << keys.size() << " objects in the snapshot";
 }
 
 TEST_F(HaProcessTest, FencedLeaderServesReadsAndRefusesMutationsUntilEtcdReturns) {

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -31,18 +30,9 @@ namespace {
 
 using testing::ChildProcess;
 using testing::ReadFile;
+using testing::ResidentBytes;
 
 constexpr int kStartMs = 30'000;
-
-// Resident bytes of process `pid` (VmRSS); 0 when unknown.
-uint64_t ResidentBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 std::string Pattern(size_t size, int seed) {
   std::string s(size, '\0');
