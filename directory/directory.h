@@ -221,8 +221,9 @@ class Directory {
   void StartBackgroundThread();
   // Whether this directory is the one clients are served from (default:
   // yes). A master with HA that does not lead is not: its clients ping the
-  // leader, so none of them expires here (docs/ha.md, "Nothing expires
-  // while nobody leads"). Set serving again, every known client counts as
+  // leader, so none of them expires here, and neither stale puts nor
+  // eviction drop objects (docs/ha.md, "Nothing expires while nobody
+  // leads"). Set serving again, every known client counts as
   // seen now: a full client_ttl_ms from the start of service. Thread-safe.
   void SetServing(bool serving);
   // Does not take the snapshot lock (counters only).

@@ -550,8 +550,12 @@ void DirectoryImpl::RunBackgroundOnce() {
   ExpireInflightOffloads();
   ExpirePromotions();
   ReleaseRetired();
-  ReclaimStalePuts();
-  EvictIfNeeded();
+  // A master that is not the serving leader drops no object on its own:
+  // the leader's reclaims and evictions reach it as changes (docs/ha.md).
+  if (!clients_.expiry_held()) {
+    ReclaimStalePuts();
+    EvictIfNeeded();
+  }
   background_runs_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -236,5 +236,26 @@ TEST_F(EvictionTest, AKeyPutAgainSoonAfterItsEvictionIsProtected) {
   EXPECT_TRUE(Present(0));
 }
 
+// A directory that is not served from (an HA master that does not lead)
+// drops nothing on its own: no eviction above the watermark, no stale put
+// reclaimed; served again, both resume (issue 29).
+TEST_F(EvictionTest, NothingIsDroppedWhileTheDirectoryIsNotServedFrom) {
+  ASSERT_EQ(dir_->Remove("", Key(99), true), ErrorCode::OK);
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "unfinished", 1024, {}).ok());
+  dir_->SetServing(false);
+  clock_.AdvanceMs(dir_->options().put_start_release_timeout_ms + 1000);
+  dir_->Ping(node_);
+  dir_->RunBackgroundOnce();
+  DirectoryStats s = dir_->Stats();
+  EXPECT_EQ(s.eviction_runs, 0u);
+  EXPECT_EQ(s.key_count, 100u) << "99 objects and the unfinished put, all kept";
+  dir_->SetServing(true);
+  dir_->RunBackgroundOnce();
+  s = dir_->Stats();
+  EXPECT_EQ(s.eviction_runs, 1u);
+  EXPECT_GT(s.evicted_objects, 0u);
+  EXPECT_FALSE(dir_->Stat("", "unfinished").ok()) << "the stale put is reclaimed once served";
+}
+
 }  // namespace
 }  // namespace shelfmark
