@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <string>
+#include <string_view>
 
 namespace shelfmark {
 namespace {
@@ -41,43 +42,62 @@ bool ParseLine(std::string_view line, MapsLine& out) {
   return true;
 }
 
-// The whole file; empty when it cannot be read. /proc files report size 0,
-// so it is read to its end in chunks.
-std::string ReadAll(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string text;
-  char chunk[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n < 0) text.clear();
-      break;
+// Walks a maps file's lines in order, keeping how much of [begin, end) is
+// covered. The verdict is known as soon as a hole, a refused protection or
+// a bad line is met, or the range is covered: the rest of the file is not
+// needed (the kernel writes the file as it is read, which is most of the
+// cost, so MappedWith stops reading there).
+class MapsWalk {
+ public:
+  enum class Verdict { kOpen, kCovered, kRefused };
+  MapsWalk(uint64_t begin, uint64_t end, RangeAccess access)
+      : covered_(begin),
+        end_(end),
+        access_(access),
+        verdict_(begin > end    ? Verdict::kRefused
+                 : begin == end ? Verdict::kCovered
+                                : Verdict::kOpen) {}
+  Verdict verdict() const { return verdict_; }
+  void Line(std::string_view line) {
+    if (verdict_ != Verdict::kOpen) return;
+    MapsLine m;
+    if (!ParseLine(line, m)) {
+      verdict_ = Verdict::kRefused;
+    } else if (m.end <= covered_) {
+      return;  // wholly below what is left
+    } else if (m.start > covered_ || !m.read ||
+               (access_ == RangeAccess::kReadWrite && !m.write)) {
+      verdict_ = Verdict::kRefused;  // a hole (the file is ascending), or the protection
+    } else {
+      covered_ = m.end;
+      if (covered_ >= end_) verdict_ = Verdict::kCovered;
     }
-    text.append(chunk, static_cast<size_t>(n));
   }
-  ::close(fd);
-  return text;
-}
+  // Feeds the complete lines of `text` (until the verdict is known); the
+  // length of what follows the last one fed.
+  size_t Lines(std::string_view text) {
+    size_t newline;
+    while (verdict_ == Verdict::kOpen && (newline = text.find('\n')) != std::string_view::npos) {
+      Line(text.substr(0, newline));
+      text.remove_prefix(newline + 1);
+    }
+    return text.size();
+  }
+
+ private:
+  uint64_t covered_;  // [begin, covered_) is mapped with access_
+  const uint64_t end_;
+  const RangeAccess access_;
+  Verdict verdict_;
+};
 
 }  // namespace
 
 bool MapsCover(std::string_view maps, uint64_t begin, uint64_t end, RangeAccess access) {
-  if (begin > end) return false;
-  uint64_t covered = begin;  // [begin, covered) is known to be mapped with `access`
-  while (covered < end && !maps.empty()) {
-    const size_t newline = maps.find('\n');
-    const std::string_view line = maps.substr(0, newline);
-    maps = newline == std::string_view::npos ? std::string_view() : maps.substr(newline + 1);
-    MapsLine m;
-    if (!ParseLine(line, m)) return false;
-    if (m.end <= covered) continue;     // wholly below what is left
-    if (m.start > covered) return false;  // a hole (the file is ascending)
-    if (!m.read || (access == RangeAccess::kReadWrite && !m.write)) return false;
-    covered = m.end;
-  }
-  return covered >= end;
+  MapsWalk walk(begin, end, access);
+  const size_t rest = walk.Lines(maps);
+  if (rest > 0) walk.Line(maps.substr(maps.size() - rest));  // a last line without '\n'
+  return walk.verdict() == MapsWalk::Verdict::kCovered;
 }
 
 // Why /proc/self/maps and not a probe of the memory itself:
@@ -91,18 +111,31 @@ bool MapsCover(std::string_view maps, uint64_t begin, uint64_t end, RangeAccess 
 //   but also commits every page, and older kernels lack it;
 // - catching SIGSEGV around a probe takes a process-wide signal handler
 //   that a library embedded in Python or a serving engine must not own.
-// The maps file gives every mapping's protection as the kernel enforces it,
-// touches no page, and costs one read of the file (O(mappings)) per call:
-// registration is rare, so this is paid once per buffer. What it cannot see:
-// a file mapping that extends past its file's end is listed, but an access
-// there raises SIGBUS (for the caller's own code as much as ours).
+// The maps file gives every mapping's protection as the kernel enforces it
+// and touches no page. Its cost is the kernel writing the lines up to the
+// range's last mapping (the read stops there): tenths of a millisecond in a
+// Python process with a few hundred mappings, paid once per registration.
+// What it cannot see: a file mapping that extends past its file's end is
+// listed, but an access there raises SIGBUS (for the caller's own code as
+// much as ours).
 bool MappedWith(const void* addr, uint64_t size, RangeAccess access) {
   const auto begin = reinterpret_cast<uint64_t>(addr);
   if (begin == 0 || size > UINT64_MAX - begin) return false;
   if (size == 0) return true;
-  const std::string maps = ReadAll("/proc/self/maps");
-  if (maps.empty()) return false;
-  return MapsCover(maps, begin, begin + size, access);
+  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  MapsWalk walk(begin, begin + size, access);
+  std::string text;  // read, less the lines already fed
+  char chunk[4096];
+  while (walk.verdict() == MapsWalk::Verdict::kOpen) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the end (or an error): what is not covered is refused
+    text.append(chunk, static_cast<size_t>(n));
+    text.erase(0, text.size() - walk.Lines(text));
+  }
+  ::close(fd);
+  return walk.verdict() == MapsWalk::Verdict::kCovered;
 }
 
 }  // namespace shelfmark

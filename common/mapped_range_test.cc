@@ -85,6 +85,25 @@ TEST_F(MappedWithTest, ProtectionIsRespected) {
   EXPECT_TRUE(MappedWith(base_ + 3 * page_, page_, RangeAccess::kReadWrite));
 }
 
+// Hundreds of mappings (protections alternate, so none merge): the maps
+// file spans many reads, and lines cut between two reads are joined.
+TEST(MappedWith, EveryMappingOfALongMapsFile) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<uint8_t*> pages;
+  for (int i = 0; i < 400; ++i) {
+    void* p = ::mmap(nullptr, page, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    pages.push_back(static_cast<uint8_t*>(p));
+  }
+  for (size_t i = 0; i < pages.size(); ++i) {
+    EXPECT_TRUE(MappedWith(pages[i], page, RangeAccess::kRead)) << i;
+    EXPECT_EQ(MappedWith(pages[i], page, RangeAccess::kReadWrite), i % 2 == 0) << i;
+  }
+  for (uint8_t* p : pages) ::munmap(p, page);
+  EXPECT_FALSE(MappedWith(pages[0], page, RangeAccess::kRead));
+}
+
 TEST(MappedWith, BadRanges) {
   EXPECT_FALSE(MappedWith(nullptr, 1, RangeAccess::kRead));
   EXPECT_FALSE(MappedWith(reinterpret_cast<void*>(0x1000), 16, RangeAccess::kRead));
