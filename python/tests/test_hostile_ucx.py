@@ -8,9 +8,10 @@ from another client (connected before the attack, as in
 tests/hostile_test.cc) and from the process itself. ctest runs this file as
 python_hostile_test (labels python, hostile).
 
-Open (not asserted here): after about eight such tries a client that first
-connects after the attack times out on its hello, to this process and to a
-shelfmark-node alike, while clients connected before keep being served."""
+Open (not asserted here; docs/security.md, denial of service): after such
+tries a client that first connects after the attack times out on its hello,
+to this process and to a shelfmark-node alike, while clients connected
+before keep being served."""
 
 import json
 import os
