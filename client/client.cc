@@ -20,6 +20,7 @@
 #include <xxhash.h>
 
 #include "common/host_port.h"
+#include "common/mapped_range.h"
 #include "client/client_impl.h"
 #include "client/local_disk_client.h"
 #include "ha/master_address.h"
@@ -589,6 +590,10 @@ std::vector<Result<bool>> Client::BatchExist(std::string_view tenant,
 
 ErrorCode Client::RegisterBuffer(void* addr, uint64_t size) {
   if (addr == nullptr || size == 0) return ErrorCode::INVALID_PARAMS;
+  // Gets write into registered memory (on UCX's thread, or by memcpy from a
+  // local segment): memory that would fault there is refused now, with a
+  // code, instead of killing the process at the first read.
+  if (!MappedWith(addr, size, RangeAccess::kReadWrite)) return ErrorCode::INVALID_PARAMS;
   auto regions = impl_->RegisterAll(addr, size);
   if (!regions.ok()) return regions.error();
   MutexLock lock(&impl_->buffers_mu);

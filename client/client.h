@@ -282,9 +282,12 @@ class Client {
 
   // --- zero-copy reads ----------------------------------------------------
   // Registers [addr, addr + size) with every engine (local access), so Read
-  // and the zero-copy calls can use it. Unregister before freeing the
-  // memory. INVALID_PARAMS for a null or empty range, or one already
-  // registered at `addr`.
+  // and the zero-copy calls can use it. The range must be mapped readable
+  // and writable (gets write into it) now, as /proc/self/maps says
+  // (common/mapped_range.h); it must stay so until UnregisterBuffer:
+  // unregister before freeing or protecting the memory. INVALID_PARAMS for a
+  // null or empty range, one not mapped read-write (unmapped, PROT_READ,
+  // PROT_NONE), or one already registered at `addr`.
   ErrorCode RegisterBuffer(void* addr, uint64_t size);
   void UnregisterBuffer(void* addr);
   // The location cache's entry when it holds the key, else GetReplicaList's

@@ -4,6 +4,7 @@
 // a client did, then asserts that a well-behaved client is still served and
 // that nothing stored was lost or changed.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -385,6 +386,52 @@ TEST_F(HostileTest, ANodeRestartedOnItsPortSurvivesItsOldDescriptors) {
     EXPECT_NE(Descriptor(Master(), key).segment_id, old.segment_id) << key;
   }
   EXPECT_EQ(node_->Wait(0), -1) << "the restarted node died: " << ReadFile(node_err_);
+}
+
+
+// Issue 28: RegisterBuffer of unmapped or read-only memory answered OK, and
+// the next GetInto killed the process (SIGSEGV in the memcpy of the UCX
+// read's answer into the caller's buffer). Now such memory is refused at
+// registration, and no read aims at it: every zero-copy get into it, or
+// into a buffer never registered or reaching past a registered one, answers
+// INVALID_PARAMS; the process lives and reads into good memory byte-exact.
+TEST_F(HostileTest, MemoryThatWouldFaultIsNeverRegisteredNorReadInto) {
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(StartClusterAndClient(&client));
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const std::string value = Pattern(page, 7);
+  ASSERT_EQ(client->Put("", "obj", value), ErrorCode::OK);
+  auto map = [page](int prot) {
+    void* p = ::mmap(nullptr, 2 * page, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    return static_cast<char*>(p);
+  };
+  char* unmapped = map(PROT_READ | PROT_WRITE);
+  ASSERT_EQ(::munmap(unmapped, 2 * page), 0);
+  char* read_only = map(PROT_READ);
+  char* none = map(PROT_NONE);
+  for (char* bad : {unmapped, read_only, none}) {
+    EXPECT_EQ(client->RegisterBuffer(bad, 2 * page), ErrorCode::INVALID_PARAMS);
+    EXPECT_EQ(client->GetInto("", "obj", bad, 2 * page).error(), ErrorCode::INVALID_PARAMS);
+    auto batch = client->BatchGetInto("", {"obj"}, {MutableBuffer{bad, 2 * page}});
+    ASSERT_EQ(batch.size(), 1u);
+    EXPECT_EQ(batch[0].error(), ErrorCode::INVALID_PARAMS);
+    EXPECT_EQ(client->GetIntoRanges("", "obj", {ReadRange{0, page, bad}}),
+              ErrorCode::INVALID_PARAMS);
+    EXPECT_EQ(client->PutFrom("", "from-bad", bad, page), ErrorCode::INVALID_PARAMS);
+  }
+  // A registered read-write page, and reads reaching past it into the next.
+  char* good = map(PROT_READ | PROT_WRITE);
+  ASSERT_EQ(client->RegisterBuffer(good, page), ErrorCode::OK);
+  EXPECT_EQ(client->GetInto("", "obj", good + page / 2, page).error(), ErrorCode::INVALID_PARAMS);
+  auto past = client->BatchGetInto("", {"obj"}, {MutableBuffer{good + 1, page}});
+  EXPECT_EQ(past[0].error(), ErrorCode::INVALID_PARAMS);
+  auto got = client->GetInto("", "obj", good, page);
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(std::string(good, page), value);
+  client->UnregisterBuffer(good);
+  EXPECT_FALSE(*client->Exist("", "from-bad"));
+  for (char* p : {read_only, none, good}) ::munmap(p, 2 * page);
 }
 
 }  // namespace
