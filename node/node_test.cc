@@ -12,7 +12,6 @@
 
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -25,6 +24,7 @@
 #include "directory/directory.h"
 #include "master/rpc_server.h"
 #include "ssdstore/storage_backend_factory.h"
+#include "testing/process_util.h"
 #include "testing/temp_dir.h"
 #include "testing/wait_for.h"
 #include "transport/loopback_engine.h"
@@ -348,13 +348,8 @@ TEST(NodeDiskTest, ACorruptRecordIsAMissNeverServedNeverPromoted) {
   const std::string a = testing::TestPattern(5000, 'a');
   auto stored = n.backend->WriteBatch({{"t", "k1", a}});
   ASSERT_TRUE(stored.ok());
-  {
-    const StoredLocation& l = (*stored)[0];
-    std::fstream f(n.dir.Join(std::to_string(l.bucket_id) + ".bucket"),
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(l.offset + 1000);
-    f.put(static_cast<char>(a[1000] ^ 0x40));
-  }
+  testing::FlipBits(n.dir.Join(std::to_string((*stored)[0].bucket_id) + ".bucket"),
+                    (*stored)[0].offset + 1000, 0x40);
   Master master(0, /*enable_offload=*/true);
   ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) {
     o.ping_interval_ms = 60'000;

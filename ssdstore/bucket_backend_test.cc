@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -315,16 +314,7 @@ TEST_F(BucketBackendTest, ARecordThatDoesNotReadBackIntactIsDroppedNeverServed) 
   std::string out;
   ASSERT_EQ(b->Read("default", "a0", 0, &out), ErrorCode::OK);  // opens 1.bucket
   // a1: one byte flipped in its value (the page cache sees it too).
-  {
-    const StoredLocation& l = (*locs)[1];
-    std::fstream f(dir_.Join("1.bucket"), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(l.offset + 100);
-    char byte = 0;
-    f.read(&byte, 1);
-    byte = static_cast<char>(byte ^ 0x01);
-    f.seekp(l.offset + 100);
-    f.write(&byte, 1);
-  }
+  testing::FlipBits(dir_.Join("1.bucket"), (*locs)[1].offset + 100);
   out = "untouched";
   DiskPlace place;
   bool served = true;

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -274,15 +273,7 @@ TEST(OffsetBackendTest, BitFlipInRecordIsDropped) {
   for (const char* k : {"a", "b", "c"}) ASSERT_EQ(Put(b.get(), k, Pattern(k, 7000)), ErrorCode::OK);
   const int64_t b_value = b->List()[1].offset;
   ASSERT_EQ(b->Close(), ErrorCode::OK);
-  {
-    std::fstream f(dir.Join("kv_cache.data"), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(b_value + 1234);
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x04);
-    f.seekp(b_value + 1234);
-    f.write(&c, 1);
-  }
+  testing::FlipBits(dir.Join("kv_cache.data"), b_value + 1234, 0x04);
   b = MustOpen(io.get(), Options(dir, OffsetPersistMode::kStrict));
   EXPECT_EQ(b->recovery_report().dropped, 1u);
   StorageRecovery r = b->recovery();
@@ -295,17 +286,6 @@ TEST(OffsetBackendTest, BitFlipInRecordIsDropped) {
   ExpectValue(b.get(), "a", Pattern("a", 7000));
   ExpectMissing(b.get(), "b");
   ExpectValue(b.get(), "c", Pattern("c", 7000));
-}
-
-// Flips one byte of the file at `offset`.
-void FlipByte(const std::string& path, int64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0x04);
-  f.seekp(offset);
-  f.write(&c, 1);
 }
 
 // Under a running backend every read verifies the value's checksum: a
@@ -325,7 +305,7 @@ TEST(OffsetBackendTest, ARecordThatDoesNotReadBackIntactIsDroppedNeverServed) {
     ASSERT_EQ(Put(b.get(), k, Pattern(k, 7000)), ErrorCode::OK);
   }
   const std::vector<StoredLocation> at = b->List();  // in write order
-  FlipByte(dir.Join("kv_cache.data"), at[1].offset + 1234);
+  testing::FlipBits(dir.Join("kv_cache.data"), at[1].offset + 1234);
   std::string out = "untouched";
   DiskPlace place;
   bool served = true;
@@ -351,7 +331,7 @@ TEST(OffsetBackendTest, ARecordThatDoesNotReadBackIntactIsDroppedNeverServed) {
   b = MustOpen(io.get(), o);
   ASSERT_NE(b, nullptr);
   ExpectValue(b.get(), "c", Pattern("c", 7000));
-  FlipByte(dir.Join("kv_cache.data"), b->List().back().offset + 17);
+  testing::FlipBits(dir.Join("kv_cache.data"), b->List().back().offset + 17);
   EXPECT_EQ(b->Read("", "c", 0, &out), ErrorCode::DATA_CORRUPTED);
   ExpectValue(b.get(), "a", Pattern("a", 7000));
 }

@@ -120,13 +120,7 @@ TEST_P(SsdFaultProcessTest, CorruptRecordsAreMissesNeverServedNeverPromoted) {
   const std::string flipped = on_ssd[0];
   const std::vector<Place> flips = FindAll(flipped);
   ASSERT_FALSE(flips.empty()) << flipped << " not found in the store's files";
-  for (const Place& p : flips) {
-    std::fstream f(p.path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(p.offset + kObjectBytes / 2));
-    const char byte = static_cast<char>(f.get());
-    f.seekp(static_cast<std::streamoff>(p.offset + kObjectBytes / 2));
-    f.put(static_cast<char>(byte ^ 0x01));
-  }
+  for (const Place& p : flips) testing::FlipBits(p.path, p.offset + kObjectBytes / 2);
   ExpectMiss(flipped);
   ExpectPutAgainAtOnce(flipped);
   EXPECT_EQ(NodeMetric("shelfmark_node_disk_corrupt_records_total"), 1);
