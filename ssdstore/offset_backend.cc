@@ -10,9 +10,7 @@
 #include <functional>
 #include <set>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "common/checksum.h"
 #include "common/object_key.h"
 #include "ssdstore/offset_record.h"
 
@@ -151,8 +149,7 @@ ErrorCode OffsetBackend::VerifyOnDisk(const CheckpointEntry& e, uint64_t* checks
   // The value's checksum, which every later read verifies, comes from the
   // same pass: it holds once the CRC does.
   uint32_t crc = RecordCrc(*h, e.tenant, e.key, {});
-  XXH3_state_t hash;
-  XXH3_64bits_reset(&hash);
+  Checksum64Stream hash;
   std::string chunk(std::min(e.value_size, kVerifyChunk), '\0');
   for (uint64_t done = 0; done < e.value_size;) {
     const uint64_t n = std::min(kVerifyChunk, e.value_size - done);
@@ -161,10 +158,10 @@ ErrorCode OffsetBackend::VerifyOnDisk(const CheckpointEntry& e, uint64_t* checks
       return rc;
     }
     crc = Crc32c(chunk.data(), n, crc);
-    XXH3_64bits_update(&hash, chunk.data(), n);
+    hash.Update(chunk.data(), n);
     done += n;
   }
-  *checksum = XXH3_64bits_digest(&hash);
+  *checksum = hash.Digest();
   return crc == h->crc ? ErrorCode::OK : ErrorCode::DATA_CORRUPTED;
 }
 

@@ -1,11 +1,10 @@
 #include "ssdstore/storage_backend.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "common/checksum.h"
 
 namespace shelfmark {
 
-uint64_t ValueChecksum(std::string_view value) { return XXH3_64bits(value.data(), value.size()); }
+uint64_t ValueChecksum(std::string_view value) { return Checksum64(value); }
 
 std::string StorageRecovery::Describe() const {
   std::string text = "discarded " + std::to_string(files_discarded) + " file(s), dropped " +
