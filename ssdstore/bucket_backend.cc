@@ -562,8 +562,9 @@ void BucketBackend::DropCorrupt(const IndexKey& k, const Location& loc) {
     }
     index_.erase(it);
     DropKeyLocked(loc, &empty);
-    corrupt_records_.fetch_add(1, std::memory_order_relaxed);
   }
+  LogCorruptRecord(name(), options_.root, k.tenant, k.key,
+                   corrupt_records_.fetch_add(1, std::memory_order_relaxed) + 1);
   FinishVictims(std::move(empty));
 }
 

@@ -505,7 +505,7 @@ void OffsetBackend::DropCorruptLocked(const IndexKey& id, const std::shared_ptr<
   // fails its CRC there).
   if (closed_ || it == index_.end() || it->second.extent != extent) return;
   EraseLocked(id);
-  ++corrupt_records_;
+  LogCorruptRecord(name(), options_.root, id.first, id.second, ++corrupt_records_);
 }
 
 ErrorCode OffsetBackend::Remove(std::string_view tenant, std::string_view key) {

@@ -92,6 +92,13 @@ struct StorageRecovery {
 // same function as the client's ObjectChecksum (client/client.h).
 uint64_t ValueChecksum(std::string_view value);
 
+// Logs (stderr) that `backend` at `root` dropped the record of (tenant, key)
+// because it did not read back intact, the `count`-th such record: the
+// first ten, then every thousandth (a removed directory makes every record
+// a miss; the metric counts them all).
+void LogCorruptRecord(std::string_view backend, std::string_view root, std::string_view tenant,
+                      std::string_view key, uint64_t count);
+
 using EvictCallback =
     std::function<void(std::string_view tenant, std::string_view key)>;
 
