@@ -156,16 +156,13 @@ ErrorCode BucketBackend::Recover() {
     if (!bytes.ok() && bytes.error() != ErrorCode::DATA_CORRUPTED) return bytes.error();
     Result<BucketMeta> meta =
         bytes.ok() ? DecodeBucketMeta(*bytes) : Result<BucketMeta>(ErrorCode::DATA_CORRUPTED);
+    bool keep = meta.ok() && meta->bucket_id == id && bucket_files.count(id) != 0;
     if (!meta.ok() && meta.error() == ErrorCode::VERSION_MISMATCH) {
       // A newer format is not ours to delete; an older one lacks the
       // per-object checksums every read verifies, so its objects go.
       const uint32_t version = BucketMetaVersion(*bytes);
       if (version > kBucketMetaVersion) return meta.error();
       why_not[id] = "format version " + std::to_string(version) + " has no per-object checksums";
-    }
-    bool keep = meta.ok() && meta->bucket_id == id && bucket_files.count(id) != 0;
-    if (why_not.count(id) != 0) {
-      // an older format, said above
     } else if (!meta.ok() || meta->bucket_id != id) {
       why_not[id] = "the .meta does not decode as this bucket's";
     } else if (!keep) {
