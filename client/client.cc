@@ -16,9 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "common/checksum.h"
 #include "common/host_port.h"
 #include "common/mapped_range.h"
 #include "client/client_impl.h"
@@ -27,9 +25,7 @@
 
 namespace shelfmark {
 
-uint64_t ObjectChecksum(std::string_view value) {
-  return XXH3_64bits(value.data(), value.size());
-}
+uint64_t ObjectChecksum(std::string_view value) { return Checksum64(value); }
 
 namespace {
 

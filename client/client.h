@@ -60,8 +60,9 @@
 // failover); an object with only LOCAL_DISK replicas is read alone.
 // Answers are per item, in order.
 //
-// Checksum: ObjectChecksum = XXH3-64 (seed 0) of the value. Put computes it
-// when PutOptions::compute_checksum is set.
+// Checksum: ObjectChecksum = XXH3-64 (seed 0) of the value. Every put form
+// computes it when PutOptions::compute_checksum is set (the default); the
+// batch forms send one per key in their one BatchPutStart.
 //
 // Staging: `staging_bytes` of anonymous memory registered once with every
 // engine; calls take blocks from it (waiting while it is full). A value
@@ -160,8 +161,12 @@ struct ClientOptions {
 };
 
 struct PutOptions {
-  PutConfig config;               // replicas, preferred segments, pins, group, data type
-  bool compute_checksum = false;  // store ObjectChecksum(value); Get verifies it
+  PutConfig config;  // replicas, preferred segments, pins, group, data type
+  // Store ObjectChecksum(value) with the object: every whole read verifies
+  // it (here, and the node before an SSD read's bytes leave it). On by
+  // default: integrity is what a store owes its users; false saves one
+  // XXH3 pass per put and per get (scripts/bench_get.sh measures it).
+  bool compute_checksum = true;
 };
 
 struct GetOptions {
@@ -241,8 +246,8 @@ class Client {
                      const std::vector<ConstBuffer>& parts, const PutOptions& options = {});
   // One BatchPutStart and one BatchPutEnd (BatchPutRevoke for failed items)
   // RPC, every item's WRITEs in one Transfer (an item of a failed Transfer
-  // is written alone). With compute_checksum, single puts (the batch RPC
-  // carries one PutConfig). Whole-batch failures are repeated in every item.
+  // is written alone); with compute_checksum, each key's checksum in the
+  // BatchPutStart. Whole-batch failures are repeated in every item.
   std::vector<ErrorCode> BatchPutFrom(std::string_view tenant, const std::vector<std::string>& keys,
                                       const std::vector<ConstBuffer>& buffers,
                                       const PutOptions& options = {});

@@ -247,8 +247,9 @@ std::vector<ErrorCode> Client::Impl::BatchPutWith(std::string_view tenant,
                                                   const std::vector<std::string>& keys,
                                                   const std::vector<uint64_t>& sizes,
                                                   const PutConfig& config,
+                                                  const std::vector<uint64_t>& checksums,
                                                   const BatchWriter& write) {
-  auto started = master().BatchPutStart(tenant, keys, sizes, config);
+  auto started = master().BatchPutStart(tenant, keys, sizes, config, checksums);
   if (!started.ok()) return std::vector<ErrorCode>(keys.size(), started.error());
   std::vector<ErrorCode> out(keys.size(), ErrorCode::OK);
   std::vector<size_t> pending;
@@ -289,20 +290,15 @@ std::vector<ErrorCode> Client::BatchPut(std::string_view tenant,
   if (keys.size() != values.size()) {
     return std::vector<ErrorCode>(keys.size(), ErrorCode::INVALID_PARAMS);
   }
-  // The batch RPC carries one PutConfig for every key, so per-value
-  // checksums go through single puts.
-  // TODO(perf): per-item checksums in BatchPutStart.
-  if (options.compute_checksum) {
-    std::vector<ErrorCode> out;
-    for (size_t i = 0; i < keys.size(); ++i) out.push_back(Put(tenant, keys[i], values[i], options));
-    return out;
-  }
   Impl& impl = *impl_;
   if (impl.staging == nullptr) return std::vector<ErrorCode>(keys.size(), ErrorCode::INVALID_PARAMS);
-  std::vector<uint64_t> sizes;
-  for (std::string_view v : values) sizes.push_back(v.size());
+  std::vector<uint64_t> sizes, checksums;
+  for (std::string_view v : values) {
+    sizes.push_back(v.size());
+    if (options.compute_checksum) checksums.push_back(ObjectChecksum(v));
+  }
   return impl.BatchPutWith(
-      tenant, keys, sizes, options.config,
+      tenant, keys, sizes, options.config, checksums,
       [&](const std::vector<size_t>& pending, const Impl::StartedReplicas& started,
           std::vector<ErrorCode>* out) {
         ForEachRound(&impl, pending, sizes, out,
@@ -337,11 +333,6 @@ std::vector<ErrorCode> Client::BatchPutParts(std::string_view tenant,
   if (keys.size() != parts.size()) {
     return std::vector<ErrorCode>(keys.size(), ErrorCode::INVALID_PARAMS);
   }
-  if (options.compute_checksum) {  // as in BatchPut
-    std::vector<ErrorCode> out;
-    for (size_t i = 0; i < keys.size(); ++i) out.push_back(PutParts(tenant, keys[i], parts[i], options));
-    return out;
-  }
   Impl& impl = *impl_;
   // Bad items fail alone, before the RPC: only the good ones are started.
   std::vector<ErrorCode> out(keys.size(), ErrorCode::OK);
@@ -357,13 +348,14 @@ std::vector<ErrorCode> Client::BatchPutParts(std::string_view tenant,
   }
   if (good.empty()) return out;
   std::vector<std::string> good_keys;
-  std::vector<uint64_t> sizes;
+  std::vector<uint64_t> sizes, checksums;
   for (size_t k = 0; k < good.size(); ++k) {
     good_keys.push_back(keys[good[k]]);
     sizes.push_back(PlanBytes(plans[k]));
+    if (options.compute_checksum) checksums.push_back(PlanChecksum(plans[k]));
   }
   const std::vector<ErrorCode> answers = impl.BatchPutWith(
-      tenant, good_keys, sizes, options.config,
+      tenant, good_keys, sizes, options.config, checksums,
       [&](const std::vector<size_t>& pending, const Impl::StartedReplicas& started,
           std::vector<ErrorCode>* rc) {
         std::vector<const TransferPlan*> plan_of;

@@ -175,9 +175,10 @@ struct Client::Impl {
   // fails); the checksum, when asked for, over the plan's bytes.
   ErrorCode PutPlanned(std::string_view tenant, std::string_view key, const TransferPlan& plan,
                        const PutOptions& options);
-  // One BatchPutStart of `sizes`, `write(pending, started, &out)` for the
-  // started items, then one BatchPutRevoke of the failed ones and one
-  // BatchPutEnd of the written ones (their cached locations dropped).
+  // One BatchPutStart of `sizes` (with each key's checksum when `checksums`
+  // is not empty), `write(pending, started, &out)` for the started items,
+  // then one BatchPutRevoke of the failed ones and one BatchPutEnd of the
+  // written ones (their cached locations dropped).
   using StartedReplicas = std::vector<Result<std::vector<ReplicaDescriptor>>>;
   using BatchWriter = std::function<void(const std::vector<size_t>& pending,
                                          const StartedReplicas& started,
@@ -185,7 +186,9 @@ struct Client::Impl {
   std::vector<ErrorCode> BatchPutWith(std::string_view tenant,
                                       const std::vector<std::string>& keys,
                                       const std::vector<uint64_t>& sizes,
-                                      const PutConfig& config, const BatchWriter& write);
+                                      const PutConfig& config,
+                                      const std::vector<uint64_t>& checksums,
+                                      const BatchWriter& write);
   // Writes items (indexes into `started`, each with its plan) in one Move;
   // when that fails, each item alone, so only bad ones fail.
   void WriteBatch(const std::vector<size_t>& items, const std::vector<const TransferPlan*>& plans,

@@ -342,7 +342,9 @@ TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
   const std::string in_memory = Pattern(10'000, 1);
   const std::string on_disk = Pattern(10'000, 2);  // same size, other bytes: tells them apart
   ASSERT_NE(in_memory, on_disk);
-  ASSERT_EQ(client.Put("t", "k", in_memory), ErrorCode::OK);
+  PutOptions unchecked;  // the two copies differ on purpose
+  unchecked.compute_checksum = false;
+  ASSERT_EQ(client.Put("t", "k", in_memory, unchecked), ErrorCode::OK);
   OnDisk("t", "k", on_disk);
   EXPECT_EQ(*client.Get("t", "k"), in_memory);
   GetOptions prefer;
@@ -364,7 +366,9 @@ TEST_F(ClientLocalDiskTest, CachedLocationsFollowPreferLocalDisk) {
   Client& client = MakeDiskClient();
   const std::string in_memory = Pattern(10'000, 1);
   const std::string on_disk = Pattern(10'000, 2);
-  ASSERT_EQ(client.Put("t", "k", in_memory), ErrorCode::OK);
+  PutOptions unchecked;  // the two copies differ on purpose
+  unchecked.compute_checksum = false;
+  ASSERT_EQ(client.Put("t", "k", in_memory, unchecked), ErrorCode::OK);
   EXPECT_EQ(*client.Get("t", "k"), in_memory);  // cached: MEMORY only
   OnDisk("t", "k", on_disk);
   GetOptions prefer;
@@ -492,6 +496,12 @@ TEST_F(ClientTest, BatchPutGetExist) {
   auto put = client.BatchPut("", keys, views, two);
   ASSERT_EQ(put.size(), keys.size());
   for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(put[i], ErrorCode::OK) << keys[i];
+  // Every key carries its own checksum (the default), from one batch call.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto loc = client.Locate("", keys[i]);
+    ASSERT_TRUE(loc.ok() && loc->info.checksum.has_value()) << keys[i];
+    EXPECT_EQ(*loc->info.checksum, ObjectChecksum(values[i])) << keys[i];
+  }
   // A second batch: the existing key fails alone.
   auto again = client.BatchPut("", {"b0", "fresh"}, {"x", "fresh-value"});
   EXPECT_EQ(again[0], ErrorCode::OBJECT_ALREADY_EXISTS);

@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "common/checksum.h"
 
 namespace shelfmark {
 
@@ -56,10 +55,10 @@ uint64_t PlanBytes(const TransferPlan& plan) {
 }
 
 uint64_t PlanChecksum(const TransferPlan& plan) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (const PlanPiece& p : plan.pieces) XXH3_64bits_update(&state, p.local, p.length);
-  return XXH3_64bits_digest(&state);
+  if (plan.pieces.size() == 1) return Checksum64(plan.pieces[0].local, plan.pieces[0].length);
+  Checksum64Stream stream;
+  for (const PlanPiece& p : plan.pieces) stream.Update(p.local, p.length);
+  return stream.Digest();
 }
 
 void CopyPieces(const TransferPlan& plan, const uint8_t* object) {

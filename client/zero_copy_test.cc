@@ -130,7 +130,7 @@ TEST_F(ClientTest, BatchPutFromAndBatchGetIntoMoveEverythingInOneTransfer) {
   std::string outside(10, 'x');
   keys.push_back("unregistered");
   buffers.push_back({outside.data(), outside.size()});
-  PutOptions two;
+  PutOptions two;  // with the default checksums: each key's in the one BatchPutStart
   two.config.replica_num = 2;
   transfers_ = 0;
   auto put = client.BatchPutFrom("t", keys, buffers, two);
@@ -139,6 +139,11 @@ TEST_F(ClientTest, BatchPutFromAndBatchGetIntoMoveEverythingInOneTransfer) {
   EXPECT_EQ(put[kItems], ErrorCode::INVALID_PARAMS);
   EXPECT_FALSE(*client.Exist("t", "unregistered"));
   EXPECT_EQ(transfers_.load(), 1);
+  for (size_t i = 0; i < kItems; ++i) {
+    auto loc = client.Locate("t", keys[i]);
+    ASSERT_TRUE(loc.ok() && loc->info.checksum.has_value()) << keys[i];
+    EXPECT_EQ(*loc->info.checksum, ObjectChecksum(values[i])) << keys[i];
+  }
 
   Registered dst(client, kItems * kSize);
   std::vector<MutableBuffer> dsts;
@@ -169,7 +174,7 @@ TEST_F(ClientTest, BatchPutFromAndBatchGetIntoMoveEverythingInOneTransfer) {
   EXPECT_EQ(client.BatchPutFrom("t", {"x"}, {}).at(0), ErrorCode::INVALID_PARAMS);
 }
 
-TEST_F(ClientTest, BatchPartsWithChecksumsArePutOneByOne) {
+TEST_F(ClientTest, BatchPartsCarryEachKeysChecksumInOneTransfer) {
   StartNode("seg-a");
   Client& client = MakeClient();
   const std::string a = Pattern(5000, 3), b = Pattern(7000, 4);
@@ -178,13 +183,22 @@ TEST_F(ClientTest, BatchPartsWithChecksumsArePutOneByOne) {
   std::memcpy(src.data() + a.size(), b.data(), b.size());
   PutOptions sum;
   sum.compute_checksum = true;
+  transfers_ = 0;
   auto put = client.BatchPutParts(
       "t", {"ab", "b"},
       {{{src.data(), a.size()}, {src.data() + a.size(), b.size()}}, {{src.data() + a.size(), b.size()}}},
       sum);
   ASSERT_EQ(put[0], ErrorCode::OK);
   ASSERT_EQ(put[1], ErrorCode::OK);
+  EXPECT_EQ(transfers_.load(), 1);
   EXPECT_EQ(*client.Locate("t", "ab")->info.checksum, ObjectChecksum(a + b));
+  EXPECT_EQ(*client.Locate("t", "b")->info.checksum, ObjectChecksum(b));
+  // Without checksums (asked for explicitly), none is stored.
+  PutOptions none;
+  none.compute_checksum = false;
+  ASSERT_EQ(client.BatchPutParts("t", {"plain"}, {{{src.data(), a.size()}}}, none)[0],
+            ErrorCode::OK);
+  EXPECT_FALSE(client.Locate("t", "plain")->info.checksum.has_value());
   EXPECT_EQ(*client.Get("t", "ab"), a + b);
   EXPECT_EQ(*client.Get("t", "b"), b);
 }

@@ -137,6 +137,13 @@ struct OffloadedObject {
   StorageObjectMetadata location;
 };
 
+// An offload task whose copy the node's SSD store could not make, and why.
+struct OffloadFailure {
+  std::string tenant;
+  std::string key;
+  ErrorCode code = ErrorCode::OK;
+};
+
 // Promotion on hit (LOCAL_DISK -> MEMORY): an object of a node's SSD store
 // that the node asks to copy back into its own segment.
 struct PromoteRequest {
@@ -190,6 +197,9 @@ struct DirectoryStats {
   uint64_t offload_queued = 0;
   // Eviction candidates kept because their copy to SSD is not done yet.
   uint64_t offload_waits = 0;
+  // Copies to SSD that nodes reported they could not make
+  // (NotifyOffloadFailure): their objects are evicted without one.
+  uint64_t offload_failures = 0;
   // Promotion on hit (LOCAL_DISK -> MEMORY): ranges reserved for nodes'
   // copies, copies attached as MEMORY replicas, requests refused for want
   // of room (DRAM at the eviction watermark, or the node's segments full),

@@ -6,6 +6,7 @@
 // replica that points at it and calls ReleaseDisk().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -27,6 +28,9 @@ struct DiskNode {
   const UUID client_id;
   const std::string endpoint;  // immutable: read without locks
   const bool enable_offloading;
+  // The node reported a copy it could not make (NotifyOffloadFailure) and
+  // none made since: eviction waits for no copy to it (directory_offload.cc).
+  std::atomic<bool> copies_failing{false};
 };
 
 // An offload task handed to a node and not yet reported back.

@@ -93,16 +93,19 @@ Result<uint64_t> Directory::RemoveByRegex(std::string_view tenant, std::string_v
 // snapshot lock is taken once for the whole batch).
 std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
     const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const PutConfig& config) {
+    const std::vector<uint64_t>& sizes, const PutConfig& config,
+    const std::vector<uint64_t>& checksums) {
   SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<Result<std::vector<ReplicaDescriptor>>> out;
   out.reserve(keys.size());
+  PutConfig item = config;  // with each key's own checksum, when given
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (i >= sizes.size()) {
+    if (i >= sizes.size() || (!checksums.empty() && i >= checksums.size())) {
       out.emplace_back(ErrorCode::INVALID_PARAMS);
-    } else {
-      out.push_back(impl_->PutStart(client, tenant, keys[i], sizes[i], config));
+      continue;
     }
+    if (!checksums.empty()) item.checksum = checksums[i];
+    out.push_back(impl_->PutStart(client, tenant, keys[i], sizes[i], item));
   }
   return out;
 }
@@ -164,6 +167,12 @@ Result<std::vector<ErrorCode>> Directory::NotifyOffloadSuccess(
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->NotifyOffloadSuccess(client, items);
 }
+Result<std::vector<ErrorCode>> Directory::NotifyOffloadFailure(
+    const UUID& client, const std::vector<OffloadFailure>& items) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->NotifyOffloadFailure(client, items);
+}
+
 ErrorCode Directory::EvictDiskReplica(const UUID& client, std::string_view tenant,
                                       std::string_view key) {
   SnapshotReader hold(&impl_->snapshot_lock_);

@@ -161,7 +161,8 @@ class Directory {
   // --- batches: one answer per item, in order ---------------------------------
   std::vector<Result<std::vector<ReplicaDescriptor>>> BatchPutStart(
       const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
-      const std::vector<uint64_t>& sizes, const PutConfig& config);
+      const std::vector<uint64_t>& sizes, const PutConfig& config,
+      const std::vector<uint64_t>& checksums = {});
   std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant,
                                      const std::vector<std::string>& keys);
   std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant,
@@ -186,8 +187,17 @@ class Directory {
   // the node copied bytes no object holds any more.
   Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const UUID& client,
                                                       const std::vector<OffloadedObject>& items);
-  // Removes the client's LOCAL_DISK replica of the key (the node evicted it).
+  // Removes the client's LOCAL_DISK replica of the key (the node evicted it,
+  // or a read found its record missing or corrupt).
   ErrorCode EvictDiskReplica(const UUID& client, std::string_view tenant, std::string_view key);
+  // The copies of these handed-out tasks failed in the client's store: each
+  // task's pin is released and its object is evicted without a copy when
+  // eviction picks it; until the client's next successful copy, eviction
+  // waits for no copy to this client (docs/directory.md, "Eviction with an
+  // SSD tier"). One code per item: OK, or OBJECT_NOT_FOUND when no such task
+  // is in flight for the client. ILLEGAL_CLIENT without a mounted disk.
+  Result<std::vector<ErrorCode>> NotifyOffloadFailure(const UUID& client,
+                                                      const std::vector<OffloadFailure>& items);
 
   // --- promotion on hit (LOCAL_DISK -> MEMORY; docs/directory.md) ----------
   // For each item, an object of the client's SSD store to copy back into

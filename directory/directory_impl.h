@@ -92,6 +92,8 @@ class DirectoryImpl {
   Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const UUID& client,
                                                       const std::vector<OffloadedObject>& items);
   ErrorCode EvictDiskReplica(const UUID& client, std::string_view tenant, std::string_view key);
+  Result<std::vector<ErrorCode>> NotifyOffloadFailure(const UUID& client,
+                                                      const std::vector<OffloadFailure>& items);
   void ExpireInflightOffloads();
   // Adds the disk node's COMPLETE LOCAL_DISK replica (creating the object if
   // unknown). Caller holds the shard exclusively.
@@ -319,6 +321,7 @@ class DirectoryImpl {
   std::atomic<uint64_t> evicted_bytes_{0};
   std::atomic<uint64_t> evicted_without_copy_{0};
   std::atomic<uint64_t> offload_waits_{0};
+  std::atomic<uint64_t> offload_failures_{0};  // copies nodes reported they could not make
   std::atomic<uint64_t> eviction_runs_{0};
   std::atomic<uint64_t> promotions_granted_{0};
   std::atomic<uint64_t> promoted_{0};

@@ -592,6 +592,7 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.evicted_without_copy = evicted_without_copy_.load();
   s.offload_queued = clients_.QueuedOffloads();
   s.offload_waits = offload_waits_.load();
+  s.offload_failures = offload_failures_.load();
   s.promotions_granted = promotions_granted_.load();
   s.promoted = promoted_.load();
   s.promotions_refused = promotions_refused_.load();

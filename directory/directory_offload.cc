@@ -11,8 +11,10 @@ namespace {
 // A queued copy not handed out within this long is queued again by eviction
 // (its task may have been lost with a node's queue).
 constexpr int64_t kRequeueAfterMs = kOffloadTimeoutMs;
-// ObjectMetadata::offload_queued_stamp: seconds modulo kStampPeriod, plus 1.
-constexpr int64_t kStampPeriod = 65'535;
+// ObjectMetadata::offload_queued_stamp: seconds modulo kStampPeriod, plus 1;
+// kCopyFailed (never a time stamp): the node reported it could not copy it.
+constexpr int64_t kStampPeriod = 65'534;
+constexpr uint16_t kCopyFailed = 65'535;
 
 uint16_t OffloadStamp(int64_t now_ms) {
   return static_cast<uint16_t>((now_ms / 1000) % kStampPeriod + 1);
@@ -60,7 +62,14 @@ const DiskNode* DirectoryImpl::OffloadTier(const ObjectMetadata& meta) const {
 
 bool DirectoryImpl::MayEvictNow(std::string_view tenant, std::string_view key,
                                 const ObjectMetadata& meta, int64_t now) {
-  if (OffloadTier(meta) == nullptr) return true;
+  const DiskNode* tier = OffloadTier(meta);
+  if (tier == nullptr) return true;
+  // A copy the node could not make, or a node whose store makes none now:
+  // waiting would refuse puts for as long as the store stays so.
+  if (meta.offload_queued_stamp == kCopyFailed ||
+      tier->copies_failing.load(std::memory_order_relaxed)) {
+    return true;
+  }
   if (!QueuedLately(meta, now) && !QueueOffloadFor(tenant, key, meta) &&
       options_.offload_force_evict) {
     return true;  // beyond the offload cap: dropped without a copy
@@ -147,6 +156,7 @@ Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
     }
     uint64_t replica_id = 0;
     if (clients_.FinishInflight(client, tenant, item.key, &replica_id)) {
+      disk->copies_failing.store(false, std::memory_order_relaxed);  // a copy was made
       ObjectMetadata* meta = Find(shard, tenant, item.key);
       // The node copied the replica pinned for the task: if the object was
       // removed (or removed and written again) meanwhile, that copy is of
@@ -185,6 +195,37 @@ ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view t
       MakeReplica(id, ReplicaStatus::COMPLETE, ReplicaType::LOCAL_DISK, disk, 0));
   Touch(shard, tenant, item.key);
   return ErrorCode::OK;
+}
+
+Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadFailure(
+    const UUID& client, const std::vector<OffloadFailure>& items) {
+  DiskNode* disk = clients_.Disk(client);
+  if (disk == nullptr) return ErrorCode::ILLEGAL_CLIENT;
+  clients_.Ping(client, Now());
+  std::vector<ErrorCode> out;
+  out.reserve(items.size());
+  for (const OffloadFailure& item : items) {
+    std::string_view tenant = EffectiveTenant(item.tenant);
+    ErrorCode rc = ValidateTenantKey(tenant, item.key);
+    if (rc != ErrorCode::OK) {
+      out.push_back(rc);
+      continue;
+    }
+    MetadataShard& shard = ShardOf(tenant, item.key);
+    WriterLock lock(&shard.mu);
+    uint64_t replica_id = 0;
+    if (clients_.Disk(client) != disk ||
+        !clients_.FinishInflight(client, tenant, item.key, &replica_id)) {
+      out.push_back(ErrorCode::OBJECT_NOT_FOUND);
+      continue;
+    }
+    ObjectMetadata* meta = Find(shard, tenant, item.key);
+    if (Unpin(meta, replica_id)) meta->offload_queued_stamp = kCopyFailed;
+    disk->copies_failing.store(true, std::memory_order_relaxed);
+    offload_failures_.fetch_add(1, std::memory_order_relaxed);
+    out.push_back(ErrorCode::OK);
+  }
+  return out;
 }
 
 ErrorCode DirectoryImpl::EvictDiskReplica(const UUID& client, std::string_view tenant,

@@ -1,6 +1,8 @@
 // Eviction with an SSD tier (docs/directory.md): MEMORY replicas of objects
 // without a LOCAL_DISK copy stay until the copy exists; Mooncake's
 // offload_on_evict, offload_force_evict and offloading_queue_limit.
+#include <algorithm>
+
 #include "directory/directory_test_util.h"
 
 namespace shelfmark {
@@ -113,6 +115,41 @@ TEST_F(TieringTest, ACopyNeverReportedIsQueuedAgainAfterItsTimeout) {
   EvictNow();
   EXPECT_GE(dir_->Stats().evicted_objects, 10u);
   EXPECT_EQ(dir_->Stats().evicted_without_copy, 0u);
+}
+
+// A node whose store cannot take a copy says so (NotifyOffloadFailure):
+// the pins go, eviction drops those objects without a copy (counted), and
+// waits for no copy to that node until one succeeds again, so puts are
+// accepted again instead of refused for as long as the store stays full.
+TEST_F(TieringTest, CopiesTheNodeCouldNotMakeAreEvictedWithoutOne) {
+  Fill();
+  auto taken = dir_->OffloadHeartbeat(node_, 10);
+  ASSERT_TRUE(taken.ok());
+  ASSERT_EQ(taken->size(), 10u);
+  std::vector<OffloadFailure> failed;
+  for (const OffloadTask& t : *taken) failed.push_back({t.tenant, t.key, ErrorCode::FILE_WRITE_FAIL});
+  failed.push_back({"", "never-handed-out", ErrorCode::FILE_WRITE_FAIL});
+  auto codes = dir_->NotifyOffloadFailure(node_, failed);
+  ASSERT_TRUE(codes.ok());
+  EXPECT_EQ(std::count(codes->begin(), codes->end(), ErrorCode::OK), 10);
+  EXPECT_EQ(codes->back(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->Stats().offload_failures, 10u);
+  // The pin is released: removable without force.
+  EXPECT_EQ(dir_->Remove("", taken->front().key, false), ErrorCode::OK);
+  EvictNow();
+  DirectoryStats s = dir_->Stats();
+  EXPECT_GE(s.evicted_objects, 9u) << "eviction still waits for copies that cannot come";
+  EXPECT_EQ(s.evicted_without_copy, s.evicted_objects);
+  EXPECT_EQ(Put("new", 1024), ErrorCode::OK);
+  // A copy that succeeds again: eviction waits for copies once more (the
+  // objects copied go first, with their copy).
+  ASSERT_GT(OffloadAll(), 0u);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Put("more" + std::to_string(i), 1024), ErrorCode::OK);
+  EvictNow();
+  EXPECT_GT(dir_->Stats().evicted_objects, s.evicted_objects);
+  EXPECT_EQ(dir_->Stats().evicted_without_copy, s.evicted_without_copy);
+  EXPECT_EQ(dir_->NotifyOffloadFailure(UUID::Generate(), failed).error(),
+            ErrorCode::ILLEGAL_CLIENT);
 }
 
 class OffloadOnEvictTest : public TieringTest {

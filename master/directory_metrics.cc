@@ -48,6 +48,10 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
   registry.AddCounterFunc("shelfmark_master_offload_waits_total",
                           "Eviction candidates kept until their SSD copy exists.",
                           read(&DirectoryStats::offload_waits));
+  registry.AddCounterFunc("shelfmark_master_offload_failures_total",
+                          "Copies to SSD that nodes reported they could not make; their objects "
+                          "are evicted without one.",
+                          read(&DirectoryStats::offload_failures));
   registry.AddCounterFunc("shelfmark_master_promotions_granted_total",
                           "Promotions on hit granted: DRAM reserved for a node's copy from SSD.",
                           read(&DirectoryStats::promotions_granted));

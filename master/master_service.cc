@@ -235,8 +235,14 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       PutConfig config;
       code = rpcconv::Decode(p.getConfig(), &config);
       if (code != ErrorCode::OK) return code;
+      auto checksums_in = p.getChecksums();
+      if (checksums_in.size() != 0 && checksums_in.size() != keys.size()) {
+        return ErrorCode::INVALID_PARAMS;
+      }
+      std::vector<uint64_t> checksums(checksums_in.size());
+      for (unsigned i = 0; i < checksums_in.size(); ++i) checksums[i] = checksums_in[i];
       auto results = dir_.BatchPutStart(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
-                                        keys, sizes, config);
+                                        keys, sizes, config, checksums);
       size_t words = 8;
       for (const auto& r : results) words += 4 + (r.ok() ? ReplicasWords(*r) : 0);
       auto out = ctx.getResults(capnp::MessageSize{words, 0}).initResults(results.size());
@@ -375,6 +381,18 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       ErrorCode code = rpcconv::DecodeList(p.getItems(), s_.max_batch, &items);
       if (code != ErrorCode::OK) return code;
       auto r = dir_.PromoteEnd(rpcconv::Decode(p.getClientId()), items);
+      if (!r.ok()) return r.error();
+      SetCodes(ctx, *r);
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> notifyOffloadFailure(NotifyOffloadFailureContext ctx) override {
+    return Serve(kNotifyOffloadFailure, ctx, [&](auto p) {
+      std::vector<OffloadFailure> items;
+      ErrorCode code = rpcconv::DecodeList(p.getItems(), s_.max_batch, &items);
+      if (code != ErrorCode::OK) return code;
+      auto r = dir_.NotifyOffloadFailure(rpcconv::Decode(p.getClientId()), items);
       if (!r.ok()) return r.error();
       SetCodes(ctx, *r);
       return ErrorCode::OK;

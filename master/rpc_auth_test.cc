@@ -278,6 +278,10 @@ std::vector<Call> EveryCall() {
        [](MasterClient& m, auto&) { return CodeOf(m.NotifyOffloadSuccess({})); }},
       {"evictDiskReplica", kRoleNode,
        [](MasterClient& m, auto& t) { return m.EvictDiskReplica(t, "k"); }},
+      {"notifyOffloadFailure", kRoleNode,
+       [](MasterClient& m, auto& t) {
+         return CodeOf(m.NotifyOffloadFailure({{t, "k", ErrorCode::FILE_WRITE_FAIL}}));
+       }},
       {"promoteStart", kRoleNode,
        [](MasterClient& m, auto& t) { return CodeOf(m.PromoteStart({{t, "k", 64}})); }},
       {"promoteEnd", kRoleNode,

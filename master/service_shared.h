@@ -80,6 +80,7 @@ constexpr CallKind kAllocs = CallKind::kAllocation;
   X(kOffloadHeartbeat, "OffloadHeartbeat", kNode, kWrites)                             \
   X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode, kWrites)                     \
   X(kEvictDiskReplica, "EvictDiskReplica", kNode, kWrites)                             \
+  X(kNotifyOffloadFailure, "NotifyOffloadFailure", kNode, kWrites)                     \
   X(kPromoteStart, "PromoteStart", kNode, kAllocs)                                     \
   X(kPromoteEnd, "PromoteEnd", kNode, kWrites)                                         \
   X(kAuthChallenge, "AuthChallenge", kOpen, kAuthCall)                                 \

@@ -24,6 +24,7 @@ void AnswerProbe(const AmRequest& request, AmResponder& responder) {
 }  // namespace
 
 using OnServed = decltype(LocalDiskServiceOptions::on_served);
+using OnMissing = decltype(LocalDiskServiceOptions::on_missing);
 
 struct LocalDiskService::Core {
   struct Job {
@@ -31,7 +32,8 @@ struct LocalDiskService::Core {
     AmResponder responder;
   };
 
-  Core(StorageBackend* b, OnServed served) : backend(b), on_served(std::move(served)) {}
+  Core(StorageBackend* b, OnServed served, OnMissing missing)
+      : backend(b), on_served(std::move(served)), on_missing(std::move(missing)) {}
 
   StorageBackend* const backend;
   // Cleared by Stop() under the writer lock: a handler still running on the
@@ -39,6 +41,7 @@ struct LocalDiskService::Core {
   // of the handler outside its lock) never calls it once Stop() returned.
   SharedMutex served_mu;
   OnServed on_served GUARDED_BY(served_mu);
+  OnMissing on_missing GUARDED_BY(served_mu);
   Mutex mu;
   std::condition_variable_any cv;
   std::deque<Job> queue GUARDED_BY(mu);
@@ -48,6 +51,8 @@ struct LocalDiskService::Core {
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> malformed{0};
   std::atomic<uint64_t> inline_reads{0};
+  std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> corrupt{0};
 
   void Answer(AmResponder& responder, ErrorCode status, std::string data,
               const DiskPlace& place = {}) {
@@ -65,9 +70,20 @@ struct LocalDiskService::Core {
     responder.Reply(EncodeLocalDiskReply(reply), std::move(data));
   }
 
-  // Answers a decoded read and tells on_served about an OK one.
+  // Answers a decoded read and tells on_served about an OK one. A miss (on
+  // a worker only) goes to on_missing first and is answered OBJECT_NOT_FOUND.
   void AnswerRead(const LocalDiskRequest& request, AmResponder& responder, ErrorCode status,
                   std::string data, const DiskPlace& place) {
+    if (status == ErrorCode::DATA_CORRUPTED || status == ErrorCode::OBJECT_NOT_FOUND) {
+      misses.fetch_add(1, std::memory_order_relaxed);
+      if (status == ErrorCode::DATA_CORRUPTED) corrupt.fetch_add(1, std::memory_order_relaxed);
+      {
+        ReaderLock lock(&served_mu);
+        if (on_missing) on_missing(request.tenant, request.key);
+      }
+      Answer(responder, ErrorCode::OBJECT_NOT_FOUND, {});
+      return;
+    }
     const uint64_t size = data.size();
     Answer(responder, status, std::move(data), place);
     if (status != ErrorCode::OK) return;
@@ -105,7 +121,8 @@ struct LocalDiskService::Core {
     const ErrorCode status = backend->ReadValueCached(request.tenant, request.key,
                                                       request.expected_size, &data, &place,
                                                       &served);
-    if (!served) return false;
+    // A miss goes to a worker: on_missing may block.
+    if (!served || status == ErrorCode::OBJECT_NOT_FOUND) return false;
     inline_reads.fetch_add(1, std::memory_order_relaxed);
     AnswerRead(request, responder, status, std::move(data), place);
     return true;
@@ -137,6 +154,7 @@ struct LocalDiskService::Core {
     {
       WriterLock lock(&served_mu);
       on_served = nullptr;
+      on_missing = nullptr;
     }
     std::deque<Job> left;
     {
@@ -153,7 +171,8 @@ LocalDiskService::LocalDiskService(AmTransport* am, StorageBackend* backend,
                                    LocalDiskServiceOptions options)
     : am_(am) {
   const size_t n = options.worker_threads == 0 ? 1 : options.worker_threads;
-  core_ = std::make_shared<Core>(backend, std::move(options.on_served));
+  core_ = std::make_shared<Core>(backend, std::move(options.on_served),
+                                 std::move(options.on_missing));
   for (size_t i = 0; i < n; ++i) workers_.emplace_back([core = core_]() { core->WorkerLoop(); });
   am_->SetHandler(kLocalDiskReadAmId, [core = core_](AmRequest request, AmResponder responder) {
     core->OnRequest(std::move(request), std::move(responder));
@@ -177,6 +196,8 @@ LocalDiskStats LocalDiskService::stats() const {
   s.errors = core_->errors.load(std::memory_order_relaxed);
   s.malformed = core_->malformed.load(std::memory_order_relaxed);
   s.inline_reads = core_->inline_reads.load(std::memory_order_relaxed);
+  s.misses = core_->misses.load(std::memory_order_relaxed);
+  s.corrupt = core_->corrupt.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -9,10 +9,16 @@
 //
 // Every request gets exactly one reply {status, bucket_id, offset,
 // data_size} + the bytes:
-//  - OK with the bytes; OBJECT_NOT_FOUND for an unknown key; INVALID_PARAMS
-//    for a malformed request or a size that differs from expected_size;
-//    FILE_READ_FAIL when the read fails; other backend codes as they are;
-//    UNAVAILABLE_IN_CURRENT_STATUS once the service is shutting down.
+//  - OK with the bytes, which the backend verified against the record's
+//    checksum (storage_backend.h); OBJECT_NOT_FOUND for a miss: the key is
+//    not in the store, or its record did not read back intact (the backend
+//    dropped it: DATA_CORRUPTED, counted in `corrupt`); INVALID_PARAMS for a
+//    malformed request or a size that differs from expected_size; other
+//    backend codes as they are; UNAVAILABLE_IN_CURRENT_STATUS once the
+//    service is shutting down.
+//  - A miss is answered by a worker, after on_missing returned: the node
+//    drops its LOCAL_DISK replica at the master first, so the client that
+//    sees the miss finds the key gone and may put it again at once.
 //  - bucket_id and offset say where this read found the bytes
 //    (StorageBackend::ReadValue's DiskPlace); 0 in error replies.
 //
@@ -50,6 +56,11 @@ struct LocalDiskServiceOptions {
   // node/promotion_tracker.h). Null: none. Never called once the
   // destructor has returned (it waits for a call in progress).
   std::function<void(std::string_view tenant, std::string_view key, uint64_t size)> on_served;
+  // Called on a worker thread for every miss (the key is not in the store,
+  // or its record did not read back intact), before its OBJECT_NOT_FOUND
+  // reply; it may block for a bounded time (the node tells the master).
+  // Null: none. Same lifetime rule as on_served.
+  std::function<void(std::string_view tenant, std::string_view key)> on_missing;
 };
 
 struct LocalDiskStats {
@@ -58,6 +69,8 @@ struct LocalDiskStats {
   uint64_t errors = 0;        // replies with a status other than OK
   uint64_t malformed = 0;     // requests that did not decode (counted in errors too)
   uint64_t inline_reads = 0;  // answered on the progress thread from the page cache
+  uint64_t misses = 0;        // answered OBJECT_NOT_FOUND (counted in errors too)
+  uint64_t corrupt = 0;       // of the misses: records that did not read back intact
 };
 
 class LocalDiskService {

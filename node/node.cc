@@ -9,11 +9,13 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "common/host_port.h"
+#include "common/object_key.h"
 #include "common/socket_io.h"
 #include "ha/master_address.h"
 #include "rpc/master_client.h"
@@ -70,10 +72,16 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
         n->OnServed(tenant, key, size);
       };
     }
+    DiskReporterOptions reporter;
+    reporter.master = n->MasterOptions();
+    reporter.retry_interval_ms = n->options_.retry_interval_ms;
+    n->reporter_ = std::make_unique<DiskReporter>(reporter);
+    service.on_missing = [n](std::string_view tenant, std::string_view key) {
+      n->reporter_->Lost(tenant, key);
+    };
     n->disk_service_ = std::make_unique<LocalDiskService>(n->options_.disk_am, disk, service);
     disk->SetEvictCallback([n](std::string_view tenant, std::string_view key) {
-      MutexLock lock(&n->evict_mu_);
-      n->evictions_.emplace_back(std::string(tenant), std::string(key));
+      n->reporter_->Evicted(tenant, key);
     });
   }
   return node;
@@ -114,7 +122,9 @@ NodeCounters Node::counters() const {
   c.offload_batches = offload_batches_.load();
   c.offload_busy_ns = offload_busy_ns_.load();
   c.offload_stale = offload_stale_.load();
-  c.disk_evictions = disk_evictions_.load();
+  c.disk_evictions = reporter_ ? reporter_->evictions_sent() : 0;
+  c.disk_lost_reported = reporter_ ? reporter_->lost_sent() : 0;
+  c.offload_failures_reported = offload_failures_reported_.load();
   c.promotions_requested = promotions_requested_.load();
   c.promoted = promoted_.load();
   c.promotions_refused = promotions_refused_.load();
@@ -142,6 +152,7 @@ bool Node::SleepOrStop(int64_t ms, bool until_promotions) {
 }
 
 void Node::SetOffloadReady(bool ready) {
+  if (reporter_) reporter_->SetReady(ready);
   MutexLock lock(&stop_mu_);
   offload_ready_ = ready;
   stop_cv_.notify_all();
@@ -212,14 +223,12 @@ ErrorCode Node::Run() {
       wait_ms = 0;
       continue;
     }
-    if (options_.disk != nullptr) {
-      if (!disk_reported) report_disk();
-      SendEvictions(master);
-    }
+    if (options_.disk != nullptr && !disk_reported) report_disk();
     if (options_.on_ping) options_.on_ping();
     wait_ms = options_.ping_interval_ms;
   }
   if (offload.joinable()) offload.join();  // Stop() ends it too
+  SetOffloadReady(false);  // the reporter sends nothing once unmounted
   if (!mounted_.exchange(false)) return ErrorCode::OK;
   return master.UnmountSegment(segment_.id);
 }
@@ -397,12 +406,13 @@ void Node::OffloadLoop() {
     if (busy_since < 0) busy_since = now_ns();
     offload_inflight_.fetch_add(tasks->size());
     auto batch = std::make_unique<OffloadBatch>();
+    std::vector<OffloadFailure> unreadable;
     for (OffloadTask& task : *tasks) {
       std::optional<uint64_t> offset = SegmentOffset(segment_, task.buffer_address, task.size);
-      if (!offset) {
-        // Not ours to read: the master times the task out.
+      if (!offset) {  // not ours to read
         offload_failures_.fetch_add(1);
         offload_inflight_.fetch_sub(1);
+        unreadable.push_back({task.tenant, task.key, ErrorCode::INVALID_PARAMS});
         continue;
       }
       if (!batch->tasks.empty() && batch->bytes + task.size > options_.offload_batch_bytes) {
@@ -414,6 +424,7 @@ void Node::OffloadLoop() {
       batch->tasks.push_back(std::move(task));
     }
     if (!batch->tasks.empty()) write(std::move(batch));
+    ReportOffloadFailures(master, unreadable);
   }
   report_written();
   end_busy();
@@ -435,6 +446,19 @@ void Node::WriteOffloadBatch(OffloadBatch& batch) {
 
 void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
   std::vector<std::pair<std::string, std::string>> stale;  // copies the master refused
+  // Tasks the store did not take (the batch failed, or some of its objects
+  // when written one at a time; failures counted by WriteToDisk).
+  std::set<std::pair<std::string, std::string>> stored;
+  for (const StoredLocation& l : batch.stored) stored.emplace(l.tenant, l.key);
+  std::vector<OffloadFailure> failed;
+  for (const OffloadTask& task : batch.tasks) {
+    if (stored.count({std::string(EffectiveTenant(task.tenant)), task.key}) == 0) {
+      failed.push_back({task.tenant, task.key,
+                        batch.write_rc != ErrorCode::OK ? batch.write_rc
+                                                        : ErrorCode::FILE_WRITE_FAIL});
+    }
+  }
+  ReportOffloadFailures(master, failed);
   if (batch.write_rc == ErrorCode::OK && !batch.stored.empty()) {
     offload_batches_.fetch_add(1);
     std::vector<OffloadedObject> items;
@@ -462,15 +486,21 @@ void Node::ReportOffloadBatch(MasterClient& master, OffloadBatch& batch) {
   DropStale(stale);
 }
 
+void Node::ReportOffloadFailures(MasterClient& master,
+                                 const std::vector<OffloadFailure>& failed) {
+  if (failed.empty()) return;
+  // Unanswered: the master times the tasks out (and keeps waiting for their
+  // copies until then).
+  auto codes = master.NotifyOffloadFailure(failed);
+  if (codes.ok()) offload_failures_reported_.fetch_add(failed.size());
+}
+
 void Node::DropStale(const std::vector<std::pair<std::string, std::string>>& stale) {
   for (const auto& [tenant, key] : stale) {
-    {
-      // A later batch of the same key (a new object written meanwhile) is
-      // written or being written: its bytes are the ones to keep. Only this
-      // thread starts batches, so none can appear after this check.
-      MutexLock lock(&evict_mu_);
-      if (unreported_.count({tenant, key}) != 0) continue;
-    }
+    // A later batch of the same key (a new object written meanwhile) is
+    // written or being written: its bytes are the ones to keep. Only this
+    // thread starts batches, so none can appear after this check.
+    if (reporter_->Held(tenant, key)) continue;
     if (options_.disk->Remove(tenant, key) == ErrorCode::OK) offload_stale_.fetch_add(1);
   }
 }
@@ -523,9 +553,13 @@ void Node::PromoteRound(MasterClient& master) {
 bool Node::CopyPromoted(const PromoteRequest& item, uint64_t address, uint64_t mount_epoch) {
   std::optional<uint64_t> offset = SegmentOffset(segment_, address, item.size);
   std::string value;
-  bool ok = offset.has_value() &&
-            options_.disk->Read(item.tenant, item.key, item.size, &value) == ErrorCode::OK &&
-            value.size() == item.size;
+  const ErrorCode read =
+      offset ? options_.disk->Read(item.tenant, item.key, item.size, &value) : ErrorCode::OK;
+  // A record gone or not intact is never copied; the master drops it too.
+  if (read == ErrorCode::DATA_CORRUPTED || read == ErrorCode::OBJECT_NOT_FOUND) {
+    reporter_->Lost(item.tenant, item.key);
+  }
+  bool ok = offset.has_value() && read == ErrorCode::OK && value.size() == item.size;
   // Checked last, just before writing into the segment.
   ok = ok && mounted_.load() && mounts_.load() == mount_epoch;
   if (!ok) {
@@ -551,33 +585,10 @@ void Node::EndPromotions(MasterClient& master, const std::vector<PromoteResult>&
 }
 
 void Node::HoldEvictions(const OffloadBatch& batch, bool hold) {
-  MutexLock lock(&evict_mu_);
-  for (const OffloadTask& task : batch.tasks) {
-    auto it = unreported_.try_emplace({task.tenant, task.key}, 0).first;
-    it->second += hold ? 1 : -1;
-    if (it->second <= 0) unreported_.erase(it);
-  }
-}
-
-void Node::SendEvictions(MasterClient& master) {
-  std::vector<std::pair<std::string, std::string>> pending;
-  {
-    MutexLock lock(&evict_mu_);
-    // A key whose offload is not reported yet stays queued: its eviction
-    // must reach the master after its LOCAL_DISK replica does.
-    std::vector<std::pair<std::string, std::string>> held;
-    for (auto& e : evictions_) (unreported_.count(e) != 0 ? held : pending).push_back(std::move(e));
-    evictions_.swap(held);
-  }
-  for (size_t i = 0; i < pending.size(); ++i) {
-    if (master.EvictDiskReplica(pending[i].first, pending[i].second) == ErrorCode::RPC_FAIL) {
-      MutexLock lock(&evict_mu_);
-      evictions_.insert(evictions_.begin(), pending.begin() + static_cast<ptrdiff_t>(i),
-                        pending.end());
-      return;
-    }
-    disk_evictions_.fetch_add(1);
-  }
+  std::vector<DiskReporter::KeyRef> keys;
+  keys.reserve(batch.tasks.size());
+  for (const OffloadTask& task : batch.tasks) keys.emplace_back(task.tenant, task.key);
+  reporter_->Hold(keys, hold);
 }
 
 }  // namespace shelfmark

@@ -27,9 +27,13 @@
 // force while being written makes the master refuse its report, and the
 // node drops that copy from its store), pipelined: batch N+1 is gathered
 // and batch N-1 reported while batch N is written; batch N is reported
-// (NotifyOffloadSuccess) once written. Keys the backend evicts are queued by
-// its evict callback (any thread) and sent as EvictDiskReplica from Run()'s
-// thread, each after the key's own offload report.
+// (NotifyOffloadSuccess) once written; copies the store could not make are
+// reported too (NotifyOffloadFailure), so eviction at the master stops
+// waiting for them. What the store loses reaches the master through a
+// DiskReporter (node/disk_reporter.h) on a thread of its own: keys its evict
+// callback names, sent at once (each after the key's own offload report),
+// and records a LOCAL_DISK read found missing or corrupt, sent before that
+// read's OBJECT_NOT_FOUND reply.
 //
 // Promotion on hit (promote_after_hits > 0, with `disk`): every OK LOCAL_DISK
 // read the LocalDiskService serves is counted by a PromotionTracker
@@ -40,7 +44,8 @@
 // (PromoteStart), then one OffloadHeartbeat, so neither starves the other.
 // For each OK grant it reads the object from the SSD store and copies it
 // into its own segment at the granted buffer_address (a range outside the
-// segment, a failed read, or a remount since PromoteStart: not copied),
+// segment, a failed read, or a remount since PromoteStart: not copied; a
+// record that did not read back intact is reported lost, never copied),
 // then ends them all in one PromoteEnd (copied or not): the master attaches
 // the copies as COMPLETE MEMORY replicas. Grants not OK (no DRAM room under
 // the eviction watermark, already in DRAM or in flight, gone) are counted
@@ -73,6 +78,7 @@
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "node/disk_reporter.h"
 #include "node/local_disk_service.h"
 #include "node/promotion_tracker.h"
 #include "ssdstore/storage_backend.h"
@@ -140,7 +146,12 @@ struct NodeCounters {
   // (OBJECT_NOT_FOUND: removed, or removed and written again, while being
   // copied), removed from the store again so no re-report brings them back.
   uint64_t offload_stale = 0;
-  uint64_t disk_evictions = 0;    // EvictDiskReplica calls answered
+  uint64_t disk_evictions = 0;    // EvictDiskReplica calls answered for SSD evictions
+  // EvictDiskReplica calls answered for records a read (LOCAL_DISK or a
+  // promotion's) found missing or corrupt.
+  uint64_t disk_lost_reported = 0;
+  // Offload tasks reported failed (NotifyOffloadFailure answered).
+  uint64_t offload_failures_reported = 0;
   uint64_t promotions_requested = 0;  // keys sent in PromoteStart
   uint64_t promoted = 0;              // copied and attached as MEMORY replicas (PromoteEnd OK)
   uint64_t promotions_refused = 0;    // grants not OK (no room, already in DRAM, gone)
@@ -217,8 +228,11 @@ class Node {
   void OffloadLoop();
   // Writes `batch` (on the writer thread); sets its result.
   void WriteOffloadBatch(OffloadBatch& batch);
-  // Reports a written batch (NotifyOffloadSuccess) and settles its counters.
+  // Reports a written batch (NotifyOffloadSuccess; its tasks the store did
+  // not take: NotifyOffloadFailure) and settles its counters.
   void ReportOffloadBatch(MasterClient& master, OffloadBatch& batch);
+  // NotifyOffloadFailure of `failed` (none: nothing sent).
+  void ReportOffloadFailures(MasterClient& master, const std::vector<OffloadFailure>& failed);
   // Removes from the SSD store the reported keys the master refused, but
   // those a later batch holds. On the offload thread only.
   void DropStale(const std::vector<std::pair<std::string, std::string>>& stale);
@@ -240,9 +254,6 @@ class Node {
   // Holds back (true) or releases the evictions of a batch's keys: a key is
   // evicted at the master only after its offload was reported.
   void HoldEvictions(const OffloadBatch& batch, bool hold);
-  // Sends queued evictions (but those held back); stops at the first RPC
-  // failure (kept queued).
-  void SendEvictions(MasterClient& master);
 
   const NodeOptions options_;
   TransportEngine* const engine_;
@@ -253,19 +264,17 @@ class Node {
   std::atomic<bool> mounted_{false};
   std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
   std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
-      offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0}, disk_evictions_{0},
-      offload_busy_ns_{0}, offload_stale_{0};
+      offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0},
+      offload_busy_ns_{0}, offload_stale_{0}, offload_failures_reported_{0};
   std::atomic<uint64_t> promotions_requested_{0}, promoted_{0}, promotions_refused_{0},
       promotion_failures_{0};
   // Promotion on hit: null when off. Declared before disk_service_, whose
   // on_served uses it, so that it outlives the service.
   std::unique_ptr<PromotionTracker> tracker_;
+  // With `disk`: tells the master what the store lost. Declared before
+  // disk_service_, whose on_missing uses it.
+  std::unique_ptr<DiskReporter> reporter_;
   std::unique_ptr<LocalDiskService> disk_service_;
-  Mutex evict_mu_;
-  std::vector<std::pair<std::string, std::string>> evictions_ GUARDED_BY(evict_mu_);
-  // Keys of offload batches written or being written but not yet reported,
-  // with a count each (a key may be in two batches).
-  std::map<std::pair<std::string, std::string>, int> unreported_ GUARDED_BY(evict_mu_);
   Mutex stop_mu_;
   std::condition_variable_any stop_cv_;
   bool stop_ GUARDED_BY(stop_mu_) = false;

@@ -229,6 +229,12 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
                    [n] { return static_cast<double>(n->counters().offload_inflight); });
   counter("shelfmark_node_disk_evictions_total", "SSD evictions reported to the master.",
           &NodeCounters::disk_evictions);
+  counter("shelfmark_node_disk_lost_reported_total",
+          "SSD records a read found missing or corrupt, dropped at the master.",
+          &NodeCounters::disk_lost_reported);
+  counter("shelfmark_node_offload_failures_reported_total",
+          "Offload tasks whose failure the master was told (it then evicts without a copy).",
+          &NodeCounters::offload_failures_reported);
   counter("shelfmark_node_promotions_requested_total",
           "Objects read often from the SSD store asked to be promoted (PromoteStart).",
           &NodeCounters::promotions_requested);
@@ -263,7 +269,14 @@ void AddDiskMetrics(MetricsRegistry& metrics, const Node& node, const StorageBac
   served("shelfmark_node_disk_inline_reads_total",
          "LOCAL_DISK reads answered on the progress thread from the page cache.",
          &LocalDiskStats::inline_reads);
+  served("shelfmark_node_disk_misses_total",
+         "LOCAL_DISK reads answered OBJECT_NOT_FOUND (not in the store, or not intact).",
+         &LocalDiskStats::misses);
   const StorageBackend* d = &disk;
+  metrics.AddCounterFunc("shelfmark_node_disk_corrupt_records_total",
+                         "SSD records dropped because a read found them not intact (checksum "
+                         "mismatch, file gone or cut short, read error); never served.",
+                         [d] { return static_cast<double>(d->corrupt_records()); });
   metrics.AddGauge("shelfmark_node_disk_objects", "Objects in the SSD store.",
                    [d] { return static_cast<double>(d->object_count()); });
   metrics.AddGauge("shelfmark_node_disk_used_bytes", "Bytes the SSD store's objects take.",

@@ -24,6 +24,7 @@
 #include "directory/directory.h"
 #include "master/rpc_server.h"
 #include "ssdstore/storage_backend_factory.h"
+#include "testing/process_util.h"
 #include "testing/temp_dir.h"
 #include "testing/wait_for.h"
 #include "transport/loopback_engine.h"
@@ -275,10 +276,12 @@ void PutIntoNode(Directory& directory, DiskNode& n, const std::string& key,
   ASSERT_EQ(directory.PutEnd(n.client_id, "t", key), ErrorCode::OK);
 }
 
+// Evictions reach the master at once (the DiskReporter's thread), not at
+// the next ping: with a ping period of a minute, none is sent here.
 TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   DiskNode n(/*total_keys_limit=*/1);
   Master master(0, /*enable_offload=*/true);
-  ASSERT_TRUE(n.Start(master.port));
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) { o.ping_interval_ms = 60'000; }));
   n.watch.WaitFor(1);
   const std::string a = testing::TestPattern(3000, 'c'), b = testing::TestPattern(9000, 'd');
   PutIntoNode(*master.directory, n, "k1", a);
@@ -292,7 +295,7 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   // A second object exceeds the one-key limit: k1 leaves the SSD store and
   // its LOCAL_DISK replica leaves the master (the MEMORY one stays).
   PutIntoNode(*master.directory, n, "k2", b);
-  // The eviction (ping thread) and k2's report (offload thread) come in
+  // The eviction (reporter thread) and k2's report (offload thread) come in
   // either order.
   ASSERT_TRUE(testing::WaitFor(
       [&] {
@@ -302,6 +305,7 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
       kOffloadDeadlineMs));
   EXPECT_EQ(n.node->counters().offloaded, 2u);
   EXPECT_EQ(n.node->counters().offload_failures, 0u);
+  EXPECT_EQ(n.node->counters().pings, 0u);
   EXPECT_FALSE(DiskReplica(*master.directory, "k1").has_value());
   ASSERT_TRUE(master.directory->Stat("t", "k1").ok());
   ExpectDiskReplica(*master.directory, "k2", n, b.size());
@@ -309,6 +313,58 @@ TEST(NodeDiskTest, OffloadsFromItsSegmentAndReportsEvictions) {
   read = n.Read("k2", b.size());
   ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
   EXPECT_TRUE(read->data == b);
+}
+
+// The master lists a record the store no longer has (here removed behind
+// the node's back: a stale entry). A read of it is a miss, and the master
+// has dropped the LOCAL_DISK replica before the miss is answered: the key
+// is gone there at once and can be put again at once.
+TEST(NodeDiskTest, AReadOfARecordTheStoreLostIsAMissTheMasterForgetsFirst) {
+  DiskNode n;
+  const std::string a = testing::TestPattern(5000, 'a');
+  ASSERT_TRUE(n.backend->WriteBatch({{"t", "k1", a}, {"t", "k2", a}}).ok());
+  Master master(0, /*enable_offload=*/true);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) { o.ping_interval_ms = 60'000; }));
+  n.watch.WaitFor(1);
+  ExpectDiskReplica(*master.directory, "k1", n, a.size());  // re-reported: SSD only
+  ASSERT_EQ(n.backend->Remove("t", "k1"), ErrorCode::OK);
+  EXPECT_EQ(n.Read("k1", a.size()).error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(master.directory->Stat("t", "k1").error(), ErrorCode::OBJECT_NOT_FOUND);
+  auto again = master.directory->PutStart(n.client_id, "t", "k1", a.size(), PutConfig{});
+  EXPECT_TRUE(again.ok()) << ErrorCodeName(again.error());
+  EXPECT_EQ(n.node->counters().disk_lost_reported, 1u);
+  EXPECT_EQ(n.node->disk_stats().misses, 1u);
+  EXPECT_EQ(n.node->disk_stats().corrupt, 0u);
+  auto read = n.Read("k2", a.size());  // the other record is untouched
+  ASSERT_TRUE(read.ok()) << ErrorCodeName(read.error());
+  EXPECT_TRUE(read->data == a);
+}
+
+// A record whose bytes changed on disk is never served and never promoted
+// (promotion after one hit here: a served read would ask for it): the read
+// is a miss, the record leaves the store and the master, counted as corrupt.
+TEST(NodeDiskTest, ACorruptRecordIsAMissNeverServedNeverPromoted) {
+  DiskNode n;
+  const std::string a = testing::TestPattern(5000, 'a');
+  auto stored = n.backend->WriteBatch({{"t", "k1", a}});
+  ASSERT_TRUE(stored.ok());
+  testing::FlipBits(n.dir.Join(std::to_string((*stored)[0].bucket_id) + ".bucket"),
+                    (*stored)[0].offset + 1000, 0x40);
+  Master master(0, /*enable_offload=*/true);
+  ASSERT_TRUE(n.Start(master.port, [](NodeOptions& o) {
+    o.ping_interval_ms = 60'000;
+    o.promote_after_hits = 1;
+  }));
+  n.watch.WaitFor(1);
+  ExpectDiskReplica(*master.directory, "k1", n, a.size());
+  EXPECT_EQ(n.Read("k1", a.size()).error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(master.directory->Stat("t", "k1").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(n.backend->corrupt_records(), 1u);
+  EXPECT_EQ(n.backend->object_count(), 0u);
+  EXPECT_EQ(n.node->disk_stats().corrupt, 1u);
+  EXPECT_EQ(n.node->disk_stats().bytes_served, 0u);
+  EXPECT_EQ(n.node->counters().promotions_requested, 0u);
+  EXPECT_EQ(n.Read("k1", a.size()).error(), ErrorCode::OBJECT_NOT_FOUND);
 }
 
 // WriteBatch waits at a gate the test opens: the window between the master

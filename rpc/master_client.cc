@@ -709,20 +709,26 @@ Result<uint64_t> MasterClient::RemoveByRegex(std::string_view tenant, std::strin
 
 Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchPutStart(
     std::string_view tenant, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const PutConfig& config) {
+    const std::vector<uint64_t>& sizes, const PutConfig& config,
+    const std::vector<uint64_t>& checksums) {
   using Item = Result<std::vector<ReplicaDescriptor>>;
   using Ret = Result<std::vector<Item>>;
   return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.batchPutStartRequest(
-            capnp::MessageSize{KeysWords(keys) + sizes.size() + 32 + tenant.size() / 8, 0});
+            capnp::MessageSize{
+                KeysWords(keys) + sizes.size() + checksums.size() + 32 + tenant.size() / 8, 0});
         rpcconv::Encode(impl_->options.client_id, req.initClientId());
         CopyText(req.initTenant(tenant.size()), tenant);
         rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
         auto s = req.initSizes(sizes.size());
         for (size_t i = 0; i < sizes.size(); ++i) s.set(i, sizes[i]);
         rpcconv::Encode(config, req.initConfig());
+        if (!checksums.empty()) {
+          auto c = req.initChecksums(checksums.size());
+          for (size_t i = 0; i < checksums.size(); ++i) c.set(i, checksums[i]);
+        }
         return req;
       },
       [&](auto r) -> Ret {
@@ -939,6 +945,22 @@ Result<std::vector<ErrorCode>> MasterClient::PromoteEnd(const std::vector<Promot
       false,
       [&](wire::MasterService::Client& m) {
         return WithItems(m.promoteEndRequest(capnp::MessageSize{ItemWords(items, 6), 0}),
+                         impl_->options.client_id, items);
+      },
+      [&](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return DecodeCodes(r.getCodes(), items.size());
+      });
+}
+
+Result<std::vector<ErrorCode>> MasterClient::NotifyOffloadFailure(
+    const std::vector<OffloadFailure>& items) {
+  using Ret = Result<std::vector<ErrorCode>>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        return WithItems(m.notifyOffloadFailureRequest(capnp::MessageSize{ItemWords(items, 6), 0}),
                          impl_->options.client_id, items);
       },
       [&](auto r) -> Ret {

@@ -105,7 +105,8 @@ class MasterClient {
   // INVALID_PARAMS for mismatched lengths); otherwise one answer per key, in order.
   Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> BatchPutStart(
       std::string_view tenant, const std::vector<std::string>& keys,
-      const std::vector<uint64_t>& sizes, const PutConfig& config);
+      const std::vector<uint64_t>& sizes, const PutConfig& config,
+      const std::vector<uint64_t>& checksums = {});
   Result<std::vector<ErrorCode>> BatchPutEnd(std::string_view tenant,
                                              const std::vector<std::string>& keys);
   Result<std::vector<ErrorCode>> BatchPutRevoke(std::string_view tenant,
@@ -121,6 +122,7 @@ class MasterClient {
   Result<std::vector<OffloadTask>> OffloadHeartbeat(uint64_t max_tasks);
   Result<std::vector<ErrorCode>> NotifyOffloadSuccess(const std::vector<OffloadedObject>& items);
   ErrorCode EvictDiskReplica(std::string_view tenant, std::string_view key);
+  Result<std::vector<ErrorCode>> NotifyOffloadFailure(const std::vector<OffloadFailure>& items);
   // Promotion on hit (docs/directory.md): one grant / one code per item, in
   // order.
   Result<std::vector<PromoteGrant>> PromoteStart(const std::vector<PromoteRequest>& items);

@@ -338,6 +338,19 @@ ErrorCode Decode(wire::PromoteResult::Reader r, PromoteResult* out) {
   return ErrorCode::OK;
 }
 
+void Encode(const OffloadFailure& v, wire::OffloadFailure::Builder b) {
+  b.setTenant(AsText(v.tenant));
+  b.setKey(AsText(v.key));
+  b.setCode(CodeToWire(v.code));
+}
+
+ErrorCode Decode(wire::OffloadFailure::Reader r, OffloadFailure* out) {
+  out->tenant.assign(View(r.getTenant()));
+  out->key.assign(View(r.getKey()));
+  out->code = CodeFromWire(r.getCode());
+  return ErrorCode::OK;
+}
+
 // --- lists -------------------------------------------------------------------
 
 void EncodeReplicas(const std::vector<ReplicaDescriptor>& items,

@@ -131,6 +131,8 @@ ErrorCode Decode(wire::PromoteGrant::Reader r, PromoteGrant* out);
 
 void Encode(const PromoteResult& v, wire::PromoteResult::Builder b);
 ErrorCode Decode(wire::PromoteResult::Reader r, PromoteResult* out);
+void Encode(const OffloadFailure& v, wire::OffloadFailure::Builder b);
+ErrorCode Decode(wire::OffloadFailure::Reader r, OffloadFailure* out);
 
 // --- lists -------------------------------------------------------------------
 // Fills an already-initialized list builder (init it with items.size()).

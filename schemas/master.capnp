@@ -174,6 +174,13 @@ struct OffloadedObject {
   location @2 :StorageObjectMetadata;
 }
 
+# An offload task whose copy the node's SSD store could not make.
+struct OffloadFailure {
+  tenant @0 :Text;
+  key @1 :Text;
+  code @2 :Int32;  # why: the store's ErrorCode (FILE_WRITE_FAIL, ...)
+}
+
 # Promotion on hit (LOCAL_DISK -> MEMORY): an object of the node's SSD store
 # to copy back into the node's own segment.
 struct PromoteRequest {
@@ -246,8 +253,11 @@ interface MasterService {
   removeByRegex @28 (tenant :Text, pattern :Text, force :Bool) -> (code :Int32, removed :UInt64);
 
   # --- batches: one answer per key, in order ----------------------------------
+  # `checksums`: empty (config.checksum applies to every key), or one per
+  # key (the checksum of key i, in place of config.checksum); another length
+  # is INVALID_PARAMS.
   batchPutStart @15 (clientId :Uuid, tenant :Text, keys :List(Text), sizes :List(UInt64),
-                     config :PutConfig)
+                     config :PutConfig, checksums :List(UInt64))
       -> (code :Int32, results :List(PutStartResult));
   batchPutEnd @16 (clientId :Uuid, tenant :Text, keys :List(Text))
       -> (code :Int32, codes :List(Int32));
@@ -268,6 +278,12 @@ interface MasterService {
   notifyOffloadSuccess @22 (clientId :Uuid, items :List(OffloadedObject))
       -> (code :Int32, codes :List(Int32));
   evictDiskReplica @23 (clientId :Uuid, tenant :Text, key :Text) -> (code :Int32);
+  # Offload tasks the node could not copy (its store refused the write): the
+  # pins are released and eviction no longer waits for these copies (nor,
+  # until the node's next successful copy, for any copy to that node).
+  # One code per item, in order; at most max_batch items.
+  notifyOffloadFailure @29 (clientId :Uuid, items :List(OffloadFailure))
+      -> (code :Int32, codes :List(Int32));
 
   # --- promotion on hit (LOCAL_DISK -> MEMORY; docs/directory.md) --------------
   # One grant per item, in order; at most max_batch items. The node copies

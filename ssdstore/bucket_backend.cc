@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <set>
@@ -155,9 +156,14 @@ ErrorCode BucketBackend::Recover() {
     if (!bytes.ok() && bytes.error() != ErrorCode::DATA_CORRUPTED) return bytes.error();
     Result<BucketMeta> meta =
         bytes.ok() ? DecodeBucketMeta(*bytes) : Result<BucketMeta>(ErrorCode::DATA_CORRUPTED);
-    if (!meta.ok() && meta.error() == ErrorCode::VERSION_MISMATCH) return meta.error();
     bool keep = meta.ok() && meta->bucket_id == id && bucket_files.count(id) != 0;
-    if (!meta.ok() || meta->bucket_id != id) {
+    if (!meta.ok() && meta.error() == ErrorCode::VERSION_MISMATCH) {
+      // A newer format is not ours to delete; an older one lacks the
+      // per-object checksums every read verifies, so its objects go.
+      const uint32_t version = BucketMetaVersion(*bytes);
+      if (version > kBucketMetaVersion) return meta.error();
+      why_not[id] = "format version " + std::to_string(version) + " has no per-object checksums";
+    } else if (!meta.ok() || meta->bucket_id != id) {
       why_not[id] = "the .meta does not decode as this bucket's";
     } else if (!keep) {
       why_not[id] = "no .bucket file";
@@ -224,7 +230,7 @@ ErrorCode BucketBackend::Recover() {
       for (BucketMetaEntry& e : meta.entries) {
         const uint64_t key_size = e.key.size();
         bucket->keys.push_back({std::move(e.tenant), std::move(e.key)});
-        bucket->locs.push_back({id, e.offset, key_size, e.data_size});
+        bucket->locs.push_back({id, e.offset, key_size, e.data_size, e.checksum});
       }
       InstallLocked(std::move(bucket), &empty);
     }
@@ -235,7 +241,8 @@ ErrorCode BucketBackend::Recover() {
 
 ErrorCode BucketBackend::WriteBucket(const std::vector<StoredObject>& batch,
                                      const std::vector<size_t>& items, uint64_t id,
-                                     uint64_t first_id, uint32_t count, BucketMeta* meta) {
+                                     uint64_t first_id, uint32_t count, BucketMeta* meta,
+                                     bool* full) {
   meta->bucket_id = id;
   meta->batch_first_id = first_id;
   meta->batch_count = count;
@@ -248,13 +255,19 @@ ErrorCode BucketBackend::WriteBucket(const std::vector<StoredObject>& batch,
     iov.push_back({const_cast<char*>(obj.value.data()), obj.value.size()});
     offset += obj.key.size();
     meta->entries.push_back({std::string(EffectiveTenant(obj.tenant)), obj.key, offset,
-                             obj.value.size()});
+                             obj.value.size(), ValueChecksum(obj.value)});
     offset += obj.value.size();
   }
   meta->bucket_size = offset;
 
+  // The first failure's errno says whether the disk is full.
+  *full = false;
+  auto failed = [full](ErrorCode ec) {
+    if (ec != ErrorCode::OK && !*full) *full = errno == ENOSPC || errno == EDQUOT;
+    return ec != ErrorCode::OK;
+  };
   Result<int> fd = io_->Open(PathOf(id, kBucketSuffix), O_CREAT | O_WRONLY | O_TRUNC);
-  if (!fd.ok()) return fd.error();
+  if (failed(fd.ok() ? ErrorCode::OK : fd.error())) return fd.error();
   ErrorCode ec = ErrorCode::OK;
   uint64_t at = 0;
   for (size_t i = 0; ec == ErrorCode::OK && i < iov.size(); i += kMaxIov) {
@@ -263,6 +276,7 @@ ErrorCode BucketBackend::WriteBucket(const std::vector<StoredObject>& batch,
     for (const iovec& v : part) at += v.iov_len;
   }
   if (ec == ErrorCode::OK) ec = io_->FDataSync(*fd);
+  failed(ec);
   ErrorCode close_ec = io_->Close(*fd);
   if (ec == ErrorCode::OK) ec = close_ec;
   if (ec != ErrorCode::OK) return ec;
@@ -271,13 +285,15 @@ ErrorCode BucketBackend::WriteBucket(const std::vector<StoredObject>& batch,
   const std::string bytes = EncodeBucketMeta(*meta);
   const std::string tmp = PathOf(id, kTempSuffix);
   Result<int> mfd = io_->Open(tmp, O_CREAT | O_WRONLY | O_TRUNC);
-  if (!mfd.ok()) return mfd.error();
+  if (failed(mfd.ok() ? ErrorCode::OK : mfd.error())) return mfd.error();
   ec = io_->PWrite(*mfd, bytes.data(), bytes.size(), 0);
   if (ec == ErrorCode::OK) ec = io_->FSync(*mfd);
+  failed(ec);
   close_ec = io_->Close(*mfd);
   if (ec == ErrorCode::OK) ec = close_ec;
   if (ec == ErrorCode::OK) ec = io_->Rename(tmp, PathOf(id, kMetaSuffix));
   if (ec == ErrorCode::OK) ec = io_->SyncDir(options_.root);
+  failed(ec);
   return ec;
 }
 
@@ -335,14 +351,20 @@ Result<std::vector<StoredLocation>> BucketBackend::WriteBatch(
 
   std::vector<BucketMeta> metas(count);
   ErrorCode ec = ErrorCode::OK;
-  uint32_t written = 0;
-  for (; ec == ErrorCode::OK && written < count; ++written) {
-    ec = WriteBucket(batch, plan[written], first_id + written, first_id, count, &metas[written]);
-  }
-  if (ec != ErrorCode::OK) {
+  for (bool full = true; full;) {
+    ec = ErrorCode::OK;
+    uint32_t written = 0;
+    for (; ec == ErrorCode::OK && written < count; ++written) {
+      ec = WriteBucket(batch, plan[written], first_id + written, first_id, count, &metas[written],
+                       &full);
+    }
+    if (ec == ErrorCode::OK) break;
     std::vector<uint64_t> ids;
     for (uint32_t i = 0; i < written; ++i) ids.push_back(first_id + i);
     RemoveBucketFiles(ids);
+    // A full disk is a size limit met: make room as the limits do and try
+    // again; the batch fails once nothing is left to evict.
+    full = full && EvictForDiskFull();
   }
 
   std::vector<StoredLocation> out;
@@ -367,13 +389,25 @@ Result<std::vector<StoredLocation>> BucketBackend::WriteBatch(
                        static_cast<int64_t>(e.data_size)});
         const uint64_t key_size = e.key.size();
         bucket->keys.push_back({std::move(e.tenant), std::move(e.key)});
-        bucket->locs.push_back({meta.bucket_id, e.offset, key_size, e.data_size});
+        bucket->locs.push_back({meta.bucket_id, e.offset, key_size, e.data_size, e.checksum});
       }
       InstallLocked(std::move(bucket), &empty);
     }
   }
   FinishVictims(std::move(empty));
   return out;
+}
+
+bool BucketBackend::EvictForDiskFull() {
+  std::vector<Victim> victims;
+  {
+    MutexLock lock(&mu_);
+    if (closed_ || buckets_.empty()) return false;
+    DetachGroupLocked(PickVictimLocked(), /*collect_keys=*/true, &victims);
+    disk_full_evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+  FinishVictims(std::move(victims));
+  return true;
 }
 
 void BucketBackend::InstallLocked(std::shared_ptr<Bucket> bucket, std::vector<Victim>* empty) {
@@ -432,10 +466,21 @@ void BucketBackend::DetachGroupLocked(uint64_t any_id, bool collect_keys,
 
 uint64_t BucketBackend::PickVictimLocked() const {
   if (options_.eviction == BucketEviction::kFifo) return buckets_.begin()->first;
-  auto lru = std::min_element(buckets_.begin(), buckets_.end(), [](const auto& a, const auto& b) {
-    return a.second->last_used < b.second->last_used;
-  });
-  return lru->first;
+  // A batch goes whole, so it is as recent as its most recently used
+  // bucket. Its buckets have consecutive ids: one pass, group by group.
+  uint64_t victim = 0, victim_used = UINT64_MAX;
+  for (auto it = buckets_.begin(); it != buckets_.end();) {
+    const uint64_t first = it->second->batch_first;
+    uint64_t used = 0;
+    for (; it != buckets_.end() && it->second->batch_first == first; ++it) {
+      used = std::max(used, it->second->last_used);
+    }
+    if (used < victim_used) {
+      victim = first;
+      victim_used = used;
+    }
+  }
+  return buckets_.lower_bound(victim)->first;
 }
 
 void BucketBackend::EvictForLocked(uint64_t bytes, uint64_t keys, std::vector<Victim>* out) {
@@ -495,10 +540,29 @@ ErrorCode BucketBackend::ReadIndexed(std::string_view tenant, std::string_view k
     bucket->last_used = ++tick_;
   }
   const ErrorCode ec = ReadAt(bucket, loc, out, cached_only, served);
+  if (ec == ErrorCode::DATA_CORRUPTED) DropCorrupt(k, loc);
   if (ec == ErrorCode::OK && *served && place != nullptr) {
     *place = {static_cast<int64_t>(loc.bucket_id), static_cast<int64_t>(loc.offset)};
   }
   return ec;
+}
+
+void BucketBackend::DropCorrupt(const IndexKey& k, const Location& loc) {
+  std::vector<Victim> empty;
+  {
+    MutexLock lock(&mu_);
+    auto it = index_.find(k);
+    // Only the record that failed: the key may have been written again.
+    if (closed_ || it == index_.end() || it->second.bucket_id != loc.bucket_id ||
+        it->second.offset != loc.offset) {
+      return;
+    }
+    index_.erase(it);
+    DropKeyLocked(loc, &empty);
+  }
+  LogCorruptRecord(name(), options_.root, k.tenant, k.key,
+                   corrupt_records_.fetch_add(1, std::memory_order_relaxed) + 1);
+  FinishVictims(std::move(empty));
 }
 
 ErrorCode BucketBackend::ReadAt(const std::shared_ptr<Bucket>& bucket, const Location& loc,
@@ -514,7 +578,7 @@ ErrorCode BucketBackend::ReadAt(const std::shared_ptr<Bucket>& bucket, const Loc
   }
   if (fd == nullptr) {
     Result<int> raw = io_->Open(bucket->path, O_RDONLY);
-    if (!raw.ok()) return ErrorCode::FILE_READ_FAIL;
+    if (!raw.ok()) return ErrorCode::DATA_CORRUPTED;  // the file is gone
     fd = std::make_shared<OpenFd>(io_, *raw);
     std::shared_ptr<OpenFd> dropped;  // closed outside the lock
     MutexLock lock(&mu_);
@@ -539,14 +603,22 @@ ErrorCode BucketBackend::ReadAt(const std::shared_ptr<Bucket>& bucket, const Loc
     lock.unlock();
   }
   out->resize(loc.data_size);
-  if (loc.data_size == 0) return ErrorCode::OK;
-  ErrorCode ec = cached_only ? io_->PReadCached(fd->fd, out->data(), loc.data_size, loc.offset,
-                                                served)
-                             : io_->PRead(fd->fd, out->data(), loc.data_size, loc.offset);
-  if (ec == ErrorCode::OK && !*served) out->clear();
-  if (ec != ErrorCode::OK) {
+  ErrorCode ec = ErrorCode::OK;
+  if (loc.data_size != 0) {
+    ec = cached_only ? io_->PReadCached(fd->fd, out->data(), loc.data_size, loc.offset, served)
+                     : io_->PRead(fd->fd, out->data(), loc.data_size, loc.offset);
+  }
+  if (ec == ErrorCode::OK && !*served) {
     out->clear();
-    return ErrorCode::FILE_READ_FAIL;
+    return ErrorCode::OK;
+  }
+  // A read error (a truncated file reads short) or other bytes than were
+  // written: never returned. The progress thread leaves the verdict to a
+  // ReadValue, which drops the record.
+  if (ec != ErrorCode::OK || ValueChecksum(*out) != loc.checksum) {
+    out->clear();
+    if (!cached_only) return ErrorCode::DATA_CORRUPTED;
+    *served = false;
   }
   return ErrorCode::OK;
 }
@@ -587,6 +659,10 @@ uint64_t BucketBackend::object_count() const {
 uint64_t BucketBackend::used_bytes() const {
   MutexLock lock(&mu_);
   return used_bytes_;
+}
+
+uint64_t BucketBackend::corrupt_records() const {
+  return corrupt_records_.load(std::memory_order_relaxed);
 }
 
 void BucketBackend::SetEvictCallback(EvictCallback cb) {

@@ -2,7 +2,15 @@
 // objects packed into `<bucket_id>.bucket` files (per object: key bytes then
 // value bytes) under one directory, each described by `<bucket_id>.meta`
 // (bucket_format.h). The index (tenant, key) -> {bucket_id, offset, key_size,
-// data_size} lives in DRAM; reads never touch a .meta.
+// data_size, checksum} lives in DRAM; reads never touch a .meta.
+//
+// Integrity: each .meta entry holds the XXH3-64 of its value
+// (ValueChecksum), computed from the bytes WriteBatch writes; every read
+// hashes what it read and returns it only when it matches. A record that
+// does not read back intact (other bytes, its .bucket gone or truncated, a
+// read error) is dropped from the index and answered DATA_CORRUPTED
+// (storage_backend.h); the page-cache path (ReadValueCached) leaves such a
+// record to ReadValue.
 //
 // Persistence rule (WriteBatch): per bucket, write the .bucket, fdatasync it,
 // then write the .meta to `<id>.meta.tmp`, fsync, rename to `<id>.meta`,
@@ -19,12 +27,16 @@
 // incomplete batch. Within the rest, the newest bucket id wins for a key seen
 // several times. New ids continue after the highest id seen. A directory it
 // cannot list, or a read error, fails Open without deleting anything; so does
-// an intact .meta of another format version (VERSION_MISMATCH).
+// an intact .meta of a newer format version (VERSION_MISMATCH); one of an
+// older version (1: no per-object checksums) is discarded with its bucket.
 //
 // Eviction: whole batches of buckets (a single-bucket batch is one bucket),
 // oldest bucket id first (kFifo) or least recently read/written first
 // (kLru), before a batch is written, until used_bytes + batch <= total_bytes
-// and object_count + batch keys <= total_keys (0: no limit). For each evicted
+// and object_count + batch keys <= total_keys (0: no limit), and, when a
+// write fails because the disk is full (ENOSPC, EDQUOT), one batch at a
+// time until the write succeeds or nothing is left (then the batch fails):
+// a full disk acts as the size limit. For each evicted
 // key still indexed the evict callback runs, then the .meta files go; each
 // .bucket file is removed when the last in-flight read of it finishes
 // (buckets are shared_ptr-held by readers). A batch whose keys are all
@@ -39,6 +51,7 @@
 // backend lock held (it may call Read, not WriteBatch on this backend).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -95,6 +108,7 @@ class BucketBackend final : public StorageBackend {
   std::vector<StoredLocation> List() const override;
   uint64_t object_count() const override;
   uint64_t used_bytes() const override;
+  uint64_t corrupt_records() const override;
   void SetEvictCallback(EvictCallback cb) override;
   // Drops the open read fds; the data is already durable. Later calls
   // answer UNAVAILABLE_IN_CURRENT_STATUS.
@@ -103,6 +117,10 @@ class BucketBackend final : public StorageBackend {
 
   // Live bucket ids, ascending (tests and tools).
   std::vector<uint64_t> BucketIds() const;
+  // Batches evicted because a write met a full disk.
+  uint64_t disk_full_evictions() const {
+    return disk_full_evictions_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Bucket;
@@ -120,13 +138,19 @@ class BucketBackend final : public StorageBackend {
     uint64_t offset = 0;
     uint64_t key_size = 0;
     uint64_t data_size = 0;
+    uint64_t checksum = 0;  // ValueChecksum of the value
   };
 
   BucketBackend(BucketBackendOptions options, std::shared_ptr<FileIo> io);
   ErrorCode Recover();
   std::string PathOf(uint64_t id, std::string_view suffix) const;
+  // *full: it failed because the disk is full.
   ErrorCode WriteBucket(const std::vector<StoredObject>& batch, const std::vector<size_t>& items,
-                        uint64_t id, uint64_t first_id, uint32_t count, BucketMeta* meta);
+                        uint64_t id, uint64_t first_id, uint32_t count, BucketMeta* meta,
+                        bool* full);
+  // Evicts one batch (the policy's victim) for a write that met a full
+  // disk; false when there is none.
+  bool EvictForDiskFull();
   void RemoveBucketFiles(const std::vector<uint64_t>& ids);
   // Installs a durable bucket and indexes its entries (newest wins);
   // appends groups that became empty to *empty.
@@ -143,8 +167,12 @@ class BucketBackend final : public StorageBackend {
   // a bucket file; *served false when that would have to wait).
   ErrorCode ReadIndexed(std::string_view tenant, std::string_view key, uint64_t expected_size,
                         std::string* out, DiskPlace* place, bool cached_only, bool* served);
+  // Reads and verifies; DATA_CORRUPTED when the record does not read back
+  // intact (cached_only: *served false instead).
   ErrorCode ReadAt(const std::shared_ptr<Bucket>& bucket, const Location& loc, std::string* out,
                    bool cached_only, bool* served);
+  // Drops the record `loc` of `k` (if the index still points at it).
+  void DropCorrupt(const IndexKey& k, const Location& loc);
 
   const BucketBackendOptions options_;
   const std::shared_ptr<FileIo> io_;
@@ -160,6 +188,9 @@ class BucketBackend final : public StorageBackend {
   uint64_t open_fds_ GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::shared_ptr<Bucket>> buckets_ GUARDED_BY(mu_);
   std::unordered_map<IndexKey, Location, IndexKeyHash> index_ GUARDED_BY(mu_);
+
+  std::atomic<uint64_t> corrupt_records_{0};
+  std::atomic<uint64_t> disk_full_evictions_{0};
 
   Mutex cb_mu_;
   EvictCallback on_evict_ GUARDED_BY(cb_mu_);

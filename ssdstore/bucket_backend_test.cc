@@ -1,9 +1,12 @@
 #include "ssdstore/bucket_backend.h"
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -13,6 +16,9 @@
 #include "ssdstore/fault_file_io.h"
 #include "testing/process_util.h"
 #include "testing/temp_dir.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace shelfmark {
 namespace {
@@ -259,6 +265,87 @@ TEST_F(BucketBackendTest, CorruptMetaDroppedWithItsBucket) {
             (std::vector<std::string>{"2.meta: the .meta does not decode as this bucket's"}));
 }
 
+// A record written with version 1 of the .meta (no per-object checksums)
+// cannot be verified: recovery discards it. A newer version is not ours:
+// Open fails and deletes nothing.
+TEST_F(BucketBackendTest, OlderMetaVersionDiscardedNewerFailsOpen) {
+  Batch a = MakeBatch("a", 3, 100);
+  {
+    auto b = OpenDefault();
+    ASSERT_TRUE(b->WriteBatch(a.Build()).ok());
+  }
+  const std::string good = testing::ReadFile(dir_.Join("1.meta"));
+  auto with_version = [&](char version) {
+    std::string meta = good;
+    meta[8] = version;  // the version field, then a valid seal
+    const uint64_t sum = XXH3_64bits(meta.data(), meta.size() - 8);
+    std::memcpy(meta.data() + meta.size() - 8, &sum, 8);  // little-endian host
+    testing::WriteFile(dir_.Join("1.meta"), meta);
+  };
+  with_version(3);
+  Result<std::unique_ptr<BucketBackend>> newer = BucketBackend::Open(Options(), MakePosixFileIo());
+  EXPECT_EQ(newer.error(), ErrorCode::VERSION_MISMATCH);
+  EXPECT_EQ(Files(dir_.path()), (std::set<std::string>{"1.bucket", "1.meta"}));
+  with_version(1);
+  auto b = OpenDefault();
+  EXPECT_EQ(b->object_count(), 0u);
+  ExpectAbsent(b.get(), a);
+  EXPECT_EQ(Files(dir_.path()), std::set<std::string>{});
+  EXPECT_EQ(b->recovery().reasons,
+            (std::vector<std::string>{"1.meta: format version 1 has no per-object checksums"}));
+}
+
+// Every read verifies the value's checksum: a flipped byte, a truncated
+// .bucket or a removed one is never served. The record is dropped
+// (DATA_CORRUPTED once, OBJECT_NOT_FOUND after), counted, and reported by
+// no evict callback (the caller tells the master); the page-cache path
+// never serves it and leaves the drop to ReadValue. Other records stay.
+TEST_F(BucketBackendTest, ARecordThatDoesNotReadBackIntactIsDroppedNeverServed) {
+  auto b = OpenDefault();
+  int callbacks = 0;
+  b->SetEvictCallback([&](std::string_view, std::string_view) { ++callbacks; });
+  Batch a = MakeBatch("a", 4, 5000);
+  Batch c = MakeBatch("c", 2, 5000);
+  Batch d = MakeBatch("d", 2, 5000);
+  Result<std::vector<StoredLocation>> locs = b->WriteBatch(a.Build());
+  ASSERT_TRUE(locs.ok());
+  ASSERT_TRUE(b->WriteBatch(c.Build()).ok());
+  ASSERT_TRUE(b->WriteBatch(d.Build()).ok());
+  std::string out;
+  ASSERT_EQ(b->Read("default", "a0", 0, &out), ErrorCode::OK);  // opens 1.bucket
+  // a1: one byte flipped in its value (the page cache sees it too).
+  testing::FlipBits(dir_.Join("1.bucket"), (*locs)[1].offset + 100);
+  out = "untouched";
+  DiskPlace place;
+  bool served = true;
+  EXPECT_EQ(b->ReadValueCached("default", "a1", 0, &out, &place, &served), ErrorCode::OK);
+  EXPECT_FALSE(served);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(b->object_count(), 8u) << "the page-cache path dropped a record";
+  EXPECT_EQ(b->Read("default", "a1", 0, &out), ErrorCode::DATA_CORRUPTED);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(b->Read("default", "a1", 0, &out), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(b->corrupt_records(), 1u);
+  // a3: its bucket cut short.
+  std::filesystem::resize_file(dir_.Join("1.bucket"), static_cast<uint64_t>((*locs)[3].offset));
+  EXPECT_EQ(b->Read("default", "a3", 0, &out), ErrorCode::DATA_CORRUPTED);
+  // c: its bucket removed before any read opened it.
+  std::filesystem::remove(dir_.Join("2.bucket"));
+  EXPECT_EQ(b->Read("default", "c0", 0, &out), ErrorCode::DATA_CORRUPTED);
+  EXPECT_EQ(b->Read("default", "c1", 0, &out), ErrorCode::DATA_CORRUPTED);
+  EXPECT_EQ(b->corrupt_records(), 4u);
+  EXPECT_EQ(b->object_count(), 4u);
+  // The rest reads back; a0 and a2 lie before the cut.
+  for (const char* key : {"a0", "a2"}) {
+    ASSERT_EQ(b->Read("default", key, 0, &out), ErrorCode::OK) << key;
+    EXPECT_EQ(out, Value(key, 5000)) << key;
+  }
+  ExpectReadable(b.get(), d);
+  EXPECT_EQ(callbacks, 0);
+  // c's batch has no live record left: its files are gone.
+  EXPECT_EQ(Files(dir_.path()).count("2.meta"), 0u);
+}
+
 TEST_F(BucketBackendTest, OrphansAndStrayFilesRemoved) {
   Batch a = MakeBatch("a", 2, 10);
   {
@@ -333,11 +420,17 @@ TEST_F(BucketBackendTest, FailedBatchLeavesNothing) {
   }
 }
 
-TEST_F(BucketBackendTest, DiskFullFailsBatchThenRecovers) {
+// A full disk is a size limit met: the store evicts batches (reported like
+// any eviction) and tries again. Here no eviction can help (the fault's
+// budget counts bytes written, not bytes on disk), so once the store is
+// empty the batch fails whole; space again, it is written.
+TEST_F(BucketBackendTest, DiskFullEvictsThenFailsTheBatchWhenNothingHelps) {
   auto io = std::make_shared<FaultyFileIo>();
   BucketBackendOptions o = Options();
   o.bucket_keys = 4;
   auto b = OpenWith(o, io);
+  std::vector<std::string> evicted;
+  b->SetEvictCallback([&](std::string_view, std::string_view key) { evicted.emplace_back(key); });
   Batch first = MakeBatch("f", 3, 1000);
   ASSERT_TRUE(b->WriteBatch(first.Build()).ok());
   io->SetSpaceLimit(10000);
@@ -346,11 +439,48 @@ TEST_F(BucketBackendTest, DiskFullFailsBatchThenRecovers) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), ErrorCode::FILE_WRITE_FAIL);
   ExpectAbsent(b.get(), batch);
-  EXPECT_EQ(Files(dir_.path()), (std::set<std::string>{"1.bucket", "1.meta"}));
+  ExpectAbsent(b.get(), first);
+  EXPECT_EQ(evicted, (std::vector<std::string>{"f0", "f1", "f2"}));
+  EXPECT_EQ(b->disk_full_evictions(), 1u);
+  EXPECT_EQ(Files(dir_.path()), std::set<std::string>{});
   io->ClearSpaceLimit();
   ASSERT_TRUE(b->WriteBatch(batch.Build()).ok());
   ExpectReadable(b.get(), batch);
-  ExpectReadable(b.get(), first);
+}
+
+// A store without a size limit on a file system that fills up (a 256 KiB
+// tmpfs; root only) keeps taking batches: each write that meets ENOSPC
+// evicts the oldest batches until it fits, and reports them.
+TEST_F(BucketBackendTest, FullFileSystemEvictsOldestBatchesToTakeNewOnes) {
+  const std::string small = dir_.Join("small");
+  std::filesystem::create_directories(small);
+  if (geteuid() != 0 || mount("tmpfs", small.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    GTEST_SKIP() << "needs root with mount rights for a small tmpfs";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{small};
+  BucketBackendOptions o = Options();
+  o.root = small;
+  std::vector<std::string> evicted;
+  {
+    auto b = OpenWith(o);
+    ASSERT_NE(b, nullptr);
+    b->SetEvictCallback([&](std::string_view, std::string_view key) { evicted.emplace_back(key); });
+    std::vector<Batch> batches;
+    for (int i = 0; i < 20; ++i) {  // 20 x 40 KiB through 256 KiB
+      batches.push_back(MakeBatch("n" + std::to_string(i) + "-", 4, 10 << 10));
+      Result<std::vector<StoredLocation>> r = b->WriteBatch(batches.back().Build());
+      ASSERT_TRUE(r.ok()) << i << ": " << ErrorCodeName(r.error());
+      ExpectReadable(b.get(), batches.back());
+    }
+    EXPECT_GT(b->disk_full_evictions(), 0u);
+    EXPECT_FALSE(evicted.empty());
+    ExpectAbsent(b.get(), batches.front());
+    EXPECT_EQ(b->object_count() + evicted.size(), 80u);
+    EXPECT_EQ(b->corrupt_records(), 0u);
+  }
 }
 
 TEST_F(BucketBackendTest, PowerCutAfterBatchKeepsIt) {
@@ -467,6 +597,27 @@ TEST_F(BucketBackendTest, LruEvictsLeastRecentlyRead) {
   EXPECT_LE(b->used_bytes(), o.total_bytes);
   ExpectReadable(b.get(), a);
   ExpectAbsent(b.get(), c);
+}
+
+// A batch leaves whole, so under LRU it is as recent as its most recently
+// read bucket: reading the second bucket of a two-bucket batch keeps both.
+TEST_F(BucketBackendTest, LruTakesABatchAsRecentAsItsNewestBucket) {
+  BucketBackendOptions o = Options();
+  o.eviction = BucketEviction::kLru;
+  o.bucket_keys = 2;
+  o.total_keys = 7;
+  auto b = OpenWith(o);
+  std::vector<std::string> evicted;
+  b->SetEvictCallback([&](std::string_view, std::string_view key) { evicted.emplace_back(key); });
+  Batch big = MakeBatch("big", 4, 10);  // buckets 1 and 2
+  ASSERT_TRUE(b->WriteBatch(big.Build()).ok());
+  Batch small = MakeBatch("s", 2, 10);  // bucket 3
+  ASSERT_TRUE(b->WriteBatch(small.Build()).ok());
+  std::string out;
+  ASSERT_EQ(b->Read("default", "big3", 0, &out), ErrorCode::OK);  // bucket 2
+  ASSERT_TRUE(b->WriteBatch(MakeBatch("t", 2, 10).Build()).ok());
+  EXPECT_EQ(evicted, (std::vector<std::string>{"s0", "s1"}));
+  ExpectReadable(b.get(), big);
 }
 
 TEST_F(BucketBackendTest, EvictingOneBucketOfABatchEvictsTheBatch) {

@@ -14,8 +14,8 @@ constexpr std::string_view kMagic = "SMBKMETA";
 // magic + version + count + bucket_id + bucket_size + batch_first + batch_count
 constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8 + 8 + 4;
 constexpr size_t kChecksumSize = 8;
-// tenant_size + 1 byte + key_size + 1 byte + offset + data_size
-constexpr size_t kMinEntrySize = 4 + 1 + 4 + 1 + 8 + 8;
+// tenant_size + 1 byte + key_size + 1 byte + offset + data_size + checksum
+constexpr size_t kMinEntrySize = 4 + 1 + 4 + 1 + 8 + 8 + 8;
 
 template <typename T>
 void Put(std::string* out, T v) {
@@ -71,7 +71,8 @@ ErrorCode DecodeEntries(Reader* r, uint32_t count, BucketMeta* meta) {
   for (uint32_t i = 0; i < count; ++i) {
     BucketMetaEntry e;
     if (!r->GetBytes(kMaxTenantLength, &e.tenant) || !r->GetBytes(kMaxKeyLength, &e.key) ||
-        !r->Get(&e.offset) || !r->Get(&e.data_size) || !EntryFits(e, meta->bucket_size)) {
+        !r->Get(&e.offset) || !r->Get(&e.data_size) || !r->Get(&e.checksum) ||
+        !EntryFits(e, meta->bucket_size)) {
       return ErrorCode::DATA_CORRUPTED;
     }
     meta->entries.push_back(std::move(e));
@@ -98,6 +99,7 @@ std::string EncodeBucketMeta(const BucketMeta& meta) {
     PutBytes(&out, e.key);
     Put<uint64_t>(&out, e.offset);
     Put<uint64_t>(&out, e.data_size);
+    Put<uint64_t>(&out, e.checksum);
   }
   Put<uint64_t>(&out, XXH3_64bits(out.data(), out.size()));
   return out;
@@ -130,6 +132,13 @@ Result<BucketMeta> DecodeBucketMeta(std::string_view bytes) {
   ErrorCode ec = DecodeEntries(&r, count, &meta);
   if (ec != ErrorCode::OK) return ec;
   return meta;
+}
+
+uint32_t BucketMetaVersion(std::string_view bytes) {
+  if (bytes.size() < kMagic.size() + 4 || bytes.substr(0, kMagic.size()) != kMagic) return 0;
+  uint32_t version = 0;
+  Reader(bytes.substr(kMagic.size())).Get(&version);
+  return version;
 }
 
 }  // namespace shelfmark

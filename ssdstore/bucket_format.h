@@ -10,7 +10,11 @@
 //                                           batch_first_id + batch_count - 1)
 //   per entry: u32 tenant_size | tenant | u32 key_size | key
 //              | u64 offset (of the value bytes) | u64 data_size
+//              | u64 checksum (XXH3-64, seed 0, of the value bytes:
+//                ValueChecksum, storage_backend.h; every read verifies it)
 //   u64 XXH3-64 (seed 0) of every byte before it.
+// Version 1 had no per-entry checksum; the backend discards such records
+// (BucketMetaVersion tells them from a newer format's).
 //
 // Contracts: EncodeBucketMeta never fails for a meta that satisfies the
 // invariants below. DecodeBucketMeta never crashes, never reads out of bounds
@@ -33,13 +37,14 @@
 
 namespace shelfmark {
 
-inline constexpr uint32_t kBucketMetaVersion = 1;
+inline constexpr uint32_t kBucketMetaVersion = 2;
 
 struct BucketMetaEntry {
   std::string tenant;
   std::string key;
   uint64_t offset = 0;  // of the value; the key lies at offset - key.size()
   uint64_t data_size = 0;
+  uint64_t checksum = 0;  // ValueChecksum of the value bytes
 
   bool operator==(const BucketMetaEntry&) const = default;
 };
@@ -56,5 +61,9 @@ struct BucketMeta {
 
 std::string EncodeBucketMeta(const BucketMeta& meta);
 Result<BucketMeta> DecodeBucketMeta(std::string_view bytes);
+// The version field of a record that starts with the magic; 0 otherwise (it
+// does not check the record: for telling an older format from a newer one
+// after DecodeBucketMeta answered VERSION_MISMATCH).
+uint32_t BucketMetaVersion(std::string_view bytes);
 
 }  // namespace shelfmark

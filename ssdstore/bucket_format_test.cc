@@ -13,9 +13,9 @@ BucketMeta Sample() {
   meta.bucket_id = 7;
   meta.batch_first_id = 6;
   meta.batch_count = 3;
-  meta.entries.push_back({"default", "k1", 2, 10});
-  meta.entries.push_back({"tenant-b", std::string("k\0x", 3), 15, 0});
-  meta.entries.push_back({"t", std::string(4096, 'z'), 15 + 4096, 100});
+  meta.entries.push_back({"default", "k1", 2, 10, 0x0123456789abcdefull});
+  meta.entries.push_back({"tenant-b", std::string("k\0x", 3), 15, 0, 0});
+  meta.entries.push_back({"t", std::string(4096, 'z'), 15 + 4096, 100, ~0ull});
   meta.bucket_size = 15 + 4096 + 100;
   return meta;
 }
@@ -60,8 +60,14 @@ std::string Reseal(std::string body_with_sum);
 
 TEST(BucketFormat, OtherVersionIsVersionMismatch) {
   std::string bytes = EncodeBucketMeta(Sample());
-  bytes[8] = 2;  // version field
-  EXPECT_EQ(DecodeBucketMeta(Reseal(bytes)).error(), ErrorCode::VERSION_MISMATCH);
+  EXPECT_EQ(BucketMetaVersion(bytes), kBucketMetaVersion);
+  for (char version : {1, 3}) {  // older (no checksums) and newer
+    bytes[8] = version;  // version field
+    EXPECT_EQ(DecodeBucketMeta(Reseal(bytes)).error(), ErrorCode::VERSION_MISMATCH);
+    EXPECT_EQ(BucketMetaVersion(bytes), static_cast<uint32_t>(version));
+  }
+  EXPECT_EQ(BucketMetaVersion("SMBKMET"), 0u);
+  EXPECT_EQ(BucketMetaVersion("XMBKMETA\x02\0\0\0"), 0u);
 }
 
 TEST(BucketFormat, SealedButInvalidFieldsAreCorrupted) {

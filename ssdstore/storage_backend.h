@@ -10,12 +10,20 @@
 //    stored, indexed and (per the backend's persistence rule) durable; on any
 //    error nothing of the batch is visible and the caller does not tell the
 //    master. A key already stored is replaced.
-//  - Read fills `out` with exactly the stored bytes; OBJECT_NOT_FOUND for an
-//    unknown key; INVALID_PARAMS when expected_size differs from the stored
-//    size (0: any size); FILE_READ_FAIL on I/O error. Lookups never read SSD
-//    metadata: the index is in DRAM. ReadValue does the same and, when
-//    `place` is not null and the read succeeds, says where the bytes came
-//    from (the file and offset the index pointed at for this very read).
+//  - Every record carries the checksum of its value (ValueChecksum below),
+//    computed by the backend from the bytes it writes and kept in its DRAM
+//    index (and on disk as each backend documents).
+//  - Read fills `out` with exactly the stored bytes, verified against that
+//    checksum before it returns; OBJECT_NOT_FOUND for an unknown key;
+//    INVALID_PARAMS when expected_size differs from the stored size (0: any
+//    size). A record that does not read back intact (checksum mismatch, a
+//    read error, its file missing or shorter than recorded) is never
+//    returned: it is dropped from the index (no evict callback: the caller
+//    reports it), counted in corrupt_records() and answered DATA_CORRUPTED
+//    (later reads: OBJECT_NOT_FOUND). Lookups never read SSD metadata: the
+//    index is in DRAM. ReadValue does the same and, when `place` is not null
+//    and the read succeeds, says where the bytes came from (the file and
+//    offset the index pointed at for this very read).
 //  - Eviction: before space holding an object is reused or a file removed,
 //    `on_evict` is called for each evicted key (the node tells the master,
 //    EvictDiskReplica); in-flight reads of an evicted object finish first.
@@ -80,6 +88,17 @@ struct StorageRecovery {
   std::string Describe() const;
 };
 
+// The checksum every SSD record carries: XXH3-64 (seed 0) of the value, the
+// same function as the client's ObjectChecksum (client/client.h).
+uint64_t ValueChecksum(std::string_view value);
+
+// Logs (stderr) that `backend` at `root` dropped the record of (tenant, key)
+// because it did not read back intact, the `count`-th such record: the
+// first ten, then every thousandth (a removed directory makes every record
+// a miss; the metric counts them all).
+void LogCorruptRecord(std::string_view backend, std::string_view root, std::string_view tenant,
+                      std::string_view key, uint64_t count);
+
 using EvictCallback =
     std::function<void(std::string_view tenant, std::string_view key)>;
 
@@ -96,9 +115,10 @@ class StorageBackend {
   }
   // ReadValue that never waits for the device (it may run on a network
   // progress thread): *served false and nothing read when the bytes are not
-  // all in the page cache or a file would have to be opened first; else
-  // *served true and ReadValue's answer (an unknown key or a size mismatch
-  // is answered here too). The default never serves.
+  // all in the page cache or a file would have to be opened first, or when
+  // they do not read back intact (it never drops a record: the caller's
+  // ReadValue does); else *served true and ReadValue's answer (an unknown
+  // key or a size mismatch is answered here too). The default never serves.
   virtual ErrorCode ReadValueCached(std::string_view /*tenant*/, std::string_view /*key*/,
                                     uint64_t /*expected_size*/, std::string* /*out*/,
                                     DiskPlace* /*place*/, bool* served) {
@@ -110,6 +130,8 @@ class StorageBackend {
   virtual std::vector<StoredLocation> List() const = 0;
   virtual uint64_t object_count() const = 0;
   virtual uint64_t used_bytes() const = 0;
+  // Records dropped because they did not read back intact (see Read).
+  virtual uint64_t corrupt_records() const = 0;
   virtual void SetEvictCallback(EvictCallback cb) = 0;
   // Clean shutdown (relaxed persistence: a final checkpoint).
   virtual ErrorCode Close() = 0;
@@ -142,6 +164,7 @@ class ForwardingBackend : public StorageBackend {
   std::vector<StoredLocation> List() const override { return inner_->List(); }
   uint64_t object_count() const override { return inner_->object_count(); }
   uint64_t used_bytes() const override { return inner_->used_bytes(); }
+  uint64_t corrupt_records() const override { return inner_->corrupt_records(); }
   void SetEvictCallback(EvictCallback cb) override { inner_->SetEvictCallback(std::move(cb)); }
   ErrorCode Close() override { return inner_->Close(); }
   StorageRecovery recovery() const override { return inner_->recovery(); }

@@ -227,7 +227,7 @@ Result<StorageConfig> ParseStorageConfig(const EnvLookup& env, std::string* erro
   r.Unsigned(kEnvTotalKeysLimit, 0, UINT64_MAX, &c.total_keys_limit);
   r.Bytes(kEnvBucketSizeLimit, 1, &c.bucket_size_limit_bytes);
   r.Unsigned(kEnvBucketKeysLimit, 1, UINT64_MAX, &c.bucket_keys_limit);
-  int eviction = 0;
+  int eviction = static_cast<int>(c.eviction);
   r.Choice(kEnvEvictionPolicy, {"fifo", "lru"}, &eviction);
   c.eviction = static_cast<StorageConfig::Eviction>(eviction);
   r.Ratio(kEnvHighWatermark, &c.high_watermark);

@@ -14,7 +14,7 @@
 //   MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT            objects on SSD; 0 (default) = no limit
 //   MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES     bucket: bytes per .bucket file; default 256 MiB
 //   MOONCAKE_OFFLOAD_BUCKET_KEYS_LIMIT           bucket: objects per bucket; default 4096
-//   MOONCAKE_OFFLOAD_EVICTION_POLICY             bucket: fifo (default) | lru
+//   MOONCAKE_OFFLOAD_EVICTION_POLICY             bucket: lru (default) | fifo
 //   MOONCAKE_OFFSET_HIGH_WATERMARK               offset: evict above this share; default 0.95
 //   MOONCAKE_OFFSET_LOW_WATERMARK                offset: ... down to this share; default 0.85
 //                                                (0 < low <= high <= 1)
@@ -61,7 +61,7 @@ struct StorageConfig {
   uint64_t total_keys_limit = 0;
   uint64_t bucket_size_limit_bytes = 256ull << 20;
   uint64_t bucket_keys_limit = 4096;
-  Eviction eviction = Eviction::kFifo;
+  Eviction eviction = Eviction::kLru;
   double high_watermark = 0.95;
   double low_watermark = 0.85;
 

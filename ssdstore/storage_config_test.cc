@@ -57,7 +57,7 @@ TEST_F(StorageConfigTest, DefaultsWithOnlyThePath) {
   EXPECT_EQ(c->total_keys_limit, 0u);
   EXPECT_EQ(c->bucket_size_limit_bytes, 256u << 20);
   EXPECT_EQ(c->bucket_keys_limit, 4096u);
-  EXPECT_EQ(c->eviction, StorageConfig::Eviction::kFifo);
+  EXPECT_EQ(c->eviction, StorageConfig::Eviction::kLru);
   EXPECT_DOUBLE_EQ(c->high_watermark, 0.95);
   EXPECT_DOUBLE_EQ(c->low_watermark, 0.85);
   EXPECT_NE(c->ToString().find("backend=bucket_storage_backend"), std::string::npos);
@@ -93,7 +93,7 @@ TEST_F(StorageConfigTest, EveryVariableSet) {
   env_[std::string(kEnvTotalKeysLimit)] = "1000";
   env_[std::string(kEnvBucketSizeLimit)] = "64M";
   env_[std::string(kEnvBucketKeysLimit)] = "17";
-  env_[std::string(kEnvEvictionPolicy)] = "lru";
+  env_[std::string(kEnvEvictionPolicy)] = "fifo";
   env_[std::string(kEnvHighWatermark)] = "0.9";
   env_[std::string(kEnvLowWatermark)] = "0.9";
   auto c = Parse();
@@ -104,7 +104,7 @@ TEST_F(StorageConfigTest, EveryVariableSet) {
   EXPECT_EQ(c->total_keys_limit, 1000u);
   EXPECT_EQ(c->bucket_size_limit_bytes, 64u << 20);
   EXPECT_EQ(c->bucket_keys_limit, 17u);
-  EXPECT_EQ(c->eviction, StorageConfig::Eviction::kLru);
+  EXPECT_EQ(c->eviction, StorageConfig::Eviction::kFifo);
   EXPECT_DOUBLE_EQ(c->high_watermark, 0.9);
   EXPECT_DOUBLE_EQ(c->low_watermark, 0.9);
 }

@@ -286,6 +286,18 @@ void WriteFile(const std::string& path, const std::string& bytes) {
   if (!out) ADD_FAILURE() << "cannot write " << path;
 }
 
+void FlipBits(const std::string& path, uint64_t offset, uint8_t mask) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  const int byte = f.get();
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(byte ^ mask));
+  f.flush();
+  if (!f || byte == std::char_traits<char>::eof()) {
+    ADD_FAILURE() << "cannot flip byte " << offset << " of " << path;
+  }
+}
+
 std::string LogTails(const std::string& dir, const std::string& suffix, size_t max_bytes) {
   std::vector<std::string> names;
   std::error_code error;

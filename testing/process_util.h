@@ -118,6 +118,11 @@ uint64_t ResidentBytes(pid_t pid);
 // cannot be written.
 void WriteFile(const std::string& path, const std::string& bytes);
 
+// Flips the bits `mask` of the byte at `offset` of the file at `path` in
+// place (a disk that changed a byte under a running process); ADD_FAILURE
+// when the file cannot be read or written there.
+void FlipBits(const std::string& path, uint64_t offset, uint8_t mask = 0x01);
+
 // The files directly in `dir` whose names end with `suffix`, by name, each as
 // "--- <name> ---\n<its last `max_bytes` bytes>\n": what a failed test prints
 // of its processes' logs before its TempDir takes them away.

@@ -14,6 +14,13 @@
 namespace shelfmark::testing {
 namespace {
 
+TEST(Files, FlipBitsChangesOneByteInPlace) {
+  TempDir dir("files");
+  WriteFile(dir.Join("f"), "abcdef");
+  FlipBits(dir.Join("f"), 2, 0x20);
+  EXPECT_EQ(ReadFile(dir.Join("f")), "abCdef");
+}
+
 TEST(Files, WriteFileThenReadFileRoundTripsBinaryBytes) {
   TempDir dir("process_util_test");
   const std::string bytes("a\0b\r\n\xff", 6);

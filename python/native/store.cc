@@ -84,9 +84,13 @@ bool Pieces(const std::vector<std::vector<uint64_t>>& ptrs,
   return true;
 }
 
+// Every put form of the store carries the object's checksum (XXH3-64):
+// whole reads verify it, and so does the node before an SSD read's bytes
+// leave it.
 PutOptions MakePutOptions(const PutConfig& config) {
   PutOptions options;
   options.config = config;
+  options.compute_checksum = true;
   return options;
 }
 

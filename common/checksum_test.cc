@@ -1,0 +1,40 @@
+#include "common/checksum.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace shelfmark {
+namespace {
+
+// Sizes around every XXH3 path boundary (0, 16, 128, 240 bytes, the 1 KiB
+// stripe block, the 4 KiB-ish block) and large ones; the dispatched code
+// (AVX2 here when the CPU has it) must give xxhash's baseline value.
+TEST(Checksum64, EqualsXxh3OfTheBytesAtEverySize) {
+  std::string bytes(3 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 9));
+  for (size_t size : {0ul, 1ul, 3ul, 16ul, 17ul, 128ul, 129ul, 240ul, 241ul, 1023ul, 1024ul,
+                      1025ul, 4095ul, 65536ul, 1000003ul, 3ul << 20}) {
+    EXPECT_EQ(Checksum64(bytes.data(), size), XXH3_64bits(bytes.data(), size)) << size;
+  }
+  EXPECT_NE(Checksum64("a"), Checksum64("b"));
+}
+
+TEST(Checksum64, AStreamOfPiecesEqualsTheWhole) {
+  std::string bytes(1 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+  for (size_t cut : {0ul, 1ul, 100ul, 4096ul, 65535ul, 1ul << 19}) {
+    Checksum64Stream stream;
+    stream.Update(bytes.data(), cut);
+    stream.Update(bytes.data() + cut, 3);
+    stream.Update(bytes.data() + cut + 3, bytes.size() - cut - 3);
+    EXPECT_EQ(stream.Digest(), Checksum64(bytes)) << cut;
+  }
+  EXPECT_EQ(Checksum64Stream().Digest(), Checksum64("", 0));
+}
+
+}  // namespace
+}  // namespace shelfmark
