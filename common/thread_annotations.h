@@ -60,6 +60,10 @@
 #define EXCLUDES(...) SHELFMARK_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #endif
 
+#ifndef ASSERT_CAPABILITY
+#define ASSERT_CAPABILITY(...) SHELFMARK_THREAD_ANNOTATION(assert_capability(__VA_ARGS__))
+#endif
+
 // Turns the analysis off for one function. Use on the narrowest function
 // possible, with a comment saying why the analysis cannot follow.
 #ifndef NO_THREAD_SAFETY_ANALYSIS

@@ -336,7 +336,9 @@ Result<AmReply> UcxAm::CallInto(std::string_view endpoint, uint16_t id, std::str
 std::vector<Result<AmReply>> UcxAm::CallAllLocked(MutexLock& lock, std::span<UcxAmOut> calls,
                                                   int64_t deadline_ms) {
   // state_->context spelled out (not a local alias): the lock analysis
-  // matches `pending`'s guard state_->context->mu() by expression.
+  // matches `pending`'s guard state_->context->mu() by expression. It is
+  // context_, whose mu() the caller holds (REQUIRES).
+  state_->context->mu().AssertHeld();
   std::vector<std::shared_ptr<PendingCall>> sent(calls.size());
   std::vector<uint64_t> ids(calls.size(), 0);
   for (size_t i = 0; i < calls.size(); ++i) {

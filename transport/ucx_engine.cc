@@ -16,6 +16,15 @@ TransferStatus Fail(ErrorCode code, std::string message) { return {code, std::mo
 
 // The checked request (ucx_memory_access.h) that moves `op`'s bytes, on
 // `conn`; nullopt when the descriptor's rkey is not one of ours.
+// UcxAm::CallAllLocked for a caller holding mu() of the engine's context,
+// which is the one the engine's UcxAm was built on: the lock it needs,
+// though the analysis cannot see that through the two pointers.
+std::vector<Result<AmReply>> CallAllOnOwnContext(UcxAm& am, MutexLock& lock,
+                                                 std::span<UcxAmOut> calls,
+                                                 int64_t deadline_ms) NO_THREAD_SAFETY_ANALYSIS {
+  return am.CallAllLocked(lock, calls, deadline_ms);
+}
+
 std::optional<UcxAmOut> MemoryRequest(TransferKind kind, std::shared_ptr<ClientConn> conn,
                                       const TransferOp& op) {
   std::optional<uint64_t> key = DecodeUcxRkey(op.remote->rkey);
@@ -242,7 +251,7 @@ TransferStatus UcxEngine::Transfer(TransferKind kind, std::span<const TransferOp
   }
   (kind == TransferKind::READ ? reads_posted_ : writes_posted_)
       .fetch_add(requests.size(), std::memory_order_relaxed);
-  std::vector<Result<AmReply>> replies = am_->CallAllLocked(lock, requests, deadline);
+  std::vector<Result<AmReply>> replies = CallAllOnOwnContext(*am_, lock, requests, deadline);
   for (size_t i = 0; i < replies.size(); ++i) {
     if (!replies[i].ok()) return Fail(ErrorCode::TRANSFER_FAIL, RefusalMessage(requests[i], replies[i].error()));
     if (kind == TransferKind::READ && replies[i]->data_size != requests[i].into.capacity) {
@@ -266,7 +275,7 @@ TransferStatus RawUcxGet(UcxEngine& engine, const MemoryDescriptor& remote, uint
   std::optional<UcxAmOut> request = MemoryRequest(TransferKind::READ, conn, op);
   if (!request) return Fail(ErrorCode::TRANSFER_FAIL, "ucx: bad rkey");
   std::vector<Result<AmReply>> reply =
-      engine.am().CallAllLocked(lock, std::span<UcxAmOut>(&*request, 1), deadline);
+      CallAllOnOwnContext(engine.am(), lock, std::span<UcxAmOut>(&*request, 1), deadline);
   if (!reply.front().ok()) return Fail(ErrorCode::TRANSFER_FAIL, RefusalMessage(*request, reply.front().error()));
   return {};
 }
