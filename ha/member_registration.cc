@@ -49,11 +49,14 @@ ErrorCode MemberRegistration::Register(std::string* error) {
     return ErrorCode::INVALID_PARAMS;
   }
   // A crashed holder's key lives until its lease expires: wait that long.
+  // An etcd that does not answer in time (busy, or starting too) gets as
+  // long: a claim that timed out revoked its lease, so trying again is safe.
   const Clock::time_point deadline =
       Clock::now() + std::chrono::seconds(options_.lease_ttl_s) + milliseconds(1000);
   std::string holder;
   ErrorCode code = ClaimOnce(&holder);
-  while (code == ErrorCode::ETCD_TRANSACTION_FAIL && Clock::now() < deadline) {
+  while ((code == ErrorCode::ETCD_TRANSACTION_FAIL || code == ErrorCode::ETCD_OPERATION_ERROR) &&
+         Clock::now() < deadline) {
     WaitUntil(std::min(deadline, Clock::now() + milliseconds(100)));
     code = ClaimOnce(&holder);
   }

@@ -8,7 +8,8 @@
 // A holder that crashed leaves the key until etcd expires its lease, so
 // Register waits (bounded: the lease TTL and a second) for a held key to go
 // before it refuses: a restarted master reclaims its own address, a live
-// duplicate keeps renewing and is refused.
+// duplicate keeps renewing and is refused. An etcd that does not answer is
+// tried again within the same bound (a busy etcd is no reason to exit).
 //
 // After a renewal finds the lease gone (etcd expired it while unreachable),
 // the thread claims the key again on a new lease; while another process
