@@ -183,9 +183,9 @@ void AddRefusedAccessMetrics(MetricsRegistry& metrics, const TransportEngine& en
         "shelfmark_node_memory_access_refused_total",
         "Segment accesses refused before any byte was touched (stale: no live region with that "
         "rkey; out_of_range: outside the segment; malformed).",
-        [e, field] {
+        [e, f = field] {  // clang 14 captures no structured binding by name
           std::optional<EngineCounters> c = e->transfer_counters();
-          return c ? static_cast<double>((*c).*field) : 0.0;
+          return c ? static_cast<double>((*c).*f) : 0.0;
         },
         std::string("reason=\"") + reason + "\"");
   }
