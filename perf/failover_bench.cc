@@ -9,6 +9,7 @@
 
 #include "auth/credential_flags.h"
 #include "common/flags.h"
+#include "perf/bench_segment.h"
 #include "perf/master_flags.h"
 #include "perf/pinger.h"
 #include "rpc/master_client.h"
@@ -41,16 +42,11 @@ double MsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// A bookkeeping segment (no bytes behind it: the bench only registers
-// puts), at a range of its own (another run's may still be mounted).
+// A bookkeeping segment (the bench only registers puts), at a range of its
+// own (another run's may still be mounted).
 Segment BenchSegment() {
-  Segment s;
-  s.id = UUID::Generate();
-  s.name = "failover-" + s.id.ToString();
+  Segment s = BookkeepingSegment("failover", 0, 1ull << 30);
   s.base = (1ull << 40) + (s.id.lo % 4096) * (1ull << 30);
-  s.size = 1ull << 30;
-  s.endpoint = "127.0.0.1:1";
-  s.protocol = "tcp";
   return s;
 }
 

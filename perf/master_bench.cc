@@ -18,6 +18,7 @@
 #include "rpc/master_client.h"
 #include "perf/bench_keys.h"
 #include "perf/bench_main.h"
+#include "perf/bench_segment.h"
 #include "perf/bench_util.h"
 #include "service/http_client.h"
 #include "perf/master_options.h"
@@ -96,11 +97,7 @@ ErrorCode MasterBench::Mount(MasterClient* setup) {
     size = std::max<uint64_t>(256 * kGiB, 2 * static_cast<uint64_t>(o_.objects) * AlignedValue());
   }
   size = RoundUp(size, 1 << 20);
-  segment_.id = UUID::Generate();
-  segment_.name = "perf-" + segment_.id.ToString();
-  segment_.size = size;
-  segment_.endpoint = "127.0.0.1:1";
-  segment_.protocol = "tcp";
+  segment_ = BookkeepingSegment("perf", 0, size);
   // A segment left by a killed run (until client_ttl expires) may overlap
   // the fixed base; shift past it.
   ErrorCode rc = ErrorCode::OK;

@@ -18,6 +18,7 @@
 #include "service/process_stats.h"
 #include "directory/directory.h"
 #include "perf/bench_keys.h"
+#include "perf/bench_segment.h"
 #include "snapshot/local_store.h"
 #include "snapshot/snapshot_restore.h"
 #include "snapshot/snapshotter.h"
@@ -127,13 +128,8 @@ void SnapshotBench::WriteLoad(Directory* d, uint64_t objects, std::atomic<bool>*
 bool SnapshotBench::Run(uint64_t objects, Figures* f) {
   f->objects = objects;
   auto source = std::make_unique<Directory>(Options());
-  Segment seg;
-  seg.id = UUID::Generate();
-  seg.name = "bench";
-  seg.base = kSegmentBase;
-  seg.size = (objects + 4096) * static_cast<uint64_t>(o_.value_size + 4096);
-  seg.endpoint = "127.0.0.1:1";
-  seg.protocol = "ucx";
+  const Segment seg = BookkeepingSegment(
+      "bench", kSegmentBase, (objects + 4096) * static_cast<uint64_t>(o_.value_size + 4096));
   if (source->MountSegment(UUID::Generate(), seg) != ErrorCode::OK || !Fill(*source, objects)) {
     return false;
   }
