@@ -588,6 +588,30 @@ TEST_F(RpcServerTest, ClientReconnectsAfterServerRestart) {
   EXPECT_EQ(client.Remove("", "survivor", true), ErrorCode::OK);
 }
 
+// A client whose thread did nothing for longer than its call time-out
+// between its making and its first call (a node's disk reporter, made at
+// start, first used at the first eviction) still waits up to the time-out
+// for each answer: the call is served, not failed at once by a time-out
+// counted from the clock of the thread's event loop when it last turned.
+TEST_F(RpcServerTest, FirstCallAfterQuietLongerThanTheTimeoutIsServed) {
+  {
+    MasterClient owner(ClientOptions());
+    ASSERT_EQ(owner.MountSegment(MakeSegment("seg")), ErrorCode::OK);
+  }
+  MasterClientOptions options = ClientOptions();
+  options.call_timeout_ms = 200;
+  std::string failure;
+  std::thread([&] {
+    MasterClient client(options);  // the thread's event loop starts here
+    // The quiet itself is what is tested: nothing to wait on but time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * options.call_timeout_ms));
+    auto started = client.PutStart("", "after-quiet", 64, {});
+    const ErrorCode ended = started.ok() ? client.PutEnd("", "after-quiet") : started.error();
+    if (ended != ErrorCode::OK) failure = ErrorCodeName(ended);
+  }).join();
+  EXPECT_EQ(failure, "");
+}
+
 TEST_F(RpcServerTest, ConnectionsSpreadEvenlyOverLoops) {
   std::vector<std::unique_ptr<MasterClient>> clients;
   for (int i = 0; i < 9; ++i) {

@@ -86,9 +86,12 @@ bool DiskReporter::HasWorkLocked() const {
 }
 
 std::vector<DiskReporter::KeyRef> DiskReporter::TakeSendableLocked() {
-  std::vector<KeyRef> sendable, held;
-  for (KeyRef& e : evictions_) (held_.count(e) != 0 ? held : sendable).push_back(std::move(e));
-  evictions_.swap(held);
+  std::vector<KeyRef> sendable, kept;
+  for (KeyRef& e : evictions_) {
+    const bool take = sendable.size() < kEvictionBatch && held_.count(e) == 0;
+    (take ? sendable : kept).push_back(std::move(e));
+  }
+  evictions_.swap(kept);
   return sendable;
 }
 
@@ -105,38 +108,38 @@ void DiskReporter::Loop() {
       cv_.wait(lock);
       continue;
     }
-    // Lost records first: a reader waits for each.
-    std::vector<std::shared_ptr<LostItem>> lost(lost_.begin(), lost_.end());
-    lost_.clear();
-    std::vector<KeyRef> evictions = TakeSendableLocked();
-    lock.unlock();
+    // Lost records first, each settled (counted, its reader woken) before
+    // any eviction is sent: a reader waits for its own record only.
+    // Evictions go in bounded batches so that a lost record queued meanwhile
+    // waits for at most one batch.
     std::vector<KeyRef> failed;
-    uint64_t lost_ok = 0, evictions_ok = 0;
-    for (const auto& item : lost) {
-      const bool sent = master.EvictDiskReplica(item->key.first, item->key.second) !=
-                        ErrorCode::RPC_FAIL;
-      if (sent) {
-        ++lost_ok;
-      } else {
-        failed.push_back(item->key);
+    if (!lost_.empty()) {
+      std::vector<std::shared_ptr<LostItem>> lost(lost_.begin(), lost_.end());
+      lost_.clear();
+      lock.unlock();
+      for (const auto& item : lost) {
+        if (master.EvictDiskReplica(item->key.first, item->key.second) == ErrorCode::RPC_FAIL) {
+          failed.push_back(item->key);
+        }
       }
+      lock.lock();
+      lost_sent_ += lost.size() - failed.size();
+      for (const auto& item : lost) item->done = true;  // failed ones retry as evictions
+    } else {
+      std::vector<KeyRef> evictions = TakeSendableLocked();
+      lock.unlock();
+      uint64_t sent = 0;
+      for (KeyRef& e : evictions) {
+        // Once the master is unreachable the rest are kept untried.
+        if (failed.empty() && master.EvictDiskReplica(e.first, e.second) != ErrorCode::RPC_FAIL) {
+          ++sent;
+        } else {
+          failed.push_back(std::move(e));
+        }
+      }
+      lock.lock();
+      evictions_sent_ += sent;
     }
-    for (size_t i = 0; i < evictions.size(); ++i) {
-      if (!failed.empty()) {  // the master is unreachable: keep the rest
-        failed.push_back(std::move(evictions[i]));
-        continue;
-      }
-      if (master.EvictDiskReplica(evictions[i].first, evictions[i].second) ==
-          ErrorCode::RPC_FAIL) {
-        failed.push_back(std::move(evictions[i]));
-      } else {
-        ++evictions_ok;
-      }
-    }
-    lock.lock();
-    lost_sent_ += lost_ok;
-    evictions_sent_ += evictions_ok;
-    for (const auto& item : lost) item->done = true;  // failed ones retry as evictions
     evictions_.insert(evictions_.begin(), failed.begin(), failed.end());
     cv_.notify_all();
     if (!failed.empty()) {

@@ -75,7 +75,10 @@ class DiskReporter {
     bool done = false;
   };
   void Loop();
-  // Evictions not held back, taken from the queue.
+  // The most evictions one pass of the thread sends (a lost record queued
+  // meanwhile waits for them).
+  static constexpr size_t kEvictionBatch = 64;
+  // Evictions not held back, at most kEvictionBatch, taken from the queue.
   std::vector<KeyRef> TakeSendableLocked() REQUIRES(mu_);
   bool HasWorkLocked() const REQUIRES(mu_);
 

@@ -127,11 +127,20 @@ struct MasterClient::Impl {
     return std::max<int64_t>(1, left.count());
   }
 
+  // The thread's timer, its clock brought up to now. kj's timer reads the
+  // clock only when the event loop turns: on a thread whose loop sat idle
+  // (a client between calls), a time-out counted from that stale time fires
+  // at once, and the first call after call_timeout_ms of quiet failed
+  // RPC_FAIL ("operation timed out") without waiting at all.
+  kj::Timer& Timer() {
+    io().waitScope.poll();
+    return io().provider->getTimer();
+  }
+
   template <typename T>
   T WaitWithTimeout(kj::Promise<T>&& promise) {
     if (const int64_t ms = WaitMs(); ms > 0) {
-      return io()
-          .provider->getTimer()
+      return Timer()
           .timeoutAfter(ms * kj::MILLISECONDS, kj::mv(promise))
           .wait(io().waitScope);
     }
@@ -294,7 +303,7 @@ struct MasterClient::Impl {
   bool Pause(RetryBackoff& backoff) {
     if (backoff.Expired(Clock::now())) return false;
     const int64_t ms = backoff.Next(Clock::now()).count();
-    io().provider->getTimer().afterDelay(ms * kj::MILLISECONDS).wait(io().waitScope);
+    Timer().afterDelay(ms * kj::MILLISECONDS).wait(io().waitScope);
     return !backoff.Expired(Clock::now());
   }
 

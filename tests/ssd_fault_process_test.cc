@@ -23,8 +23,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/tier_cluster.h"
@@ -44,6 +46,7 @@ struct Place {
   std::string path;
   uint64_t offset = 0;
 };
+using StoreFiles = std::vector<std::pair<std::string, std::string>>;  // (path, bytes)
 
 class SsdFaultProcessTest : public testing::TierClusterTest {
  protected:
@@ -66,19 +69,32 @@ class SsdFaultProcessTest : public testing::TierClusterTest {
   // first 4 KiB (the values are distinct streams per key). More than one
   // when the key was written twice (a copy queued again): the space of the
   // older one is free but keeps its bytes.
-  std::vector<Place> FindAll(const std::string& key) {
+  std::vector<Place> FindAll(const std::string& key, const StoreFiles& files) {
     const std::string head = LoadValue(key, kObjectBytes).substr(0, 4096);
+    // Boyer-Moore-Horspool skips about a head's length a step: the offset
+    // backend's file is hundreds of MiB and every burst key is looked up.
+    const std::boyer_moore_horspool_searcher searcher(head.begin(), head.end());
     std::vector<Place> found;
-    for (const auto& entry : std::filesystem::directory_iterator(StoreDir())) {
-      if (!entry.is_regular_file()) continue;
-      std::ifstream in(entry.path(), std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
-      for (size_t at = bytes.find(head); at != std::string::npos; at = bytes.find(head, at + 1)) {
-        found.push_back({entry.path().string(), at});
+    for (const auto& [path, bytes] : files) {
+      for (auto at = std::search(bytes.begin(), bytes.end(), searcher); at != bytes.end();
+           at = std::search(at + 1, bytes.end(), searcher)) {
+        found.push_back({path, static_cast<uint64_t>(at - bytes.begin())});
       }
     }
     return found;
+  }
+
+  // The store's files, each read whole once (read again after changing one).
+  StoreFiles ReadStore() {
+    StoreFiles files;
+    for (const auto& entry : std::filesystem::directory_iterator(StoreDir())) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      files.emplace_back(entry.path().string(),
+                         std::string((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>()));
+    }
+    return files;
   }
 
   // A get afresh that must be a miss; wrong bytes fail the test loudly.
@@ -118,7 +134,7 @@ TEST_P(SsdFaultProcessTest, CorruptRecordsAreMissesNeverServedNeverPromoted) {
 
   // One byte flipped in the middle of a value (in every copy of it).
   const std::string flipped = on_ssd[0];
-  const std::vector<Place> flips = FindAll(flipped);
+  const std::vector<Place> flips = FindAll(flipped, ReadStore());
   ASSERT_FALSE(flips.empty()) << flipped << " not found in the store's files";
   for (const Place& p : flips) testing::FlipBits(p.path, p.offset + kObjectBytes / 2);
   ExpectMiss(flipped);
@@ -131,8 +147,9 @@ TEST_P(SsdFaultProcessTest, CorruptRecordsAreMissesNeverServedNeverPromoted) {
   // in its file, cut there (its other copies lie after it); a healthy key
   // lies wholly before the cut or in another file.
   std::vector<std::vector<Place>> places;
+  const StoreFiles files = ReadStore();
   for (size_t i = 1; i < on_ssd.size(); ++i) {
-    places.push_back(FindAll(on_ssd[i]));
+    places.push_back(FindAll(on_ssd[i], files));
     ASSERT_FALSE(places.back().empty()) << on_ssd[i] << " not found in the store's files";
   }
   size_t last = 0;
