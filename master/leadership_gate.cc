@@ -19,4 +19,14 @@ ErrorCode LeadershipGate::AdmitHa(CallKind kind) {
   return ErrorCode::NOT_LEADER;
 }
 
+void LeadershipGate::SetLeaderHint(std::string address) {
+  MutexLock lock(&hint_mu_);
+  hint_ = std::move(address);
+}
+
+std::string LeadershipGate::leader_hint() const {
+  MutexLock lock(&hint_mu_);
+  return hint_;
+}
+
 }  // namespace shelfmark

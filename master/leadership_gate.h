@@ -12,17 +12,24 @@
 //     `can_acknowledge()` (LeaderElection::CanAcknowledge: this leader is
 //     sure of its lease) holds, read once per such call; otherwise
 //     NOT_LEADER, counted in fenced_refusals(). Reads and Ping pass.
+//   - The leader hint: the address a NOT_LEADER answer names (docs/ha.md,
+//     "NOT_LEADER names the leader"), set by the HA wiring; "" while this
+//     master knows no other leader.
 //
 // Thread safety: every method from any thread; Admit is lock-free (one
 // acquire load, and for a mutation on an open HA gate the fence check).
-// `can_acknowledge` must be callable from any thread.
+// `can_acknowledge` must be callable from any thread. The hint takes a
+// mutex: it is read only when a call is refused.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "common/error_code.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 
 namespace shelfmark {
 
@@ -63,6 +70,10 @@ class LeadershipGate {
   bool is_open() const { return !ha_ || open_.load(std::memory_order_acquire); }
   bool ha() const { return ha_; }
 
+  // The `host:port` NOT_LEADER answers name ("" : none).
+  void SetLeaderHint(std::string address);
+  std::string leader_hint() const;
+
   uint64_t not_leader_refusals() const { return not_leader_.load(std::memory_order_relaxed); }
   uint64_t fenced_refusals() const { return fenced_.load(std::memory_order_relaxed); }
 
@@ -74,6 +85,8 @@ class LeadershipGate {
   std::atomic<bool> open_{false};
   std::atomic<uint64_t> not_leader_{0};
   std::atomic<uint64_t> fenced_{0};
+  mutable Mutex hint_mu_;
+  std::string hint_ GUARDED_BY(hint_mu_);
 };
 
 }  // namespace shelfmark

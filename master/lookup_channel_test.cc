@@ -1,9 +1,14 @@
 // The lookup channel (rpc/lookup_wire.h) on the master's RPC port, over real
 // loopback TCP against a real Directory: it answers exactly what Cap'n Proto
 // answers, both protocols share the port, tokens and tenant bindings hold,
-// and garbage on it ends only its own connection.
+// and garbage on it ends only its own connection; a lookup and its Cap'n
+// Proto fallback share one call timeout.
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +16,7 @@
 #include <vector>
 
 #include "auth/token_table.h"
+#include "common/socket_io.h"
 #include "master/rpc_server_test_util.h"
 #include "rpc/lookup_client.h"
 #include "rpc/lookup_wire.h"
@@ -193,6 +199,79 @@ TEST_F(LookupChannelTest, PipelinedRequestsAreAnsweredInOrder) {
   // Each reply is its own key's: the objects lie at different addresses.
   EXPECT_NE(got[3]->replicas[0].memory.buffer_address, got[0]->replicas[0].memory.buffer_address);
   EXPECT_NE(got[3]->replicas[0].memory.buffer_address, got[2]->replicas[0].memory.buffer_address);
+}
+
+// A listening port whose owner never accepts nor answers (a master that
+// hangs): the kernel completes each connection into the accept queue and
+// keeps what the client sends, for the test to look at afterwards.
+class SilentPort {
+ public:
+  SilentPort() : fd_(testing::ListenLoopback(64, &port_)) {}
+  uint16_t port() const { return port_; }
+  bool listening() const { return fd_.valid(); }
+
+  // The first four bytes of each connection made so far, in the order they
+  // were made: a marker connection goes last in the (FIFO) accept queue,
+  // and everything ahead of it is taken.
+  std::vector<std::string> Connections() {
+    std::vector<std::string> heads;
+    UniqueFd marker(testing::ConnectLoopback(port_));
+    const uint16_t marker_port = LocalPort(marker.get());
+    while (true) {
+      sockaddr_in peer{};
+      socklen_t len = sizeof(peer);
+      UniqueFd conn(::accept(fd_.get(), reinterpret_cast<sockaddr*>(&peer), &len));
+      if (!conn.valid() || ntohs(peer.sin_port) == marker_port) return heads;
+      std::string head(4, '\0');
+      const ssize_t n = WaitFd(conn.get(), POLLIN, 5000)
+                            ? ::recv(conn.get(), head.data(), head.size(), MSG_DONTWAIT)
+                            : 0;
+      head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      heads.push_back(head);
+    }
+  }
+
+ private:
+  static uint16_t LocalPort(int fd) {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    if (fd < 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+    return ntohs(local.sin_port);
+  }
+
+  uint16_t port_ = 0;
+  UniqueFd fd_;
+};
+
+std::string LookupTag() {
+  std::string tag(4, '\0');
+  std::memcpy(tag.data(), &kLookupFrameTag, 4);
+  return tag;
+}
+
+// A lookup takes at most one call timeout (docs/ha.md, "Finding the
+// leader"): the lookup channel and its Cap'n Proto fallback share it. A
+// master that never answers holds the channel's request for the whole
+// call_timeout_ms, which leaves the fallback no time: it is not tried, and
+// the master saw one connection, the channel's. Before, the fallback
+// connected and waited a second call_timeout_ms.
+TEST(LookupDeadline, AChannelThatSpendsTheCallsTimeoutLeavesNothingForTheFallback) {
+  SilentPort silent;
+  ASSERT_TRUE(silent.listening());
+  MasterClientOptions o;
+  o.address = "127.0.0.1:" + std::to_string(silent.port());
+  o.call_timeout_ms = 300;
+  {
+    MasterClient client(o);
+    EXPECT_EQ(client.GetReplicaList("", "k").error(), ErrorCode::RPC_FAIL);
+  }
+  {
+    MasterClient client(o);
+    EXPECT_EQ(client.BatchGetReplicaList("", {"k", "l"}).error(), ErrorCode::RPC_FAIL);
+  }
+  const std::vector<std::string> heads = silent.Connections();
+  EXPECT_EQ(heads, std::vector<std::string>(2, LookupTag()))
+      << "one connection per lookup, the lookup channel's";
 }
 
 constexpr const char* kTokens =

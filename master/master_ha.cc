@@ -51,6 +51,7 @@ ha::LeaderElectionOptions MasterHa::ElectionOptions(const std::string& address) 
 
 ErrorCode MasterHa::Start(const std::string& address, std::string* error) {
   if (member_ != nullptr) return ErrorCode::INTERNAL_ERROR;
+  address_ = address;
   member_ = std::make_unique<ha::MemberRegistration>(MemberOptions(options_, address));
   election_ = std::make_unique<ha::LeaderElection>(ElectionOptions(address));
   ErrorCode code = member_->Register(error);
@@ -85,6 +86,7 @@ void MasterHa::Stop() {
 // lost leadership; wakes the promotion thread on a won one.
 void MasterHa::OnChange(const ha::LeaderView& view) {
   const int64_t term = view.role == ha::Role::kLeader ? view.term : 0;
+  UpdateLeaderHint(view);
   {
     MutexLock lock(&mu_);
     if (term != leading_term_ && leading_term_ != 0) {
@@ -98,6 +100,17 @@ void MasterHa::OnChange(const ha::LeaderView& view) {
   std::fprintf(stderr, "shelfmark-master: ha: %s, term %lld, leader %s\n",
                std::string(ha::RoleName(view.role)).c_str(), static_cast<long long>(view.term),
                view.leader_address.empty() ? "unknown" : view.leader_address.c_str());
+}
+
+// The leader NOT_LEADER answers name: another master that etcd says leads.
+// A view without a leader while etcd does not answer (role none) keeps the
+// last one: that master may still lead, and a client checks by its next
+// answer anyway. Nobody leading in etcd, or this master itself (leading,
+// or its predecessor's key with its own address), names none.
+void MasterHa::UpdateLeaderHint(const ha::LeaderView& view) {
+  if (view.role == ha::Role::kNone) return;
+  const bool other = view.role == ha::Role::kFollower && view.leader_address != address_;
+  gate_.SetLeaderHint(other ? view.leader_address : std::string());
 }
 
 int64_t MasterHa::NextTermToServe() {

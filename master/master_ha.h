@@ -10,7 +10,9 @@
 //   - closed again at once (on the election thread) when the leadership
 //     ends;
 //   - while open, mutations are admitted only while
-//     LeaderElection::CanAcknowledge() holds (the fence).
+//     LeaderElection::CanAcknowledge() holds (the fence);
+//   - the gate's leader hint (what NOT_LEADER answers name) follows the
+//     election's view: the other master that leads (UpdateLeaderHint).
 //
 // A before_serving that fails is logged and tried again (every second)
 // while the same term lasts; the gate stays closed meanwhile.
@@ -92,12 +94,14 @@ class MasterHa {
  private:
   ha::LeaderElectionOptions ElectionOptions(const std::string& address);
   void OnChange(const ha::LeaderView& view);
+  void UpdateLeaderHint(const ha::LeaderView& view);
   void Promote();  // the promotion thread
   // Waits until a term needs promoting (its number) or Stop (0).
   int64_t NextTermToServe();
   bool WaitBriefly();
 
   const MasterHaOptions options_;
+  std::string address_;  // this master's published address (set by Start)
   LeadershipGate gate_;
   // Made by Start (the address is known then), before the gate can open:
   // the gate's fence check reads election_ only while open.

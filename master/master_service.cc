@@ -455,7 +455,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     if (code == ErrorCode::OK) {
       code = Run(ctx, fn);
     } else {
-      ctx.initResults(kSmallReply).setCode(CodeToWire(code));
+      Refuse(ctx, code);
       // An unauthenticated caller gets this one answer, then the connection ends.
       if (code == ErrorCode::UNAUTHENTICATED) close_after_reply_();
     }
@@ -473,13 +473,27 @@ class MasterServiceImpl final : public wire::MasterService::Server {
         return kj::mv(*waited).then([this, reply = ctx, method, start, seq]() mutable {
           ErrorCode code = s_.replication->Replicated(seq) ? s_.gate.Admit(CallKind::kMutation)
                                                             : ErrorCode::NOT_LEADER;
-          if (code != ErrorCode::OK) reply.initResults(kSmallReply).setCode(CodeToWire(code));
+          if (code != ErrorCode::OK) Refuse(reply, code);
           RecordCall(s_, method, code, start);
         });
       }
     }
     RecordCall(s_, method, code, start);
     return kj::READY_NOW;
+  }
+
+  // Answers a call refused before it ran: the code alone, and with
+  // NOT_LEADER the leader this master knows (schemas/master.capnp, `leader`;
+  // the handshake methods, never refused so, have no such field).
+  template <typename Context>
+  void Refuse(Context& ctx, ErrorCode code) {
+    auto results = ctx.initResults(kSmallReply);
+    results.setCode(CodeToWire(code));
+    if constexpr (requires { results.setLeader(capnp::Text::Reader()); }) {
+      if (code != ErrorCode::NOT_LEADER) return;
+      const std::string leader = s_.gate.leader_hint();
+      if (!leader.empty()) results.setLeader(leader);
+    }
   }
 
   // A promise fulfilled once the directory's changes up to `seq` are

@@ -14,6 +14,21 @@ bool ShouldReResolve(ErrorCode code) {
   return code == ErrorCode::NOT_LEADER || code == ErrorCode::RPC_FAIL;
 }
 
+bool AbandonsHint(ErrorCode code) {
+  return code == ErrorCode::NOT_LEADER || code == ErrorCode::RPC_FAIL ||
+         code == ErrorCode::UNAUTHENTICATED || code == ErrorCode::RATE_LIMITED;
+}
+
+NextStep NextAfter(const AttemptReport& r) {
+  if (r.followed_hint) return NextStep::kRetryNow;
+  if (r.follows_leader || r.left_hint) {
+    const bool again = ShouldRetryOnLeader(r.code, r.sent, r.read_only) || (r.left_hint && !r.sent);
+    if (again) return NextStep::kRetryAfterPause;
+  }
+  if (r.first_drop && r.read_only) return NextStep::kRetryNow;
+  return NextStep::kReturn;
+}
+
 std::chrono::milliseconds RetryBackoff::Next(Clock::time_point now) {
   using std::chrono::milliseconds;
   const milliseconds left =

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -21,32 +22,54 @@ namespace {
 // allowed size stays far below it).
 constexpr size_t kMaxReplyBytes = 1ull << 30;
 
-// Makes the connected socket blocking with `timeout_ms` on each send and
-// receive, and turns Nagle off (a request is one small write).
-bool MakeBlocking(int fd, int64_t timeout_ms) {
+// Makes the connected socket blocking (Arm bounds each wait) and turns
+// Nagle off (a request is one small write).
+bool MakeBlocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) return false;
+  int one = 1;
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0;
+}
+
+bool SetTimeouts(int fd, int timeout_ms) {
   timeval tv{};
   tv.tv_sec = timeout_ms / 1000;
   tv.tv_usec = (timeout_ms % 1000) * 1000;
-  int one = 1;
   return ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 &&
-         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0 &&
-         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0;
+         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0;
 }
 
 }  // namespace
 
 LookupClient::LookupClient(LookupClientOptions options) : options_(std::move(options)) {}
 
+void LookupClient::Begin(Deadline deadline) {
+  const int64_t timeout_ms = options_.call_timeout_ms > 0 ? options_.call_timeout_ms : 10'000;
+  deadline_ = deadline ? *deadline : Clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
+int LookupClient::LeftMs() const {
+  const int64_t left =
+      std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, INT32_MAX));
+}
+
+bool LookupClient::Arm() {
+  const int left = LeftMs();
+  if (left <= 0) return false;
+  if (left == armed_ms_) return true;
+  if (!SetTimeouts(fd_.get(), left)) return false;
+  armed_ms_ = left;
+  return true;
+}
+
 ErrorCode LookupClient::EnsureConnected() {
   if (fd_.valid()) return ErrorCode::OK;
   const auto where = ParseHostPort(options_.address);
-  if (!where) return ErrorCode::RPC_FAIL;
-  const int timeout = static_cast<int>(options_.call_timeout_ms > 0 ? options_.call_timeout_ms
-                                                                    : 10'000);
-  fd_ = ConnectTcp(*where, timeout);
-  if (!fd_.valid() || !MakeBlocking(fd_.get(), timeout)) {
+  if (!where || LeftMs() <= 0) return ErrorCode::RPC_FAIL;
+  fd_ = ConnectTcp(*where, LeftMs());
+  armed_ms_ = 0;
+  if (!fd_.valid() || !MakeBlocking(fd_.get())) {
     fd_.Reset();
     return ErrorCode::RPC_FAIL;
   }
@@ -85,6 +108,7 @@ ErrorCode LookupClient::Handshake() {
 bool LookupClient::ReceiveAtLeast(size_t bytes) {
   if (in_.size() < bytes) in_.resize(bytes);
   while (have_ < bytes) {
+    if (!Arm()) return false;  // the call's deadline passed
     const ssize_t n = ::recv(fd_.get(), in_.data() + have_, in_.size() - have_, 0);
     if (n > 0) {
       have_ += static_cast<size_t>(n);
@@ -101,9 +125,9 @@ ErrorCode LookupClient::RoundTrip(uint32_t* body_bytes) {
   // One request is in flight at a time, so nothing is left over from an
   // earlier reply.
   have_ = 0;
-  const int timeout = static_cast<int>(options_.call_timeout_ms);
   uint32_t body = 0;
-  const bool ok = SendAll(fd_.get(), out_, timeout) && ReceiveAtLeast(kLookupHeaderBytes) &&
+  const bool ok = Arm() && SendAll(fd_.get(), out_, LeftMs()) &&
+                  ReceiveAtLeast(kLookupHeaderBytes) &&
                   ParseLookupHeader(std::string_view(in_.data(), have_), &body) &&
                   body <= kMaxReplyBytes && ReceiveAtLeast(kLookupHeaderBytes + size_t{body}) &&
                   have_ == kLookupHeaderBytes + size_t{body};
@@ -121,7 +145,9 @@ std::string_view LookupClient::Body(uint32_t body_bytes) const {
 }
 
 Result<GetReplicaListResponse> LookupClient::GetReplicaList(std::string_view tenant,
-                                                            std::string_view key) {
+                                                            std::string_view key,
+                                                            Deadline deadline) {
+  Begin(deadline);
   if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
   out_.clear();
   AppendGetRequest(tenant, key, &out_);
@@ -133,7 +159,8 @@ Result<GetReplicaListResponse> LookupClient::GetReplicaList(std::string_view ten
 }
 
 Result<std::vector<Result<GetReplicaListResponse>>> LookupClient::BatchGetReplicaList(
-    std::string_view tenant, const std::vector<std::string>& keys) {
+    std::string_view tenant, const std::vector<std::string>& keys, Deadline deadline) {
+  Begin(deadline);
   if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
   out_.clear();
   AppendBatchGetRequest(tenant, keys, &out_);

@@ -7,15 +7,20 @@
 // Connection: made on first use (and again after any failure); with a
 // token, the same challenge-response proof as the Cap'n Proto handshake
 // (auth/proof.h; the master proves itself back) runs before the first
-// lookup. Failures: RPC_FAIL for transport errors, timeouts
-// (call_timeout_ms bounds the connect and each send and receive) and
-// malformed replies, after which the connection is closed; the master's
-// own codes otherwise (UNAUTHENTICATED, PERMISSION_DENIED, ...).
+// lookup. Failures: RPC_FAIL for transport errors, timeouts and malformed
+// replies, after which the connection is closed; the master's own codes
+// otherwise (UNAUTHENTICATED, PERMISSION_DENIED, ...).
+// Time: each call ends by its deadline, connect, handshake, send and
+// receive together (MasterClient passes its call's, so that a lookup and
+// its Cap'n Proto fallback share one call_timeout_ms); without one, by
+// call_timeout_ms (10 s when <= 0) from its start.
 //
 // Thread safety: one thread at a time (MasterClient owns one per thread).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,18 +39,31 @@ struct LookupClientOptions {
 
 class LookupClient {
  public:
+  using Clock = std::chrono::steady_clock;
+  using Deadline = std::optional<Clock::time_point>;
+
   explicit LookupClient(LookupClientOptions options);
 
-  Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
+  Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key,
+                                                Deadline deadline = std::nullopt);
   // One answer per key, in order (the outer Result fails only as a whole).
   Result<std::vector<Result<GetReplicaListResponse>>> BatchGetReplicaList(
-      std::string_view tenant, const std::vector<std::string>& keys);
+      std::string_view tenant, const std::vector<std::string>& keys,
+      Deadline deadline = std::nullopt);
 
   // True once any reply arrived on this client (the master speaks the
   // channel); MasterClient falls back to Cap'n Proto while it is false.
   bool ever_answered() const { return ever_answered_; }
 
  private:
+  // Starts a call: its deadline, `deadline` or call_timeout_ms from now.
+  void Begin(Deadline deadline);
+  // Milliseconds left until the call's deadline (0: passed), rounded up.
+  int LeftMs() const;
+  // Bounds the socket's next blocking send or receive by the deadline
+  // (SO_SNDTIMEO, SO_RCVTIMEO), changing them only when what is left
+  // differs from what they hold; false once the deadline passed.
+  bool Arm();
   ErrorCode EnsureConnected();
   ErrorCode Handshake();
   // Sends out_ (one request frame) and receives one reply frame; its body
@@ -60,6 +78,8 @@ class LookupClient {
   std::string out_;
   std::string in_;
   size_t have_ = 0;  // valid bytes in in_
+  Clock::time_point deadline_{};  // of the call in progress
+  int armed_ms_ = 0;  // the socket's send and receive time-outs (0: not set)
   bool ever_answered_ = false;
 };
 

@@ -109,7 +109,7 @@ struct MasterClient::Impl {
 
   explicit Impl(MasterClientOptions opts)
       : options(std::move(opts)),
-        target(options.address, options.cluster_id),
+        target(options.address, options.cluster_id, options.follow_leader_hints),
         tio(AcquireThreadIo()) {}
   ~Impl() {
     conn = nullptr;
@@ -119,8 +119,39 @@ struct MasterClient::Impl {
 
   kj::AsyncIoContext& io() { return tio->io; }
 
-  // How long one wait may take: call_timeout_ms (<= 0: unbounded), or,
-  // while a call follows the leader, what is left of its deadline (>= 1).
+  // The deadline of one call (a lookup's Cap'n Proto fallback included):
+  // set while the call runs, by the outermost CallScope.
+  class CallScope {
+   public:
+    explicit CallScope(Impl& impl) : impl_(impl), outer_(impl.deadline.has_value()) {
+      if (!outer_) impl_.deadline = impl_.CallDeadline();
+    }
+    ~CallScope() {
+      if (!outer_) impl_.deadline.reset();
+    }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    Impl& impl_;
+    const bool outer_;  // a call already in progress owns the deadline
+  };
+
+  // call_timeout_ms from now; when that is <= 0, kUnboundedCallRetryMs for
+  // a client that may retry elsewhere (it follows the leader or hints), and
+  // no deadline (every wait unbounded, as before HA) otherwise.
+  std::optional<Clock::time_point> CallDeadline() const {
+    int64_t ms = options.call_timeout_ms;
+    if (ms <= 0) {
+      if (!target.follows_hints()) return std::nullopt;
+      ms = kUnboundedCallRetryMs;
+    }
+    return Clock::now() + std::chrono::milliseconds(ms);
+  }
+  bool Expired() const { return deadline && Clock::now() >= *deadline; }
+
+  // How long one wait may take: what is left of the call's deadline (>= 1),
+  // or, without one, call_timeout_ms (<= 0: unbounded).
   int64_t WaitMs() const {
     if (!deadline) return options.call_timeout_ms;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
@@ -160,18 +191,21 @@ struct MasterClient::Impl {
 
   void Drop() { conn = nullptr; }
 
-  // Following the leader: asks etcd when the leader is unknown or suspect;
-  // a new address drops the connection, the parsed address and the lookup
-  // channel (they belong to the old one). Codes: MasterTarget::Refresh.
+  // The target's address changed: the connection, the parsed address and
+  // the lookup channel belong to the old one.
+  void Forget() {
+    Drop();
+    address = nullptr;
+    lookup.reset();
+    lookup_unsupported = false;
+  }
+
+  // Following the leader: asks etcd when the leader is unknown or suspect.
+  // Codes: MasterTarget::Refresh.
   ErrorCode RefreshTarget() {
     bool changed = false;
     ErrorCode code = target.Refresh(WaitMs(), &changed);
-    if (changed) {
-      Drop();
-      address = nullptr;
-      lookup.reset();
-      lookup_unsupported = false;
-    }
+    if (changed) Forget();
     return code;
   }
 
@@ -238,17 +272,24 @@ struct MasterClient::Impl {
   // Transport failures give RPC_FAIL (the connection is dropped; the next
   // attempt reconnects). *sent: the request left (its effect is unknown
   // after a failure); *disconnected: the failure was the connection's end.
+  // A NOT_LEADER answer's `leader` is kept in `hint`.
   template <typename Ret, typename Make, typename OnReply>
   Ret Attempt(Make& make, OnReply& on_reply, bool* sent, bool* disconnected) {
     *sent = false;
     *disconnected = false;
+    hint.clear();
+    if (Expired()) return ErrorCode::RPC_FAIL;  // the call's time went elsewhere
     if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
     try {
       auto request = make(conn->master);
       *sent = true;
       auto response = WaitReply(request.send());
       try {
-        return on_reply(AsReader(response));
+        auto reader = AsReader(response);
+        if (CodeFromWire(reader.getCode()) == ErrorCode::NOT_LEADER) {
+          hint = std::string(rpcconv::View(reader.getLeader()));
+        }
+        return on_reply(reader);
       } catch (const kj::Exception&) {
         return ErrorCode::RPC_FAIL;  // malformed reply
       }
@@ -259,42 +300,54 @@ struct MasterClient::Impl {
     }
   }
 
-  // A call: with a fixed address, one attempt, and for a read-only call
-  // that found its connection dropped a second one on a fresh connection;
-  // following the leader, RetryOnLeader's rules.
+  // A call: attempts until NextAfter says its answer is final
+  // (rpc/leader_retry.h): a fixed address's read-only call once more after
+  // a dropped connection; following the leader, after NOT_LEADER and
+  // transport failures, re-resolving it; following a NOT_LEADER answer's
+  // hint at once. All of it within the call's deadline (CallScope).
   template <typename Ret, typename Make, typename OnReply>
   Ret Call(bool read_only, Make&& make, OnReply&& on_reply) {
-    bool sent = false;
-    bool disconnected = false;
-    if (target.follows_leader()) {
-      return RetryOnLeader<Ret>(read_only, [&](bool* s) {
-        return Attempt<Ret>(make, on_reply, s, &disconnected);
-      });
-    }
-    Ret r = Attempt<Ret>(make, on_reply, &sent, &disconnected);
-    if (!read_only || !disconnected) return r;
-    return Attempt<Ret>(make, on_reply, &sent, &disconnected);
+    return Retrying<Ret>(read_only, [&](bool* sent, bool* disconnected) {
+      return Attempt<Ret>(make, on_reply, sent, disconnected);
+    });
   }
 
-  // Runs attempt(&sent) until its answer is final (ShouldRetryOnLeader),
-  // re-resolving the leader after NOT_LEADER and transport failures and
-  // pausing (RetryBackoff) between attempts; all of it, waits included,
-  // within call_timeout_ms (kUnboundedCallRetryMs when that is <= 0).
+  // Runs attempt(&sent, &disconnected) until its answer is final, steering
+  // the target after each (Steer) and pausing (RetryBackoff) where
+  // NextAfter says so.
   template <typename Ret, typename AttemptFn>
-  Ret RetryOnLeader(bool read_only, AttemptFn&& attempt) {
-    const int64_t budget_ms =
-        options.call_timeout_ms > 0 ? options.call_timeout_ms : kUnboundedCallRetryMs;
-    deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
-    RetryBackoff backoff(*deadline);
+  Ret Retrying(bool read_only, AttemptFn&& attempt) {
+    CallScope scope(*this);
+    RetryBackoff backoff(deadline.value_or(Clock::time_point::max()));
+    bool dropped_before = false;
     while (true) {
       bool sent = false;
-      Ret r = attempt(&sent);
-      const ErrorCode code = CodeOf(r);
-      if (ShouldReResolve(code)) target.Suspect();
-      if (!ShouldRetryOnLeader(code, sent, read_only) || !Pause(backoff)) {
-        deadline.reset();
-        return r;
-      }
+      bool disconnected = false;
+      Ret r = attempt(&sent, &disconnected);
+      AttemptReport report{CodeOf(r), sent, read_only, target.follows_leader()};
+      Steer(&report);
+      report.first_drop = disconnected && !std::exchange(dropped_before, true);
+      const NextStep next = NextAfter(report);
+      if (next == NextStep::kReturn) return r;
+      if (next == NextStep::kRetryAfterPause && !Pause(backoff)) return r;
+      if (next == NextStep::kRetryNow && Expired()) return r;
+    }
+  }
+
+  // Where the next attempt goes after `report`'s: the leader a NOT_LEADER
+  // answer named (one hop, MasterTarget::FollowHint); back from a hinted
+  // address that failed (LeaveHint); or, following the leader, to etcd
+  // after NOT_LEADER or a transport failure (Suspect).
+  void Steer(AttemptReport* report) {
+    const ErrorCode code = report->code;
+    if (code == ErrorCode::NOT_LEADER && target.FollowHint(hint)) {
+      Forget();
+      report->followed_hint = true;
+    } else if (target.hinted() && AbandonsHint(code)) {
+      if (target.LeaveHint()) Forget();
+      report->left_hint = true;
+    } else if (ShouldReResolve(code)) {
+      target.Suspect();
     }
   }
 
@@ -321,30 +374,35 @@ struct MasterClient::Impl {
     return lookup.get();
   }
 
-  // Runs `call(channel)` over the lookup channel; on a transport failure
-  // there (or, following the leader, a NOT_LEADER answer: the leader is
-  // then suspect), `fallback()` (the Cap'n Proto call, which re-resolves
-  // and retries) answers instead. A channel that never answered means the
-  // master does not speak it: not tried again (until the leader changes).
+  // Runs `call(channel, deadline)` over the lookup channel; on a transport
+  // failure there (the leader is then suspect), or a NOT_LEADER answer
+  // while following hints (the channel's answer names no leader; the Cap'n
+  // Proto call asks the same master, whose answer does), `fallback()` (the
+  // Cap'n Proto call, which re-resolves and retries) answers instead. Both
+  // share one deadline: a lookup takes at most call_timeout_ms in all. A
+  // channel that never answered means the master does not speak it: not
+  // tried again (until the leader changes).
   template <typename Ret, typename ChannelCall, typename Fallback>
   Ret Lookup(ChannelCall&& call, Fallback&& fallback) {
+    CallScope scope(*this);
     if (LookupClient* channel = Lookup()) {
-      Ret r = call(*channel);
+      Ret r = call(*channel, deadline);
       if (r.ok()) return r;
-      const bool follow = target.follows_leader() && ShouldReResolve(r.error());
-      if (!follow && r.error() != ErrorCode::RPC_FAIL) return r;
-      if (follow) target.Suspect();
-      if (r.error() == ErrorCode::RPC_FAIL && !channel->ever_answered()) {
-        lookup_unsupported = true;
-      }
+      const ErrorCode code = r.error();
+      if (code == ErrorCode::NOT_LEADER && target.follows_hints()) return fallback();
+      if (code != ErrorCode::RPC_FAIL) return r;
+      if (target.follows_leader()) target.Suspect();
+      if (!channel->ever_answered()) lookup_unsupported = true;
     }
     return fallback();
   }
 
   MasterClientOptions options;
   MasterTarget target;
-  // The deadline of the call in progress while it follows the leader.
+  // The deadline of the call in progress (CallScope).
   std::optional<Clock::time_point> deadline;
+  // The leader the last attempt's NOT_LEADER answer named ("" : none).
+  std::string hint;
   std::unique_ptr<LookupClient> lookup;
   bool lookup_unsupported = false;
   ThreadIo* tio;
@@ -412,9 +470,9 @@ MasterClient::~MasterClient() = default;
 const UUID& MasterClient::client_id() const { return impl_->options.client_id; }
 
 ErrorCode MasterClient::Connect() {
-  if (!impl_->target.follows_leader()) return impl_->EnsureConnected();
-  return impl_->RetryOnLeader<ErrorCode>(true, [&](bool* sent) {
+  return impl_->Retrying<ErrorCode>(true, [&](bool* sent, bool* disconnected) {
     *sent = false;
+    *disconnected = false;
     return impl_->EnsureConnected();
   });
 }
@@ -547,7 +605,7 @@ ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
 Result<GetReplicaListResponse> MasterClient::GetReplicaList(std::string_view tenant,
                                                             std::string_view key) {
   using Ret = Result<GetReplicaListResponse>;
-  return impl_->Lookup<Ret>([&](LookupClient& c) { return c.GetReplicaList(tenant, key); },
+  return impl_->Lookup<Ret>([&](LookupClient& c, auto d) { return c.GetReplicaList(tenant, key, d); },
                             [&] { return CapnpGetReplicaList(tenant, key); });
 }
 
@@ -793,7 +851,7 @@ Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::BatchGetReplic
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<Result<GetReplicaListResponse>>>;
   return impl_->Lookup<Ret>(
-      [&](LookupClient& c) { return c.BatchGetReplicaList(tenant, keys); },
+      [&](LookupClient& c, auto d) { return c.BatchGetReplicaList(tenant, keys, d); },
       [&] { return CapnpBatchGetReplicaList(tenant, keys); });
 }
 

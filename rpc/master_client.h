@@ -17,8 +17,13 @@
 // answered NOT_LEADER or fails with RPC_FAIL; the call is then tried again
 // (rpc/leader_retry.h: NOT_LEADER and unsent calls always, calls whose
 // request may have arrived only when read-only), pausing 50 ms doubling to
-// 500 ms between attempts, all within call_timeout_ms. No leader found in
-// that time: RPC_FAIL.
+// 200 ms between attempts. No leader found in time: RPC_FAIL. A NOT_LEADER
+// answer that names the leader sends the call there at once, without asking
+// etcd (one hop; see MasterTarget); `follow_leader_hints` lets a host:port
+// client do the same.
+// Time: all of one call (resolutions, connects, handshakes, attempts,
+// pauses; for a lookup, the lookup channel and its Cap'n Proto fallback)
+// stays within call_timeout_ms.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +42,12 @@ struct MasterClientOptions {
   // host:port of shelfmark-master, or etcd://H:P[;H:P...]: follow the
   // leader of cluster `cluster_id` published in those etcd endpoints.
   std::string address = "127.0.0.1:50051";
+  // With a host:port address: a NOT_LEADER answer naming the leader
+  // (docs/ha.md, "NOT_LEADER names the leader") sends this client's calls
+  // there from then on, and back to `address` when that leader fails them.
+  // Off: `address` is the one master this client talks to (NOT_LEADER is
+  // returned, as before HA). An etcd:// address always follows the hints.
+  bool follow_leader_hints = false;
   // The cluster whose leader an etcd:// address follows; "" :
   // $SHELFMARK_CLUSTER_ID, else $MC_STORE_CLUSTER_ID, else "shelfmark"
   // (ha::ResolveClusterId). Unused with a host:port address.
@@ -70,8 +81,9 @@ class MasterClient {
   // handshake fails); INVALID_PARAMS for an etcd:// address or cluster id
   // that does not parse.
   ErrorCode Connect();
-  // The host:port calls go to: the fixed address, or the leader last
-  // resolved from etcd ("" before one was).
+  // The host:port calls go to: the fixed address, the leader last
+  // resolved from etcd ("" before one was), or the leader a NOT_LEADER
+  // answer named.
   std::string master_address() const;
   // The resolved cluster id (meaningful with an etcd:// address).
   const std::string& cluster_id() const;

@@ -3,19 +3,26 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/host_port.h"
 #include "ha/leader_key.h"
 
 namespace shelfmark {
 namespace {
 
 constexpr std::string_view kEtcdScheme = "etcd://";
+// The longest host:port a hint may be: the longest DNS name (253) and
+// ":65535". A master sends what it read from etcd; anything longer is no
+// address a master could publish.
+constexpr size_t kMaxHintBytes = 253 + 6;
 
 }  // namespace
 
-MasterTarget::MasterTarget(std::string address, std::string_view cluster_id)
-    : cluster_id_(ha::ResolveClusterId(cluster_id)) {
+MasterTarget::MasterTarget(std::string address, std::string_view cluster_id,
+                           bool fixed_follows_hints)
+    : fixed_follows_hints_(fixed_follows_hints), cluster_id_(ha::ResolveClusterId(cluster_id)) {
   follows_leader_ = address.substr(0, kEtcdScheme.size()) == kEtcdScheme;
   if (!follows_leader_) {
+    configured_ = address;
     address_ = std::move(address);  // as given: kj parses it at connect
     return;
   }
@@ -38,7 +45,29 @@ ErrorCode MasterTarget::Refresh(int64_t timeout_ms, bool* changed) {
   *changed = address != address_;
   address_ = std::move(address);
   suspect_ = false;
+  hinted_ = false;
   return ErrorCode::OK;
+}
+
+bool MasterTarget::FollowHint(std::string_view leader) {
+  if (!follows_hints() || hinted_ || leader.empty() || leader == address_) return false;
+  if (leader.size() > kMaxHintBytes || !ParseHostPort(leader)) return false;
+  address_ = std::string(leader);
+  hinted_ = true;
+  suspect_ = false;
+  return true;
+}
+
+bool MasterTarget::LeaveHint() {
+  if (!hinted_) return false;
+  hinted_ = false;
+  if (follows_leader_) {
+    suspect_ = true;  // Refresh tells whether etcd names another address
+    return false;
+  }
+  const bool changed = address_ != configured_;
+  address_ = configured_;
+  return changed;
 }
 
 }  // namespace shelfmark

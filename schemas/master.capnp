@@ -18,6 +18,11 @@
 #    each with its own code.
 #  - Enum values outside the declared range are rejected with INVALID_PARAMS
 #    (never reinterpreted).
+#  - `leader` (the last field of every reply but the two handshake methods',
+#    added after them: older clients never read it, older masters leave it
+#    empty): with `code` NOT_LEADER, the `host:port` of the leader this master
+#    last saw in etcd when that is another master (docs/ha.md, "NOT_LEADER
+#    names the leader"); empty when it knows none, and with every other code.
 #  - Cap'n Proto exceptions (e.g. DISCONNECTED) are transport failures; the
 #    client library reports them as RPC_FAIL.
 #  - Authentication (docs/security.md): a master started with tokens answers
@@ -220,37 +225,44 @@ struct ExistKeyResult {
 
 interface MasterService {
   # --- segments and clients ---------------------------------------------------
-  mountSegment @0 (clientId :Uuid, segment :Segment) -> (code :Int32);
-  unmountSegment @1 (clientId :Uuid, segmentId :Uuid) -> (code :Int32);
+  mountSegment @0 (clientId :Uuid, segment :Segment) -> (code :Int32, leader :Text);
+  unmountSegment @1 (clientId :Uuid, segmentId :Uuid) -> (code :Int32, leader :Text);
   # `code` is OK; `status` says whether the client must re-mount.
-  ping @2 (clientId :Uuid) -> (code :Int32, viewVersion :UInt64, status :ClientStatus);
-  mountLocalDisk @3 (clientId :Uuid, enableOffloading :Bool, endpoint :Text) -> (code :Int32);
+  ping @2 (clientId :Uuid)
+      -> (code :Int32, viewVersion :UInt64, status :ClientStatus, leader :Text);
+  mountLocalDisk @3 (clientId :Uuid, enableOffloading :Bool, endpoint :Text)
+      -> (code :Int32, leader :Text);
 
   # --- puts -------------------------------------------------------------------
   putStart @4 (clientId :Uuid, tenant :Text, key :Text, size :UInt64, config :PutConfig)
-      -> (code :Int32, replicas :List(ReplicaDescriptor));
-  putEnd @5 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType) -> (code :Int32);
-  putRevoke @6 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType) -> (code :Int32);
+      -> (code :Int32, replicas :List(ReplicaDescriptor), leader :Text);
+  putEnd @5 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType)
+      -> (code :Int32, leader :Text);
+  putRevoke @6 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType)
+      -> (code :Int32, leader :Text);
 
   # --- reads ------------------------------------------------------------------
   getReplicaList @7 (tenant :Text, key :Text)
-      -> (code :Int32, response :GetReplicaListResponse);
-  existKey @8 (tenant :Text, key :Text) -> (code :Int32, exists :Bool);
-  stat @9 (tenant :Text, key :Text) -> (code :Int32, info :ObjectInfo);
+      -> (code :Int32, response :GetReplicaListResponse, leader :Text);
+  existKey @8 (tenant :Text, key :Text) -> (code :Int32, exists :Bool, leader :Text);
+  stat @9 (tenant :Text, key :Text) -> (code :Int32, info :ObjectInfo, leader :Text);
   # At most `limit` keys (the server also caps it at 1,048,576), sorted.
-  listKeys @10 (tenant :Text, prefix :Text, limit :UInt64) -> (code :Int32, keys :List(Text));
-  countKeys @11 (tenant :Text, allTenants :Bool) -> (code :Int32, count :UInt64);
-  groupMembers @12 (tenant :Text, groupId :Text) -> (code :Int32, keys :List(Text));
+  listKeys @10 (tenant :Text, prefix :Text, limit :UInt64)
+      -> (code :Int32, keys :List(Text), leader :Text);
+  countKeys @11 (tenant :Text, allTenants :Bool) -> (code :Int32, count :UInt64, leader :Text);
+  groupMembers @12 (tenant :Text, groupId :Text) -> (code :Int32, keys :List(Text), leader :Text);
 
   # --- removal ----------------------------------------------------------------
-  remove @13 (tenant :Text, key :Text, force :Bool) -> (code :Int32);
-  removeAll @14 (tenant :Text, allTenants :Bool, force :Bool) -> (code :Int32, removed :UInt64);
+  remove @13 (tenant :Text, key :Text, force :Bool) -> (code :Int32, leader :Text);
+  removeAll @14 (tenant :Text, allTenants :Bool, force :Bool)
+      -> (code :Int32, removed :UInt64, leader :Text);
   # RemoveAll's rules over the tenant's keys that `pattern` matches: a POSIX
   # extended regular expression searched anywhere in the key (not
   # ECMAScript: use [0-9] for \d). INVALID_PARAMS for a pattern that is
   # empty, over 256 bytes, holds a NUL or a back-reference, expands past the
   # repetition bounds, or does not compile (docs/limits.md).
-  removeByRegex @28 (tenant :Text, pattern :Text, force :Bool) -> (code :Int32, removed :UInt64);
+  removeByRegex @28 (tenant :Text, pattern :Text, force :Bool)
+      -> (code :Int32, removed :UInt64, leader :Text);
 
   # --- batches: one answer per key, in order ----------------------------------
   # `checksums`: empty (config.checksum applies to every key), or one per
@@ -258,43 +270,43 @@ interface MasterService {
   # is INVALID_PARAMS.
   batchPutStart @15 (clientId :Uuid, tenant :Text, keys :List(Text), sizes :List(UInt64),
                      config :PutConfig, checksums :List(UInt64))
-      -> (code :Int32, results :List(PutStartResult));
+      -> (code :Int32, results :List(PutStartResult), leader :Text);
   batchPutEnd @16 (clientId :Uuid, tenant :Text, keys :List(Text))
-      -> (code :Int32, codes :List(Int32));
+      -> (code :Int32, codes :List(Int32), leader :Text);
   batchPutRevoke @17 (clientId :Uuid, tenant :Text, keys :List(Text))
-      -> (code :Int32, codes :List(Int32));
+      -> (code :Int32, codes :List(Int32), leader :Text);
   batchGetReplicaList @18 (tenant :Text, keys :List(Text))
-      -> (code :Int32, results :List(GetReplicaListResult));
+      -> (code :Int32, results :List(GetReplicaListResult), leader :Text);
   batchExistKey @19 (tenant :Text, keys :List(Text))
-      -> (code :Int32, results :List(ExistKeyResult));
+      -> (code :Int32, results :List(ExistKeyResult), leader :Text);
   batchRemove @20 (tenant :Text, keys :List(Text), force :Bool)
-      -> (code :Int32, codes :List(Int32));
+      -> (code :Int32, codes :List(Int32), leader :Text);
 
   # --- offload (MEMORY -> LOCAL_DISK) -----------------------------------------
   # At most `maxTasks` tasks (the server also caps it at its max_batch).
   offloadHeartbeat @21 (clientId :Uuid, maxTasks :UInt64)
-      -> (code :Int32, tasks :List(OffloadTask));
+      -> (code :Int32, tasks :List(OffloadTask), leader :Text);
   # One code per item, in order; at most max_batch items.
   notifyOffloadSuccess @22 (clientId :Uuid, items :List(OffloadedObject))
-      -> (code :Int32, codes :List(Int32));
-  evictDiskReplica @23 (clientId :Uuid, tenant :Text, key :Text) -> (code :Int32);
+      -> (code :Int32, codes :List(Int32), leader :Text);
+  evictDiskReplica @23 (clientId :Uuid, tenant :Text, key :Text) -> (code :Int32, leader :Text);
   # Offload tasks the node could not copy (its store refused the write): the
   # pins are released and eviction no longer waits for these copies (nor,
   # until the node's next successful copy, for any copy to that node).
   # One code per item, in order; at most max_batch items.
   notifyOffloadFailure @29 (clientId :Uuid, items :List(OffloadFailure))
-      -> (code :Int32, codes :List(Int32));
+      -> (code :Int32, codes :List(Int32), leader :Text);
 
   # --- promotion on hit (LOCAL_DISK -> MEMORY; docs/directory.md) --------------
   # One grant per item, in order; at most max_batch items. The node copies
   # each granted object from its SSD store into the reserved range, then
   # reports it with promoteEnd (until then the range belongs to nobody else).
   promoteStart @26 (clientId :Uuid, items :List(PromoteRequest))
-      -> (code :Int32, grants :List(PromoteGrant));
+      -> (code :Int32, grants :List(PromoteGrant), leader :Text);
   # One code per item, in order: OK when a copied object got its MEMORY
   # replica (or an abandoned one's range was given back).
   promoteEnd @27 (clientId :Uuid, items :List(PromoteResult))
-      -> (code :Int32, codes :List(Int32));
+      -> (code :Int32, codes :List(Int32), leader :Text);
 
   # --- authentication (auth/proof.h, docs/security.md) -------------------------
   # A fresh 32-byte nonce for this connection's handshake (each call replaces
