@@ -176,7 +176,8 @@ TEST_F(LeaderFollowTest, ANotLeaderAnswerNamingTheLeaderIsFollowedWithoutEtcd) {
 
 // A hint the client cannot use sends it back to etcd: a master that names
 // nobody (as one before hints), and one naming an address where nothing
-// listens (a stale view).
+// listens (a stale view). It guards the way back; a client that ignores
+// hints passes it too.
 TEST_F(LeaderFollowTest, WithoutAUsableHintTheClientAsksEtcd) {
   Publish(a_);
   MasterClient c(Options());

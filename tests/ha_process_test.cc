@@ -150,6 +150,45 @@ TEST_F(HaProcessTest, OneLeaderTheStandbyAnswersNotLeaderAndTakesOverWhenItIsKil
   MountAndPut(standby, "seg-b", "k2");
 }
 
+// A host:port client of `master` that follows NOT_LEADER hints.
+std::unique_ptr<MasterClient> HintFollowingClientOf(const HaMaster& master) {
+  MasterClientOptions options;
+  options.address = master.address();
+  options.call_timeout_ms = 5000;
+  options.follow_leader_hints = true;
+  return std::make_unique<MasterClient>(options);
+}
+
+// A standby's NOT_LEADER names the leader (docs/ha.md, "NOT_LEADER names
+// the leader"): a host:port client of the standby that follows hints gets
+// its answers from the leader, a lookup (the channel names nobody; the
+// Cap'n Proto answer does) and a put. Before, it got NOT_LEADER.
+TEST_F(HaProcessTest, AStandbysNotLeaderNamesTheLeader) {
+  auto pair = StartPair();
+  ASSERT_EQ(pair.size(), 2u);
+  HaMaster& leader = *pair[0];
+  HaMaster& standby = *pair[1];
+  MountAndPut(leader, "seg-a", "k");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return standby.Metric("shelfmark_master_ha_leader_known") == 1; }, kDeadlineMs))
+      << "the standby has read the leader key";
+
+  auto client = HintFollowingClientOf(standby);
+  auto replicas = client->GetReplicaList("", "k");
+  ASSERT_TRUE(replicas.ok()) << ErrorCodeName(replicas.error());
+  EXPECT_EQ(replicas->size, 1000u);
+  EXPECT_EQ(client->master_address(), leader.address());
+  ASSERT_EQ(client->MountSegment(MakeTestSegment("seg-b", 2 << 24, 1 << 20, "127.0.0.1:7")),
+            ErrorCode::OK);
+  ASSERT_TRUE(client->PutStart("", "k2", 1000, {}).ok());
+  EXPECT_EQ(client->PutEnd("", "k2"), ErrorCode::OK);
+  auto put = leader.Client()->ExistKey("", "k2");
+  ASSERT_TRUE(put.ok()) << ErrorCodeName(put.error());
+  EXPECT_TRUE(*put) << "the put went to the leader";
+  // The standby answered the lookup on both protocols, and nothing after.
+  EXPECT_EQ(standby.Metric("shelfmark_master_ha_not_leader_total"), 2);
+}
+
 // A client that finds the leader through etcd, as nodes and engines do.
 std::unique_ptr<MasterClient> EtcdClientOf(const testing::EtcdProcess& etcd, const UUID& id) {
   MasterClientOptions options;
@@ -158,6 +197,52 @@ std::unique_ptr<MasterClient> EtcdClientOf(const testing::EtcdProcess& etcd, con
   options.client_id = id;
   options.call_timeout_ms = 15'000;
   return std::make_unique<MasterClient>(options);
+}
+
+// A client of the leader through etcd; the leader stalls past its lease
+// (SIGSTOP), the standby takes over, and the old leader comes back as a
+// standby of the new one. With etcd silent (paused) the client's next
+// calls can reach the new leader only by the old one's NOT_LEADER naming
+// it: they do, without asking etcd. Before, the client asked etcd and
+// failed RPC_FAIL.
+TEST_F(HaProcessTest, AClientWhoseLeaderBecameAStandbyFollowsItsHintWithoutEtcd) {
+  auto pair = StartPair();
+  ASSERT_EQ(pair.size(), 2u);
+  HaMaster& first = *pair[0];
+  HaMaster& second = *pair[1];
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return second.Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs));
+  auto client = EtcdClientOf(etcd_, UUID::Generate());
+  ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 64 << 20, "127.0.0.1:9")),
+            ErrorCode::OK);
+  ASSERT_TRUE(client->PutStart("", "k", 4096, {}).ok());
+  ASSERT_EQ(client->PutEnd("", "k"), ErrorCode::OK);
+  ASSERT_EQ(client->master_address(), first.address());
+
+  first.process->Signal(SIGSTOP);
+  const bool took_over = testing::WaitFor([&] { return second.Leading(); }, kDeadlineMs);
+  first.process->Signal(SIGCONT);
+  ASSERT_TRUE(took_over) << "the standby takes over once the stalled leader's lease expired";
+  // The old leader finds its lease gone and follows the new one: its
+  // NOT_LEADER names it (a fresh hint-following client of it gets there).
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto probe = HintFollowingClientOf(first);
+        return !first.Leading() && probe->ExistKey("", "k").ok() &&
+               probe->master_address() == second.address();
+      },
+      kDeadlineMs));
+
+  etcd_.Pause();
+  auto exists = client->ExistKey("", "k");  // the new leader is fenced now: reads are served
+  const std::string after_exists = client->master_address();
+  auto replicas = client->GetReplicaList("", "k");
+  etcd_.Resume();
+  ASSERT_TRUE(exists.ok()) << ErrorCodeName(exists.error());
+  EXPECT_TRUE(*exists);
+  EXPECT_EQ(after_exists, second.address());
+  ASSERT_TRUE(replicas.ok()) << ErrorCodeName(replicas.error());
+  EXPECT_EQ(replicas->size, 4096u);
 }
 
 TEST_F(HaProcessTest, AcknowledgedPutsSurviveKillingTheLeader) {
