@@ -278,7 +278,6 @@ struct MasterClient::Impl {
     *sent = false;
     *disconnected = false;
     hint.clear();
-    if (Expired()) return ErrorCode::RPC_FAIL;  // the call's time went elsewhere
     if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
     try {
       auto request = make(conn->master);
@@ -318,6 +317,9 @@ struct MasterClient::Impl {
   template <typename Ret, typename AttemptFn>
   Ret Retrying(bool read_only, AttemptFn&& attempt) {
     CallScope scope(*this);
+    // A lookup's channel spent the whole deadline: nothing is tried, and
+    // nothing about the target is learned.
+    if (Expired()) return ErrorCode::RPC_FAIL;
     RetryBackoff backoff(deadline.value_or(Clock::time_point::max()));
     bool dropped_before = false;
     while (true) {
@@ -605,8 +607,9 @@ ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
 Result<GetReplicaListResponse> MasterClient::GetReplicaList(std::string_view tenant,
                                                             std::string_view key) {
   using Ret = Result<GetReplicaListResponse>;
-  return impl_->Lookup<Ret>([&](LookupClient& c, auto d) { return c.GetReplicaList(tenant, key, d); },
-                            [&] { return CapnpGetReplicaList(tenant, key); });
+  return impl_->Lookup<Ret>(
+      [&](LookupClient& c, auto deadline) { return c.GetReplicaList(tenant, key, deadline); },
+      [&] { return CapnpGetReplicaList(tenant, key); });
 }
 
 Result<GetReplicaListResponse> MasterClient::CapnpGetReplicaList(std::string_view tenant,
@@ -851,7 +854,7 @@ Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::BatchGetReplic
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<Result<GetReplicaListResponse>>>;
   return impl_->Lookup<Ret>(
-      [&](LookupClient& c, auto d) { return c.BatchGetReplicaList(tenant, keys, d); },
+      [&](LookupClient& c, auto deadline) { return c.BatchGetReplicaList(tenant, keys, deadline); },
       [&] { return CapnpBatchGetReplicaList(tenant, keys); });
 }
 

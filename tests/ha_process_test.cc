@@ -1,6 +1,7 @@
 // Real shelfmark-master processes with --enable_ha on a real etcd
 // (testing/etcd_process.h): one leader, a standby that answers NOT_LEADER on
-// both protocols and takes over when the leader is killed, a fenced leader
+// both protocols (naming the leader, which clients follow without etcd) and
+// takes over when the leader is killed, a fenced leader
 // (etcd paused) that serves reads and refuses mutations, and the start-up
 // errors (unreachable etcd, a published address taken, bad flags); and,
 // disabled while they fail (known bugs, see there), a standby the leader
