@@ -135,6 +135,9 @@ struct ClientOptions {
   // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
   // MasterClientOptions::cluster_id).
   std::string cluster_id;
+  // With a host:port master: follow a standby's NOT_LEADER to the leader it
+  // names (MasterClientOptions::follow_leader_hints; etcd:// always does).
+  bool follow_leader_hints = false;
   // Proven to the master on each connection (docs/security.md); empty: the
   // cluster token (transport.cluster_token), which may be empty too.
   std::string master_token;
