@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -286,10 +287,11 @@ HttpResponse AdminPages::Serve(std::string_view path, std::string_view query) co
     std::string error;
     if (!ParseQuery(query, &params, &error)) return JsonError(400, ErrorCode::INVALID_PARAMS, error);
     if (std::string unknown = UnknownParameter(page, params); !unknown.empty()) {
-      std::string takes = page.params.empty() ? "none" : page.params.front();
+      std::string takes;
+      for (const std::string& p : page.params) takes += (takes.empty() ? "" : ", ") + p;
       return JsonError(400, ErrorCode::INVALID_PARAMS,
                        "unknown query parameter '" + unknown + "' (" + page.path +
-                           " takes: " + takes + ")");
+                           " takes: " + (takes.empty() ? "none" : takes) + ")");
     }
     const AdminRole role = role_();
     if (page.needs_service && !role.serving) {
