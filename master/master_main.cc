@@ -1,5 +1,5 @@
-// shelfmark-master: the directory served over Cap'n Proto RPC, with /health,
-// /metrics and Mooncake's admin pages (master/admin_http.h) over HTTP; restores the newest good snapshot before the RPC
+// shelfmark-master: the directory served over Cap'n Proto RPC, with /health
+// and /metrics over HTTP; restores the newest good snapshot before the RPC
 // port opens and snapshots periodically (--enable_snapshot_restore,
 // --enable_snapshot). Stops cleanly on SIGINT or SIGTERM.
 #include <cstdio>
