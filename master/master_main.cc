@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "master/admin_http.h"
 #include "master/directory_metrics.h"
 #include "master/master_ha.h"
 #include "master/master_replication.h"
@@ -274,6 +275,7 @@ int Run(const MasterConfig& config) {
   HttpServer http;
   AddHttpServerMetrics(metrics, http, "shelfmark_master_http_timed_out_connections_total",
                        "shelfmark_master_http_dropped_connections_total");
+  AddAdminPages(http, directory, AdminRoleOf(ha.get()), config.metrics_token);
   auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master",
                                          config.metrics_token, std::move(health_detail));
   if (!http_port.ok()) return 1;
