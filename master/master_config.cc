@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "auth/credentials.h"
+#include "auth/token_table.h"
 #include "common/flags.h"
 #include "ha/etcd_client.h"
 #include "ha/leader_key.h"
@@ -217,6 +218,14 @@ bool LoadTokens(MasterConfig* c, std::string* message) {
     if (!token.ok()) {
       *message = "shelfmark-master: --cluster_token / SHELFMARK_CLUSTER_TOKEN must be one word";
       return false;
+    }
+    // A weak single token is warned about, not refused: a table line is
+    // refused (auth/token_table.h), a lone token keeps working as before.
+    if (std::string weak = auth::WeakTokenReason(*token); !token->empty() && !weak.empty()) {
+      c->token_warning += (c->token_warning.empty() ? "" : "; ") +
+                          std::string("weak cluster token (--cluster_token or "
+                                      "SHELFMARK_CLUSTER_TOKEN; a token table refuses it): ") +
+                          weak;
     }
     if (!token->empty()) c->tokens = auth::TokenTable::Single(*token);
   }

@@ -246,6 +246,12 @@ TEST(MasterConfig, TokensFromTheTableFileTheFlagOrTheEnvironment) {
   MasterConfig env;
   ASSERT_EQ(Parse({}, &env, &msg), ParseOutcome::kRun) << msg;
   EXPECT_EQ(env.tokens.size(), 1u);
+  EXPECT_NE(env.token_warning.find("weak cluster token"), std::string::npos)
+      << env.token_warning;
+  ::setenv("SHELFMARK_CLUSTER_TOKEN", "a-token-of-thirty-two-bytes-long", 1);
+  MasterConfig strong;
+  ASSERT_EQ(Parse({}, &strong, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_TRUE(strong.token_warning.empty()) << strong.token_warning;
   ::unsetenv("SHELFMARK_CLUSTER_TOKEN");
   MasterConfig none;
   ASSERT_EQ(Parse({}, &none, &msg), ParseOutcome::kRun) << msg;
