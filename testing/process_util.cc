@@ -191,7 +191,7 @@ bool PeerStillWaiting(int fd) {
 }
 
 ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args,
-                           const std::string& stderr_path) {
+                           const std::string& stderr_path, int stdout_fd) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -202,6 +202,7 @@ ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::str
       int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) dup2(fd, STDERR_FILENO);
     }
+    if (stdout_fd >= 0) dup2(stdout_fd, STDOUT_FILENO);
     execv(binary.c_str(), argv.data());
     _exit(127);
   }

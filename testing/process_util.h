@@ -64,8 +64,11 @@ bool PeerStillWaiting(int fd);
 // still running.
 class ChildProcess {
  public:
+  // The child's stderr goes to `stderr_path` (empty: this process's); its
+  // stdout to `stdout_fd` when >= 0 (e.g. the write end of a pipe the
+  // caller never reads), else this process's.
   ChildProcess(const std::string& binary, const std::vector<std::string>& args,
-               const std::string& stderr_path = "");
+               const std::string& stderr_path = "", int stdout_fd = -1);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -3,6 +3,7 @@
 // Each case is one finding of the hostile-client review: it does what such
 // a client did, then asserts that a well-behaved client is still served and
 // that nothing stored was lost or changed.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -76,8 +77,9 @@ class HostileTest : public ::testing::Test {
     ASSERT_NE(*client, nullptr);
   }
   // A ucx node with a 64 MiB segment on 127.0.0.1 (on `port`, 0: any),
-  // mounted at the master; its stderr goes to `log` (one file per process).
-  void StartNode(uint16_t port = 0, const std::string& log = "node.err") {
+  // mounted at the master; its stderr goes to `log` (one file per process),
+  // its stdout to `stdout_fd` when >= 0 (else this process's).
+  void StartNode(uint16_t port = 0, const std::string& log = "node.err", int stdout_fd = -1) {
     node_err_ = dir_.Join(log);
     node_ = std::make_unique<ChildProcess>(
         SHELFMARK_NODE_BIN,
@@ -85,7 +87,7 @@ class HostileTest : public ::testing::Test {
                                  "--protocol=ucx", "--listen_ip=127.0.0.1",
                                  "--listen_port=" + std::to_string(port),
                                  "--ping_interval_ms=300", "--metrics_port=0"},
-        node_err_);
+        node_err_, stdout_fd);
     ASSERT_TRUE(testing::WaitForText(node_err_, "protocol ucx endpoint 127.0.0.1:", kStartMs))
         << ReadFile(node_err_);
   }
@@ -283,6 +285,18 @@ std::string HexAddress(uint64_t address) {
   return text;
 }
 
+// The tries of tests/ucx_rma_attacker against a node: a get of the object
+// at `read`, a put over the one at `written` (64 KiB each), a get and a put
+// 128 MiB outside the segment, a get at 0 and a put at 0x1000.
+std::vector<std::string> AttackerTries(uint64_t read, uint64_t written) {
+  return {"get:" + HexAddress(read) + ":65536",
+          "put:" + HexAddress(written) + ":65536",
+          "get:" + HexAddress(read - (128u << 20)) + ":4096",
+          "put:" + HexAddress(read + (128u << 20)) + ":4096",
+          "get:0:8",
+          "put:1000:8"};
+}
+
 // The MEMORY descriptor of `key`'s replica, as the master hands it out.
 MemoryDescriptor Descriptor(const std::string& master, const std::string& key) {
   MasterClientOptions options;
@@ -312,13 +326,8 @@ TEST_F(HostileTest, BareUcxWithoutAHelloReachesNoByteOfANode) {
   const MemoryDescriptor read = Descriptor(Master(), "kept-0");
   const MemoryDescriptor written = Descriptor(Master(), "kept-1");
   ASSERT_FALSE(read.endpoint.empty());
-  const std::vector<std::string> tries = {
-      "get:" + HexAddress(read.buffer_address) + ":65536",
-      "put:" + HexAddress(written.buffer_address) + ":65536",
-      "get:" + HexAddress(read.buffer_address - (128u << 20)) + ":4096",
-      "put:" + HexAddress(read.buffer_address + (128u << 20)) + ":4096",
-      "get:0:8",
-      "put:1000:8"};
+  const std::vector<std::string> tries =
+      AttackerTries(read.buffer_address, written.buffer_address);
   std::vector<std::string> args = {read.endpoint, Hex(read.rkey)};
   args.insert(args.end(), tries.begin(), tries.end());
   const std::string err = dir_.Join("attacker.err");
@@ -338,6 +347,60 @@ TEST_F(HostileTest, BareUcxWithoutAHelloReachesNoByteOfANode) {
     ASSERT_TRUE(got.ok()) << i << ": " << ErrorCodeName(got.error());
     EXPECT_EQ(*got, Pattern(65536, i)) << i;
   }
+}
+
+// Issue 28 (denial of service): a bare UCX peer's RMA tries, each timing
+// out and reconnecting, made a client connecting for the first time time out
+// on its hello (after 4 tries against a Python-hosted segment, 8 against a
+// node). Each try's messages found no handler (the node runs no UCX RMA),
+// and UCX wrote ~2.6 KiB of warnings and backtrace per message to stdout
+// from inside the worker's progress: once a stdout pipe that nobody drains
+// was full, the progress thread blocked in write() with the worker held, so
+// no hello was answered again (reads of sessions made before went on: the
+// same-host mapping needs no worker). Here the node's stdout is such a pipe
+// (a launcher reading its child's output only at exit, Python's
+// subprocess.PIPE); without the filter of transport/ucx_log_filter.h the
+// first round's 8 tries (16 RMA operations, ~40 messages, ~100 KiB) fill it
+// and the first new client fails. Now every new client is served.
+TEST_F(HostileTest, NewClientsAreServedAfterManyBareUcxTries) {
+  StartMaster();
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  raw_.insert(raw_.end(), {out[0], out[1]});  // never read, closed at the end
+  ASSERT_NO_FATAL_FAILURE(StartNode(0, "node.err", out[1]));
+  auto before = testing::MakeUcxClient(Master());
+  ASSERT_NE(before, nullptr);
+  ASSERT_EQ(before->Put("", "kept", Pattern(65536, 1)), ErrorCode::OK);
+  const MemoryDescriptor kept = Descriptor(Master(), "kept");
+  ASSERT_FALSE(kept.endpoint.empty());
+  const std::vector<std::string> kinds =
+      AttackerTries(kept.buffer_address, kept.buffer_address);
+  constexpr int kRounds = 2;
+  constexpr int kTriesPerRound = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    // The attacker's own rkey and the bytes UCX packs for any tcp
+    // registration (md 0, host memory, no key bytes): two RMA operations a try.
+    std::vector<std::string> args = {kept.endpoint, "01000000000000000000"};
+    for (int i = 0; i < kTriesPerRound; ++i) args.push_back(kinds[i % kinds.size()]);
+    const std::string err = dir_.Join("attacker-" + std::to_string(round) + ".err");
+    ChildProcess attacker(SHELFMARK_UCX_ATTACKER_BIN, args, err);
+    ASSERT_EQ(attacker.Wait(120'000), 0) << ReadFile(err);
+    const std::string report = ReadFile(err);
+    EXPECT_EQ(report.find(" ok"), std::string::npos) << "served without a hello:\n" << report;
+    // A client that never talked to the node, with the default timeouts.
+    auto fresh = testing::MakeUcxClient(Master());
+    ASSERT_NE(fresh, nullptr);
+    const std::string key = "after-" + std::to_string(round);
+    const ErrorCode put = fresh->Put("", key, Pattern(65536, 10 + round));
+    ASSERT_EQ(put, ErrorCode::OK) << "round " << round << ": " << ErrorCodeName(put);
+    auto got = fresh->Get("", key);
+    ASSERT_TRUE(got.ok()) << "round " << round << ": " << ErrorCodeName(got.error());
+    EXPECT_EQ(*got, Pattern(65536, 10 + round));
+  }
+  auto kept_now = before->Get("", "kept");
+  ASSERT_TRUE(kept_now.ok()) << ErrorCodeName(kept_now.error());
+  EXPECT_EQ(*kept_now, Pattern(65536, 1));
+  EXPECT_EQ(node_->Wait(0), -1) << "the node died: " << ReadFile(node_err_);
 }
 
 // Issue 28: a node killed and restarted on the same port within client_ttl

@@ -6,7 +6,7 @@ pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 shelfmark_library(transport
   SOURCES am_transport.cc loopback_am.cc loopback_engine.cc transport_set.cc ucx_context.cc
           ucx_engine.cc ucx_am.cc ucx_wire.cc ucx_address_server.cc local_share.cc
-          challenge_book.cc ucx_memory_access.cc
+          challenge_book.cc ucx_memory_access.cc ucx_log_filter.cc
   DEPS shelfmark::common shelfmark::auth PkgConfig::UCX Threads::Threads)
 
 shelfmark_test(challenge_book_test SOURCES challenge_book_test.cc DEPS shelfmark::transport
@@ -15,6 +15,8 @@ shelfmark_test(challenge_book_test SOURCES challenge_book_test.cc DEPS shelfmark
 shelfmark_test(loopback_engine_test SOURCES loopback_engine_test.cc DEPS shelfmark::transport
   LABELS unit TIMEOUT 60)
 shelfmark_test(ucx_wire_test SOURCES ucx_wire_test.cc DEPS shelfmark::transport LABELS unit)
+shelfmark_test(ucx_log_filter_test SOURCES ucx_log_filter_test.cc
+  DEPS shelfmark::transport shelfmark::testing LABELS unit)
 shelfmark_test(ucx_address_server_test SOURCES ucx_address_server_test.cc
   DEPS shelfmark::transport LABELS unit)
 shelfmark_test(local_share_test SOURCES local_share_test.cc

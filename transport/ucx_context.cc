@@ -10,6 +10,7 @@
 
 #include "common/host_port.h"
 #include "transport/local_share.h"
+#include "transport/ucx_log_filter.h"
 #include "transport/ucx_address_server.h"
 #include "transport/ucx_wire.h"
 
@@ -52,6 +53,9 @@ Result<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& o
 }
 
 Result<bool> UcxContext::Init() {
+  // Before any worker exists: a stranger's RMA messages must not reach
+  // UCX's log (ucx_log_filter.h).
+  InstallUcxStrayMessageFilter();
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
   // tcp unless the environment says otherwise: the RDMA path is the verbs
