@@ -58,6 +58,8 @@ def _put_code(code):
 
 def _put_codes(codes):
     return [_put_code(c) for c in codes]
+
+
 # A soft pin without a TTL lasts this long (Mooncake's default soft-pin TTL).
 DEFAULT_SOFT_PIN_TTL_MS = 30 * 60 * 1000
 
@@ -79,11 +81,12 @@ class ReplicaStatus(enum.IntEnum):
 
 class ReplicateConfig:
     """How a put places its object. replica_num: MEMORY replicas on distinct
-    segments; preferred_segment(s): segment names tried first (a node's
-    --segment_name); with_hard_pin: never evicted; with_soft_pin /
+    segments; preferred_segment(s): segment names tried first (a store's
+    get_hostname(), a node's --segment_name); with_hard_pin: never evicted; with_soft_pin /
     soft_pin_action=ENABLE: evicted last, for soft_pin_ttl_ms (None or 0:
     30 min); group_ids: one group per key written (None: no groups; ""
-    ungrouped). prefer_alloc_in_same_node is accepted and has no effect."""
+    ungrouped); prefer_alloc_in_same_node: after the preferred segments, the
+    segments on this store's host (its local_hostname's address) first."""
 
     def __init__(self):
         self.replica_num = 1
@@ -126,14 +129,17 @@ class ReplicateConfig:
 _DEFAULT_CONFIG = _native.PutConfig()
 
 
-def _put_config(config, replace=False, group=""):
+def _put_config(config, replace=False, group="", host=""):
     """The native PutConfig of `config` (None: the defaults); `replace`:
-    an upsert's; `group`: the group the keys join."""
+    an upsert's; `group`: the group the keys join; `host`: the writer's own
+    address, preferred when config.prefer_alloc_in_same_node."""
     if config is None and not replace and not group:
         return _DEFAULT_CONFIG
     c = _native.PutConfig() if config is None else config._native()
     c.replace = replace
     c.group_id = group
+    if config is not None and config.prefer_alloc_in_same_node:
+        c.prefer_host = host
     return c
 
 
@@ -144,16 +150,16 @@ def _upsert_refused(config):
         and not config._soft_pinned()
 
 
-def _config(config, replace=False):
+def _config(config, replace=False, host=""):
     """A single-key write's PutConfig, or None when config.group_ids does not
     name exactly one group (Mooncake answers INVALID_PARAMS)."""
     ids = None if config is None else config.group_ids
     if ids is not None and len(ids) != 1:
         return None
-    return _put_config(config, replace, "" if ids is None else str(ids[0]))
+    return _put_config(config, replace, "" if ids is None else str(ids[0]), host)
 
 
-def _batched(config, lists, call, replace=False):
+def _batched(config, lists, call, replace=False, host=""):
     """A batch write: call(lists, PutConfig) -> one code per key, once, or
     with config.group_ids once per group over that group's keys (`lists`:
     the keys first, then the per-key lists, taken in step). The codes in key
@@ -161,7 +167,7 @@ def _batched(config, lists, call, replace=False):
     have one entry per key."""
     ids = None if config is None else config.group_ids
     if ids is None:
-        return call(lists, _put_config(config, replace))
+        return call(lists, _put_config(config, replace, host=host))
     n = len(lists[0])
     if len(ids) != n or any(len(other) != n for other in lists[1:]):
         return [_INVALID_PARAMS] * n
@@ -169,29 +175,30 @@ def _batched(config, lists, call, replace=False):
     for group in dict.fromkeys(str(g) for g in ids):
         picked = [i for i, g in enumerate(ids) if str(g) == group]
         codes = call([[values[i] for i in picked] for values in lists],
-                     _put_config(config, replace, group))
+                     _put_config(config, replace, group, host))
         for i, code in zip(picked, codes):
             out[i] = code
     return out
 
 
-def _one(config, replace, call):
-    """A single-key write: call(PutConfig) -> its code, as Mooncake answers."""
+def _one(config, replace, call, host=""):
+    """A single-key write: call(PutConfig) -> its code, as Mooncake answers
+    (`host`: _put_config's)."""
     if replace and _upsert_refused(config):
         return _INVALID_PARAMS
-    c = _config(config, replace)
+    c = _config(config, replace, host)
     if c is None:
         return _INVALID_PARAMS
     code = call(c)
     return _c(code) if replace else _put_code(code)
 
 
-def _many(config, replace, lists, call):
+def _many(config, replace, lists, call, host=""):
     """A batch write (_batched's arguments): one code per key, as Mooncake
     answers."""
     if replace and _upsert_refused(config):
         return [_INVALID_PARAMS] * len(lists[0])
-    codes = _batched(config, lists, call, replace)
+    codes = _batched(config, lists, call, replace, host)
     return _cs(codes) if replace else _put_codes(codes)
 
 
@@ -287,9 +294,10 @@ class MooncakeDistributedStore:
         field. Extra keywords: tenant_id, rpc_timeout_ms,
         transfer_timeout_ms, cluster_token, master_token
         ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN), cluster_id;
-        Mooncake's enable_ssd_offload, ssd_offload_path,
-        enable_client_http_server and client_http_port are accepted
-        (docs/python.md says what each does here)."""
+        enable_client_http_server=True serves this store's GET /health,
+        /metrics and /metrics/summary on 0.0.0.0:client_http_port (default
+        9300, Mooncake's); enable_ssd_offload and ssd_offload_path are
+        accepted and configure no SSD tier (docs/python.md)."""
         if local_hostname is None:
             raise TypeError("setup() needs local_hostname and metadata_server, "
                             "a dict, or a MooncakeConfig (setup_with_env: the environment)")
@@ -313,7 +321,8 @@ class MooncakeDistributedStore:
         if isinstance(local_hostname, dict):
             extra.update({k: local_hostname[k] for k in
                           ("rpc_timeout_ms", "transfer_timeout_ms", "cluster_token",
-                           "master_token", "cluster_id") if k in local_hostname})
+                           "master_token", "cluster_id", "enable_client_http_server",
+                           "client_http_port") if k in local_hostname})
         return self._setup(cfg, **extra)
 
     def setup_with_env(self, **kwargs):
@@ -322,9 +331,9 @@ class MooncakeDistributedStore:
 
     def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
                master_token=None, cluster_id=None, enable_ssd_offload=None, ssd_offload_path=None,
-               enable_client_http_server=False, client_http_port=None):
-        # Accepted for Mooncake's signature; what they do here: docs/python.md.
-        del enable_ssd_offload, ssd_offload_path, enable_client_http_server, client_http_port
+               enable_client_http_server=False, client_http_port=9300):
+        # Accepted for Mooncake's signature; no SSD tier here (docs/python.md).
+        del enable_ssd_offload, ssd_offload_path
         device = (cfg.device_name or "").split(",")[0].strip()
         o = store_options(
             master=cfg.master_server_address, protocol=PROTOCOLS[cfg.protocol.lower()],
@@ -334,6 +343,8 @@ class MooncakeDistributedStore:
             cluster_token=cluster_token, master_token=master_token,
             device="" if device == "auto-discovery" else device, hostname=cfg.local_hostname,
             cluster_id=cluster_id)
+        o.http_server = bool(enable_client_http_server)
+        o.http_port = int(client_http_port)
         return _c(self._store.setup(o))
 
     def close(self):
@@ -350,30 +361,40 @@ class MooncakeDistributedStore:
     # A key that exists answers 0 and keeps its object, as Mooncake's client
     # does (_put_code); config.group_ids gives each key its group.
     def put(self, key, value, config=None):
-        return _one(config, False, lambda c: self._store.put(key, as_buffer(value), c))
+        return _one(config, False, lambda c: self._store.put(key, as_buffer(value), c),
+                    self._host(config))
 
     def put_parts(self, key, *parts, config=None):
-        return _one(config, False,
-                    lambda c: self._store.put_parts(key, c, *[as_buffer(p) for p in parts]))
+        return _one(config, False, lambda c: self._put_parts(key, parts, c), self._host(config))
 
     def put_batch(self, keys, values, config=None):
         """0, or the first failing item's code."""
         if len(keys) != len(values):
             return _INVALID_PARAMS
-        return _first_failure(_many(config, False, [list(keys), list(values)], self._put_batch))
+        return _first_failure(_many(config, False, [list(keys), list(values)], self._put_batch,
+                                    self._host(config)))
 
     def put_from(self, key, buffer_ptr, size, config=None):
-        return _one(config, False, lambda c: self._store.put_from(key, buffer_ptr, size, c))
+        return _one(config, False, lambda c: self._store.put_from(key, buffer_ptr, size, c),
+                    self._host(config))
 
     def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
         return _many(config, False, [list(keys), list(buffer_ptrs), list(sizes)],
-                     self._batch_put_from)
+                     self._batch_put_from, self._host(config))
 
     def batch_put_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
         return _many(config, False, [list(keys), list(all_buffer_ptrs), list(all_sizes)],
-                     self._batch_put_from_multi_buffers)
+                     self._batch_put_from_multi_buffers, self._host(config))
 
-    # The native batch writes over _batched's lists.
+    def _host(self, config):
+        """This store's address, for config.prefer_alloc_in_same_node."""
+        return self._store.listen_ip() if config is not None and \
+            config.prefer_alloc_in_same_node else ""
+
+    # The native writes behind both the put and the upsert forms.
+    def _put_parts(self, key, parts, c):
+        return self._store.put_parts(key, c, *[as_buffer(p) for p in parts])
+
     def _put_batch(self, lists, c):
         keys, values = lists
         return self._store.put_batch(keys, [as_buffer(v) for v in values], c)
@@ -391,28 +412,30 @@ class MooncakeDistributedStore:
     # the call see the new one; a missing key is simply put (docs/python.md).
     # soft_pin_ttl_ms without a soft pin: INVALID_PARAMS (_upsert_refused).
     def upsert(self, key, value, config=None):
-        return _one(config, True, lambda c: self._store.put(key, as_buffer(value), c))
+        return _one(config, True, lambda c: self._store.put(key, as_buffer(value), c),
+                    self._host(config))
 
     def upsert_parts(self, key, *parts, config=None):
-        return _one(config, True,
-                    lambda c: self._store.put_parts(key, c, *[as_buffer(p) for p in parts]))
+        return _one(config, True, lambda c: self._put_parts(key, parts, c), self._host(config))
 
     def upsert_batch(self, keys, values, config=None):
         """0, or the first failing item's code."""
         if len(keys) != len(values):
             return _INVALID_PARAMS
-        return _first_failure(_many(config, True, [list(keys), list(values)], self._put_batch))
+        return _first_failure(_many(config, True, [list(keys), list(values)], self._put_batch,
+                                    self._host(config)))
 
     def upsert_from(self, key, buffer_ptr, size, config=None):
-        return _one(config, True, lambda c: self._store.put_from(key, buffer_ptr, size, c))
+        return _one(config, True, lambda c: self._store.put_from(key, buffer_ptr, size, c),
+                    self._host(config))
 
     def batch_upsert_from(self, keys, buffer_ptrs, sizes, config=None):
         return _many(config, True, [list(keys), list(buffer_ptrs), list(sizes)],
-                     self._batch_put_from)
+                     self._batch_put_from, self._host(config))
 
     def batch_upsert_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
         return _many(config, True, [list(keys), list(all_buffer_ptrs), list(all_sizes)],
-                     self._batch_put_from_multi_buffers)
+                     self._batch_put_from_multi_buffers, self._host(config))
 
     # --- reads ----------------------------------------------------------------
     def get(self, key):

@@ -17,6 +17,8 @@
 
 #include "client/client.h"
 #include "embedded/embedded_client.h"
+#include "service/http_server.h"
+#include "service/metrics.h"
 
 namespace shelfmark::python {
 namespace {
@@ -158,6 +160,7 @@ struct Store::Impl {
   StoreOptions options;
   // "host:port": what hostname() answers and the hosted segment's name.
   std::string name;
+  std::string listen_ip;  // the host's address (ListenIp)
   int port_fd = -1;  // holds a randomly chosen port (ReservePort); -1: none
   // Hosts the segment (global_segment_bytes > 0) and owns the Client;
   // destroyed (unmounting the segment) with the last call holding it.
@@ -186,12 +189,61 @@ struct Store::Impl {
     return std::string_view(reinterpret_cast<const char*>(ptr), size);
   }
 
+  size_t RegisteredBuffers() {
+    MutexLock lock(&buffers_mu);
+    return buffers.size();
+  }
+
+  // The client HTTP server (StoreOptions::http_server): declared last, so it
+  // stops before anything its handlers read goes.
+  std::unique_ptr<MetricsRegistry> metrics;
+  std::unique_ptr<HttpServer> http;
+  uint16_t http_port = 0;
+
+  // Starts it on options.http_port; OK or INVALID_PARAMS (port not bound).
+  ErrorCode ServeHttp();
+
   // The Client checks that [ptr, ptr + size) lies in registered memory.
   int64_t GetInto(const std::string& key, uint64_t ptr, uint64_t size) {
     auto read = client->GetInto(tenant(), key, reinterpret_cast<void*>(ptr), size);
     return read.ok() ? static_cast<int64_t>(*read) : Code(read.error());
   }
 };
+
+ErrorCode Store::Impl::ServeHttp() {
+  metrics = std::make_unique<MetricsRegistry>();
+  metrics->AddGauge("shelfmark_store_segment_bytes",
+                    "Bytes of the segment this store hosts (global_segment_size).",
+                    [this] { return static_cast<double>(options.global_segment_bytes); });
+  metrics->AddCounterFunc("shelfmark_store_local_copies_total",
+                          "Replicas read or written by memcpy in this store's own segment.",
+                          [this] { return static_cast<double>(client->local_stats().copies); });
+  metrics->AddCounterFunc("shelfmark_store_local_copy_bytes_total",
+                          "Bytes of those replicas.",
+                          [this] { return static_cast<double>(client->local_stats().bytes); });
+  metrics->AddGauge("shelfmark_store_registered_buffers",
+                    "Buffers registered with register_buffer.",
+                    [this] { return static_cast<double>(RegisteredBuffers()); });
+  http = std::make_unique<HttpServer>();
+  http->Handle("/health", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  http->Handle("/metrics", [this] {
+    HttpResponse r;
+    r.body = metrics->RenderPrometheus();
+    return r;
+  });
+  http->Handle("/metrics/summary", [this] {
+    const LocalCopyStats copies = client->local_stats();
+    std::string body = "segment " + name + " " + std::to_string(options.global_segment_bytes) +
+                       " bytes\nlocal copies " + std::to_string(copies.copies) + " (" +
+                       std::to_string(copies.bytes) + " bytes)\nregistered buffers " +
+                       std::to_string(RegisteredBuffers()) + "\n";
+    return HttpResponse{200, "text/plain; charset=utf-8", std::move(body)};
+  });
+  auto port = http->Start(options.http_port);
+  if (!port.ok()) return port.error();
+  http_port = *port;
+  return ErrorCode::OK;
+}
 
 Store::Store(RdmaPlugin rdma) : rdma_(std::move(rdma)) {}
 
@@ -223,6 +275,7 @@ int Store::Setup(const StoreOptions& options) {
     impl->port_fd = reserved->second;
   }
   impl->name = (where.host.empty() ? *listen_ip : where.host) + ":" + std::to_string(*where.port);
+  impl->listen_ip = *listen_ip;
   EmbeddedOptions eo;
   eo.master = options.master;
   eo.cluster_id = options.cluster_id;
@@ -249,6 +302,9 @@ int Store::Setup(const StoreOptions& options) {
     auto probe = impl->client->Exist(impl->tenant(), kHealthKey);
     if (!probe.ok()) return Code(probe.error());
   }
+  if (options.http_server) {
+    if (ErrorCode rc = impl->ServeHttp(); rc != ErrorCode::OK) return Code(rc);
+  }
   MutexLock lock(&mu_);
   impl_ = std::move(impl);
   return kOk;
@@ -269,6 +325,16 @@ bool Store::is_open() const { return Acquire() != nullptr; }
 std::string Store::hostname() const {
   auto impl = Acquire();
   return impl ? impl->name : std::string();
+}
+
+uint16_t Store::http_port() const {
+  auto impl = Acquire();
+  return impl ? impl->http_port : 0;
+}
+
+std::string Store::listen_ip() const {
+  auto impl = Acquire();
+  return impl ? impl->listen_ip : std::string();
 }
 
 uint64_t Store::global_segment_bytes() const {

@@ -69,6 +69,12 @@ struct StoreOptions {
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
   bool check_master = true;  // Setup asks the master once (unreachable: RPC_FAIL)
+  // Mooncake's enable_client_http_server / client_http_port: serve this
+  // store's GET /health, /metrics (Prometheus text) and /metrics/summary on
+  // 0.0.0.0:http_port (0: any free port) until Close; a port that cannot be
+  // bound makes Setup answer INVALID_PARAMS.
+  bool http_server = false;
+  uint16_t http_port = 9300;
 };
 
 // One replica of an object, as get_replica_desc reports it.
@@ -98,6 +104,11 @@ class Store {
   bool is_open() const;
   // "host:port": the hosted segment's name ("" when closed).
   std::string hostname() const;
+  // The address of local_hostname's host (what a put's
+  // PutConfig::prefer_host names for "this host"); "" when closed.
+  std::string listen_ip() const;
+  // The port the client HTTP server listens on (0: none).
+  uint16_t http_port() const;
   uint64_t global_segment_bytes() const;
   // Replicas read or written by memcpy because they lie in this store's own
   // segment (copies, bytes); zeros when closed.
