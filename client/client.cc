@@ -95,6 +95,7 @@ MasterClient& Client::Impl::master() {
     MasterClientOptions mo;
     mo.address = options.master;
     mo.cluster_id = options.cluster_id;
+    mo.follow_leader_hints = options.follow_leader_hints;
     mo.client_id = options.transport.client_id;
     mo.call_timeout_ms = options.rpc_timeout_ms;
     mo.lookup_channel = options.lookup_channel;

@@ -135,6 +135,9 @@ struct ClientOptions {
   // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
   // MasterClientOptions::cluster_id).
   std::string cluster_id;
+  // With a host:port master: follow a standby's NOT_LEADER to the leader it
+  // names (MasterClientOptions::follow_leader_hints; etcd:// always does).
+  bool follow_leader_hints = false;
   // Proven to the master on each connection (docs/security.md); empty: the
   // cluster token (transport.cluster_token), which may be empty too.
   std::string master_token;
@@ -303,6 +306,32 @@ class Client {
   // the object's size: else BUFFER_OVERFLOW) with the rules of Get. A failed
   // read drops the key's cached location, so the next Locate asks the master.
   ErrorCode Read(const ObjectLocation& location, void* dst, uint64_t capacity);
+
+  // --- two-phase puts and ranged reads of a located object ------------------
+  // The steps mooncake.store's put and get sessions are made of
+  // (python/native/sessions.h; client_sessions.cc). StartPuts allocates each
+  // object at the master (one BatchPutStart) and answers its MEMORY
+  // replicas: not readable until EndPuts, and without a checksum (the bytes
+  // arrive piece by piece, so none is known up front; whole reads then
+  // verify nothing). WriteAt writes registered memory at object offsets into
+  // every replica (INVALID_PARAMS for memory not registered, parts and
+  // offsets of different lengths, or a piece past `object_size`;
+  // INVALID_REPLICA for a replica that is not MEMORY). EndPuts makes the
+  // objects readable (BatchPutEnd; their cached locations dropped),
+  // RevokePuts drops them (BatchPutRevoke). Answers per key, in order.
+  std::vector<Result<std::vector<ReplicaDescriptor>>> StartPuts(
+      std::string_view tenant, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& sizes, const PutConfig& config);
+  ErrorCode WriteAt(const std::vector<ReplicaDescriptor>& replicas, uint64_t object_size,
+                    const std::vector<ConstBuffer>& parts, const std::vector<uint64_t>& offsets);
+  std::vector<ErrorCode> EndPuts(std::string_view tenant, const std::vector<std::string>& keys);
+  std::vector<ErrorCode> RevokePuts(std::string_view tenant, const std::vector<std::string>& keys);
+  // Reads the ranges of the object at `location` (an answer of Locate, kept
+  // by the caller) with Read's order and failover: LEASE_EXPIRED, reading
+  // nothing, once its lease has ended (the memory may hold another object
+  // by then); INVALID_PARAMS for memory not registered or a range past the
+  // object's end. The checksum is not verified (ranges).
+  ErrorCode ReadRanges(const ObjectLocation& location, const std::vector<ReadRange>& ranges);
 
   // The engine serving `protocol` (nullptr if none): the benchmark's raw path.
   TransportEngine* engine(std::string_view protocol) const;

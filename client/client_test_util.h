@@ -72,6 +72,22 @@ struct TestNode {
   }
 };
 
+// A registered buffer of a client, unregistered at the end (the zero-copy
+// and session tests).
+class Registered {
+ public:
+  Registered(Client& client, size_t size) : client_(client), bytes_(size, '\0') {
+    EXPECT_EQ(client_.RegisterBuffer(bytes_.data(), bytes_.size()), ErrorCode::OK);
+  }
+  ~Registered() { client_.UnregisterBuffer(bytes_.data()); }
+  char* data() { return bytes_.data(); }
+  std::string Str(size_t offset, size_t length) const { return bytes_.substr(offset, length); }
+
+ private:
+  Client& client_;
+  std::string bytes_;
+};
+
 class ClientTest : public ::testing::Test {
  protected:
   ClientTest() {

@@ -15,21 +15,6 @@
 namespace shelfmark {
 namespace {
 
-// A registered buffer of a client, unregistered at the end.
-class Registered {
- public:
-  Registered(Client& client, size_t size) : client_(client), bytes_(size, '\0') {
-    EXPECT_EQ(client_.RegisterBuffer(bytes_.data(), bytes_.size()), ErrorCode::OK);
-  }
-  ~Registered() { client_.UnregisterBuffer(bytes_.data()); }
-  char* data() { return bytes_.data(); }
-  std::string Str(size_t offset, size_t length) const { return bytes_.substr(offset, length); }
-
- private:
-  Client& client_;
-  std::string bytes_;
-};
-
 TEST_F(ClientTest, PutFromAndGetIntoUseRegisteredMemoryOnly) {
   StartNode("seg-a");
   StartNode("seg-b");

@@ -190,6 +190,9 @@ struct DirectoryStats {
   // Puts refused as impossible (no eviction could place them): more
   // replicas than segments able to hold them, or larger than any segment.
   uint64_t unplaceable_puts = 0;
+  // Segments dropped because a new owner mounted at their endpoint (a node
+  // restarted there, or a client naming a live node's endpoint).
+  uint64_t superseded_segments = 0;
   // Completed passes of the background work (client expiry, offload
   // time-outs, stale puts, eviction).
   uint64_t background_runs = 0;

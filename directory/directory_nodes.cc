@@ -17,6 +17,7 @@ ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment
     PurgeOwners({superseded.begin(), superseded.end()});
     DropRetiredOn(superseded);
     for (SegmentEntry* s : superseded) segments_.Erase(s);
+    superseded_segments_.fetch_add(superseded.size(), std::memory_order_relaxed);
   }
   ErrorCode rc = segments_.Mount(client, segment);
   if (rc == ErrorCode::OK) {

@@ -67,6 +67,7 @@ TEST_F(NodesTest, ANewIncarnationAtTheSameEndpointDropsTheOldSegment) {
   Segment again = MakeSegment("a", 1 << 20);  // same endpoint a:1234, new id
   ASSERT_EQ(dir_->MountSegment(restarted, again), ErrorCode::OK);
   EXPECT_EQ(dir_->GetReplicaList("", "on-old-a").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->Stats().superseded_segments, 1u);
   EXPECT_EQ(dir_->Stats().segment_count, 2u);
   EXPECT_EQ(dir_->Stats().total_capacity_bytes, 2u << 20);
   ASSERT_EQ(Put("on-new-a", 10, on_a), ErrorCode::OK);

@@ -13,6 +13,7 @@ ClientOptions ClientOptionsOf(const EmbeddedOptions& o) {
   ClientOptions c;
   c.master = o.master;
   c.cluster_id = o.cluster_id;
+  c.follow_leader_hints = o.follow_leader_hints;
   c.master_token = o.master_token;
   c.protocol = o.protocol;
   c.transport.client_id = o.client_id;
@@ -63,6 +64,7 @@ ErrorCode EmbeddedClient::HostSegment(const EmbeddedOptions& options) {
   NodeOptions n;
   n.master = options.master;
   n.cluster_id = options.cluster_id;
+  n.follow_leader_hints = options.follow_leader_hints;
   n.master_token = !options.node_token.empty()     ? options.node_token
                    : !options.master_token.empty() ? options.master_token
                                                    : options.cluster_token;

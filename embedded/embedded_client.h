@@ -43,6 +43,7 @@ struct EmbeddedOptions {
   // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
   // MasterClientOptions::cluster_id).
   std::string cluster_id;
+  bool follow_leader_hints = false;  // ClientOptions::follow_leader_hints
   // Proven to the master by the client's calls; empty: cluster_token.
   std::string master_token;
   // Proven by the node's mount and pings (a token with the node role);

@@ -39,6 +39,10 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           "Puts refused without evicting anything: more replicas than segments "
                           "able to hold them, or larger than any segment.",
                           read(&DirectoryStats::unplaceable_puts));
+  registry.AddCounterFunc("shelfmark_master_segments_superseded_total",
+                          "Segments dropped, with every replica on them, because a new owner "
+                          "mounted at their endpoint (a node restarted there).",
+                          read(&DirectoryStats::superseded_segments));
   registry.AddCounterFunc("shelfmark_master_evicted_without_copy_total",
                           "Objects eviction erased with no SSD copy while offload was enabled.",
                           read(&DirectoryStats::evicted_without_copy));

@@ -3,9 +3,11 @@
 #include <cstdlib>
 
 #include "auth/credentials.h"
+#include "auth/token_table.h"
 #include "common/flags.h"
 #include "ha/etcd_client.h"
 #include "ha/leader_key.h"
+#include "snapshot/codec.h"
 
 namespace shelfmark {
 namespace {
@@ -90,6 +92,11 @@ void AddSnapshotFlags(FlagSet& f, MasterConfig* c) {
              "seconds before a snapshot child is killed", 1, kMaxSeconds);
   f.AddInt64("snapshot_retention_count", &c->snapshot_retention_count,
              "snapshots kept (>= 1)", 1, 1000);
+  f.AddBool("snapshot_allow_empty_start", &c->snapshot_allow_empty_start,
+            "may serve an empty directory over snapshots it did not restore without protecting "
+            "them; releases a protection (docs/snapshot.md)");
+  f.AddString("snapshot_restore_id", &c->snapshot_restore_id,
+              "snapshot the start-up restore tries first (e.g. a protected one)");
 }
 
 void AddHaFlags(FlagSet& f, MasterConfig* c) {
@@ -174,6 +181,12 @@ bool CheckHaFlags(MasterConfig* c, std::string* message) {
 // The local store's directory comes from the environment (design study:
 // MOONCAKE_SNAPSHOT_LOCAL_PATH); S3 settings are read where the store opens.
 bool ReadSnapshotEnvironment(MasterConfig* c, std::string* message) {
+  if (!c->snapshot_restore_id.empty() && !ValidSnapshotId(c->snapshot_restore_id)) {
+    *message = "shelfmark-master: --snapshot_restore_id=" + c->snapshot_restore_id +
+               " is not a snapshot id (YYYYMMDD_HHMMSS_mmm, as listed under "
+               "mooncake_master_snapshot/<cluster>/)";
+    return false;
+  }
   bool uses_store = c->enable_snapshot || c->enable_snapshot_restore;
   if (!uses_store || c->snapshot_object_store_type != "local") return true;
   const char* path = std::getenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");
@@ -205,6 +218,14 @@ bool LoadTokens(MasterConfig* c, std::string* message) {
     if (!token.ok()) {
       *message = "shelfmark-master: --cluster_token / SHELFMARK_CLUSTER_TOKEN must be one word";
       return false;
+    }
+    // A weak single token is warned about, not refused: a table line is
+    // refused (auth/token_table.h), a lone token keeps working as before.
+    if (std::string weak = auth::WeakTokenReason(*token); !token->empty() && !weak.empty()) {
+      c->token_warning += (c->token_warning.empty() ? "" : "; ") +
+                          std::string("weak cluster token (--cluster_token or "
+                                      "SHELFMARK_CLUSTER_TOKEN; a token table refuses it): ") +
+                          weak;
     }
     if (!token->empty()) c->tokens = auth::TokenTable::Single(*token);
   }

@@ -50,6 +50,11 @@ struct MasterConfig {
   int64_t snapshot_interval_seconds = 600;
   int64_t snapshot_child_timeout_seconds = 300;
   int64_t snapshot_retention_count = 2;
+  // A master that starts serving empty over snapshots it did not restore
+  // protects the latest from retention unless this is set (master/
+  // empty_start_guard.h); set, it also releases an earlier protection.
+  bool snapshot_allow_empty_start = false;
+  std::string snapshot_restore_id;  // RestoreOptions::first_id; "" or a ValidSnapshotId
   // $MOONCAKE_SNAPSHOT_LOCAL_PATH: required (and read) when snapshots or
   // restore use the local object store.
   std::string snapshot_local_path;

@@ -174,6 +174,26 @@ TEST(MasterConfig, SnapshotDefaultsAndChoices) {
             ParseOutcome::kRun) << msg;
 }
 
+TEST(MasterConfig, EmptyStartFlags) {
+  MasterConfig c;
+  std::string msg;
+  ASSERT_EQ(Parse({}, &c, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_FALSE(c.snapshot_allow_empty_start);
+  EXPECT_EQ(c.snapshot_restore_id, "");
+  ASSERT_EQ(Parse({"--snapshot_allow_empty_start", "--snapshot_restore_id=20261203_101500_250"},
+                  &c, &msg),
+            ParseOutcome::kRun)
+      << msg;
+  EXPECT_TRUE(c.snapshot_allow_empty_start);
+  EXPECT_EQ(c.snapshot_restore_id, "20261203_101500_250");
+  for (const char* arg : {"--snapshot_restore_id=../latest.txt", "--snapshot_restore_id=latest",
+                          "--snapshot_restore_id=20261399_101500_250"}) {
+    MasterConfig bad;
+    EXPECT_EQ(Parse({arg}, &bad, &msg), ParseOutcome::kError) << arg;
+    EXPECT_NE(msg.find("--snapshot_restore_id"), std::string::npos) << msg;
+  }
+}
+
 TEST(MasterConfig, LocalSnapshotsNeedTheLocalPathVariable) {
   unsetenv("MOONCAKE_SNAPSHOT_LOCAL_PATH");
   for (const char* arg : {"--enable_snapshot=true", "--enable_snapshot_restore=true"}) {
@@ -226,6 +246,12 @@ TEST(MasterConfig, TokensFromTheTableFileTheFlagOrTheEnvironment) {
   MasterConfig env;
   ASSERT_EQ(Parse({}, &env, &msg), ParseOutcome::kRun) << msg;
   EXPECT_EQ(env.tokens.size(), 1u);
+  EXPECT_NE(env.token_warning.find("weak cluster token"), std::string::npos)
+      << env.token_warning;
+  ::setenv("SHELFMARK_CLUSTER_TOKEN", "a-token-of-thirty-two-bytes-long", 1);
+  MasterConfig strong;
+  ASSERT_EQ(Parse({}, &strong, &msg), ParseOutcome::kRun) << msg;
+  EXPECT_TRUE(strong.token_warning.empty()) << strong.token_warning;
   ::unsetenv("SHELFMARK_CLUSTER_TOKEN");
   MasterConfig none;
   ASSERT_EQ(Parse({}, &none, &msg), ParseOutcome::kRun) << msg;

@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "master/admin_http.h"
 #include "master/directory_metrics.h"
 #include "master/master_ha.h"
 #include "master/master_replication.h"
@@ -18,6 +19,7 @@
 #include "service/process_stats.h"
 #include "master/rpc_server.h"
 #include "service/service_main.h"
+#include "master/empty_start_guard.h"
 #include "master/snapshot_metrics.h"
 #include "snapshot/local_store.h"
 #include "snapshot/s3_store.h"
@@ -50,9 +52,11 @@ std::unique_ptr<ObjectStore> OpenSnapshotStore(const MasterConfig& config, std::
   return std::move(*store);
 }
 
-// Restores the newest good snapshot into the directory (before the RPC port
-// opens). False when the store cannot be opened or read.
-bool RestoreAtStartUp(const MasterConfig& config, Directory& directory, SnapshotMetrics& metrics) {
+// Restores the newest good snapshot (--snapshot_restore_id first) into the
+// directory (before the RPC port opens) and tells `guard` (nullable) which
+// one. False when the store cannot be opened or read.
+bool RestoreAtStartUp(const MasterConfig& config, Directory& directory, SnapshotMetrics& metrics,
+                      EmptyStartGuard* guard) {
   std::string error;
   std::unique_ptr<ObjectStore> store = OpenSnapshotStore(config, &error);
   if (store == nullptr) {
@@ -61,7 +65,9 @@ bool RestoreAtStartUp(const MasterConfig& config, Directory& directory, Snapshot
   }
   RestoreOptions options;
   options.cluster_id = config.snapshot_cluster_id;
+  options.first_id = config.snapshot_restore_id;
   RestoreReport report = RestoreFromSnapshots(&directory, store.get(), options);
+  if (guard != nullptr) guard->SetRestored(report.snapshot_id);
   std::fprintf(stderr, "shelfmark-master: %s (%s)\n", DescribeRestore(report).c_str(),
                store->Describe().c_str());
   metrics.SetRestore(report);
@@ -72,6 +78,30 @@ bool RestoreAtStartUp(const MasterConfig& config, Directory& directory, Snapshot
     return false;
   }
   return true;
+}
+
+// With --enable_snapshot: what keeps the snapshot an empty start would
+// rotate out (master/empty_start_guard.h). `config` outlives it.
+std::unique_ptr<EmptyStartGuard> MakeEmptyStartGuard(const MasterConfig& config,
+                                                     MetricsRegistry& metrics) {
+  if (!config.enable_snapshot) return nullptr;
+  EmptyStartGuardOptions options;
+  options.cluster_id = config.snapshot_cluster_id;
+  options.allow_empty_start = config.snapshot_allow_empty_start;
+  options.open_store = [&config](std::string* error) { return OpenSnapshotStore(config, error); };
+  auto guard = std::make_unique<EmptyStartGuard>(std::move(options));
+  AddEmptyStartMetrics(metrics, *guard);
+  return guard;
+}
+
+// This master starts serving `directory`: the guard (nullable) decides and
+// what it did goes to the log.
+void GuardServing(EmptyStartGuard* guard, const Directory& directory, bool loaded_copy) {
+  if (guard == nullptr) return;
+  EmptyStartOutcome out = guard->OnServing(directory.Stats().key_count, loaded_copy);
+  if (out.log.empty()) return;
+  std::fprintf(stderr, "shelfmark-master: %s%s\n", out.trusted ? "" : "warning: ",
+               out.log.c_str());
 }
 
 // The periodic snapshotter over a store of its own (see snapshotter.h).
@@ -131,16 +161,20 @@ std::unique_ptr<MasterReplication> MakeReplication(const MasterConfig& config,
 }
 
 // With --enable_ha: the HA wiring, its gate closed until it leads; each term
-// it wins first loads the standby copy (MasterReplication::BeforeServing).
-std::unique_ptr<MasterHa> MakeHa(const MasterConfig& config, MasterReplication* replication) {
+// it wins first loads the standby copy (MasterReplication::BeforeServing),
+// then asks `guard` (nullable) about an empty start.
+std::unique_ptr<MasterHa> MakeHa(const MasterConfig& config, MasterReplication* replication,
+                                 EmptyStartGuard* guard, const Directory& directory) {
   if (!config.enable_ha) return nullptr;
   MasterHaOptions options;
   options.etcd_endpoints = config.etcd_endpoint_list;
   options.cluster_id = config.cluster_id;
   options.lease_ttl_s = static_cast<int>(config.ha_lease_ttl_s);
   options.safety_margin_ms = static_cast<int>(config.ha_safety_margin_ms);
-  options.before_serving = [replication](int64_t term) {
-    return replication->BeforeServing(term);
+  options.before_serving = [replication, guard, &directory](int64_t term) {
+    ErrorCode rc = replication->BeforeServing(term);
+    if (rc == ErrorCode::OK) GuardServing(guard, directory, replication->loaded_copy());
+    return rc;
   };
   options.on_view = [replication](const ha::LeaderView& view) { replication->OnView(view); };
   options.may_campaign = [replication] { return replication->MayCampaign(); };
@@ -175,15 +209,17 @@ int Run(const MasterConfig& config) {
   AddProcessMetrics(metrics);
   AddDirectoryMetrics(metrics, directory);
   SnapshotMetrics snapshot_metrics(metrics);
+  std::unique_ptr<EmptyStartGuard> guard = MakeEmptyStartGuard(config, metrics);
   if (config.enable_snapshot_restore &&
-      !RestoreAtStartUp(config, directory, snapshot_metrics)) {
+      !RestoreAtStartUp(config, directory, snapshot_metrics, guard.get())) {
     return 1;
   }
   directory.StartBackgroundThread();
   // Before the RPC port opens: a store that cannot be written stops the
   // master at start, not at its first snapshot an interval later.
   std::unique_ptr<MasterReplication> replication = MakeReplication(config, directory);
-  std::unique_ptr<MasterHa> ha = MakeHa(config, replication.get());
+  std::unique_ptr<MasterHa> ha = MakeHa(config, replication.get(), guard.get(), directory);
+  if (ha == nullptr) GuardServing(guard.get(), directory, false);  // serves from the start
   if (ha != nullptr) {
     replication->SetOnLeaderGone([h = ha.get()](int64_t term) { h->LeaderGone(term); });
     replication->SetFence([h = ha.get()] { return h->FenceHolds(); });
@@ -239,6 +275,7 @@ int Run(const MasterConfig& config) {
   HttpServer http;
   AddHttpServerMetrics(metrics, http, "shelfmark_master_http_timed_out_connections_total",
                        "shelfmark_master_http_dropped_connections_total");
+  AddAdminPages(http, directory, AdminRoleOf(ha.get()), config.metrics_token);
   auto http_port = ServeHealthAndMetrics(http, metrics, config.metrics_port, "shelfmark-master",
                                          config.metrics_token, std::move(health_detail));
   if (!http_port.ok()) return 1;

@@ -168,6 +168,7 @@ void MasterReplication::OnView(const ha::LeaderView& view) {
 
 ErrorCode MasterReplication::BeforeServing(int64_t term) {
   MutexLock lock(&mu_);
+  loaded_copy_ = false;
   if (standby_ && standby_->has_state() && saw_other_leader_) {
     standby_->Stop();  // its state is final now
     dir_.Clear();
@@ -178,6 +179,7 @@ ErrorCode MasterReplication::BeforeServing(int64_t term) {
     standby_->WithState([&](const StandbyState& s) { objects = s.object_count(); });
     std::fprintf(stderr, "shelfmark-master: ha: term %lld: loaded the standby copy (%zu objects)\n",
                  static_cast<long long>(term), objects);
+    loaded_copy_ = true;
   } else if (standby_) {
     standby_->Stop();
   }
@@ -207,6 +209,11 @@ bool MasterReplication::MayCampaign() {
 ReplicationStandbyStats MasterReplication::standby_stats() const {
   MutexLock lock(&mu_);
   return standby_ ? standby_->stats() : ReplicationStandbyStats{};
+}
+
+bool MasterReplication::loaded_copy() const {
+  MutexLock lock(&mu_);
+  return loaded_copy_;
 }
 
 bool MasterReplication::has_copy() const {

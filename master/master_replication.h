@@ -89,6 +89,9 @@ class MasterReplication {
   const ReplicationLeader& leader() const { return leader_; }
   ReplicationStandbyStats standby_stats() const;
   bool has_copy() const;
+  // Whether the last term this master won began by loading a standby copy
+  // (false before any term and when it kept its own directory).
+  bool loaded_copy() const;
 
  private:
   // A started standby with this master's options (no copy yet).
@@ -120,6 +123,7 @@ class MasterReplication {
   bool leading_ GUARDED_BY(mu_) = false;
   bool saw_other_leader_ GUARDED_BY(mu_) = false;
   int64_t led_term_ GUARDED_BY(mu_) = 0;  // the last term this process won (0: none)
+  bool loaded_copy_ GUARDED_BY(mu_) = false;  // in led_term_
   int64_t no_leader_since_ms_ GUARDED_BY(mu_) = 0;  // 0: a leader is known
 };
 

@@ -168,6 +168,7 @@ MasterClientOptions Node::MasterOptions() const {
   MasterClientOptions mo;
   mo.address = options_.master;
   mo.cluster_id = options_.cluster_id;
+  mo.follow_leader_hints = options_.follow_leader_hints;
   mo.client_id = options_.client_id;
   mo.call_timeout_ms = options_.rpc_timeout_ms;
   mo.token = options_.master_token;

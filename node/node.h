@@ -93,6 +93,7 @@ struct NodeOptions {
   // With an etcd:// master: the cluster whose leader to follow ("" :
   // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark").
   std::string cluster_id;
+  bool follow_leader_hints = false;  // MasterClientOptions::follow_leader_hints
   // Proven to the master on each connection (docs/security.md; a token with
   // the node role); empty: no handshake.
   std::string master_token;

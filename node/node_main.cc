@@ -71,6 +71,7 @@ namespace {
 struct NodeFlags {
   std::string master = "127.0.0.1:50051";
   std::string cluster_id;
+  bool follow_leader_hints = false;
   int64_t segment_size = 0;
   std::string protocol = "auto";
   std::string device;
@@ -95,6 +96,7 @@ bool ParseFlags(int argc, char** argv, NodeFlags* f) {
   FlagSet flags("shelfmark-node");
   flags.AddString("master", &f->master, "HOST:PORT of shelfmark-master's RPC, or etcd://HOST:PORT[;HOST:PORT...]: follow the leader published in etcd");
   flags.AddString("cluster_id", &f->cluster_id, "with an etcd:// --master: the cluster whose leader to follow (\"\" = $SHELFMARK_CLUSTER_ID, else $MC_STORE_CLUSTER_ID, else \"shelfmark\")");
+  flags.AddBool("follow_leader_hints", &f->follow_leader_hints, "with a HOST:PORT --master: follow a standby's NOT_LEADER to the leader it names (one hop; docs/ha.md); an etcd:// master always does");
   flags.AddInt64("segment_size", &f->segment_size, "bytes of DRAM to contribute", 4096,
                  INT64_MAX);
   flags.AddString("protocol", &f->protocol, "data-plane protocol", {"rdma", "ucx", "auto"});
@@ -377,6 +379,7 @@ int Run(const NodeFlags& f) {
   }
   no.master = f.master;
   no.cluster_id = f.cluster_id;
+  no.follow_leader_hints = f.follow_leader_hints;
   no.master_token = f.credentials.master_token;
   no.client_id = to.client_id;
   no.segment_size = static_cast<uint64_t>(f.segment_size);

@@ -40,11 +40,14 @@ std::optional<double> PrometheusValue(std::string_view page, std::string_view na
   return std::nullopt;
 }
 
-Result<HttpReply> HttpGet(const HostPort& where, std::string_view path, int timeout_ms) {
+Result<HttpReply> HttpGet(const HostPort& where, std::string_view path, int timeout_ms,
+                          std::string_view authorization) {
   UniqueFd fd = ConnectTcp(where, timeout_ms);
   if (!fd.valid()) return ErrorCode::RPC_FAIL;
   std::string request = "GET " + std::string(path) + " HTTP/1.0\r\nHost: " + where.ToString() +
-                        "\r\nConnection: close\r\n\r\n";
+                        "\r\nConnection: close\r\n";
+  if (!authorization.empty()) request += "Authorization: " + std::string(authorization) + "\r\n";
+  request += "\r\n";
   std::string raw;
   if (!SendAll(fd.get(), request, timeout_ms) ||
       !ReceiveAll(fd.get(), &raw, kMaxReplyBytes, timeout_ms)) {

@@ -26,7 +26,10 @@ struct HttpReply {
 
 // GET http://host:port/path with HTTP/1.0 ("Connection: close"), reading
 // until the server closes. RPC_FAIL when the server cannot be reached, the
-// reply is malformed or `timeout_ms` passes (connect and each read).
-Result<HttpReply> HttpGet(const HostPort& where, std::string_view path, int timeout_ms = 5000);
+// reply is malformed or `timeout_ms` passes (connect and each read). A
+// non-empty `authorization` is sent as the Authorization header's value
+// ("Bearer <token>" for a page behind --metrics_token_file).
+Result<HttpReply> HttpGet(const HostPort& where, std::string_view path, int timeout_ms = 5000,
+                          std::string_view authorization = {});
 
 }  // namespace shelfmark

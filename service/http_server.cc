@@ -37,7 +37,7 @@ bool HeadComplete(const std::string& data) {
 
 struct RequestLine {
   std::string method;
-  std::string path;  // query string and fragment removed
+  HttpRequest request;
 };
 
 bool IsToken(const std::string& s) {
@@ -71,7 +71,10 @@ std::optional<RequestLine> ParseRequestLine(const std::string& head) {
       (version != "HTTP/1.0" && version != "HTTP/1.1")) {
     return std::nullopt;
   }
-  return RequestLine{method, target.substr(0, target.find_first_of("?#"))};
+  target = target.substr(0, target.find('#'));
+  const size_t question = target.find('?');
+  if (question == std::string::npos) return RequestLine{method, {target, ""}};
+  return RequestLine{method, {target.substr(0, question), target.substr(question + 1)}};
 }
 
 const char* ReasonPhrase(int status) {
@@ -139,19 +142,20 @@ bool SameSecret(const std::string& a, const std::string& b) {
 }
 
 HttpResponse Dispatch(const std::string& head,
-                      const std::map<std::string, HttpServer::Handler>& handlers,
+                      const std::map<std::string, HttpServer::RequestHandler>& handlers,
                       const std::map<std::string, std::string>& bearer_tokens) {
   std::optional<RequestLine> request = ParseRequestLine(head);
   if (!request) return ErrorResponse(400);
   if (request->method != "GET") return ErrorResponse(405);
-  auto it = handlers.find(request->path);
+  const std::string& path = request->request.path;
+  auto it = handlers.find(path);
   if (it == handlers.end()) return ErrorResponse(404);
-  if (auto token = bearer_tokens.find(request->path); token != bearer_tokens.end() &&
+  if (auto token = bearer_tokens.find(path); token != bearer_tokens.end() &&
       !SameSecret(HeaderValue(head, "authorization"), "Bearer " + token->second)) {
     return ErrorResponse(401);
   }
   try {
-    return it->second();
+    return it->second(request->request);
   } catch (...) {  // a throwing handler must not take the server thread down
     return ErrorResponse(500);
   }
@@ -179,6 +183,10 @@ void HttpServer::Protect(const std::string& path, std::string bearer_token) {
 }
 
 void HttpServer::Handle(const std::string& path, Handler handler) {
+  handlers_[path] = [h = std::move(handler)](const HttpRequest&) { return h(); };
+}
+
+void HttpServer::HandleRequest(const std::string& path, RequestHandler handler) {
   handlers_[path] = std::move(handler);
 }
 

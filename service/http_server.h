@@ -1,4 +1,5 @@
-// HttpServer: a minimal HTTP/1.1 server for /health and /metrics. GET only,
+// HttpServer: a minimal HTTP/1.1 server for /health, /metrics and the
+// master's admin pages (master/admin_http.h). GET only,
 // one request per connection, served by one background thread running a
 // poll loop over every open connection (scraping is rare and cheap; not for
 // payload).
@@ -30,6 +31,14 @@ struct HttpServerStats {
   uint64_t dropped = 0;    // connections closed to make room for a new one
 };
 
+// What a handler is given of a GET request: its path and the raw query
+// string (after '?', before any '#'; "" when none; service/http_query.h
+// decodes it).
+struct HttpRequest {
+  std::string path;
+  std::string query;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -39,12 +48,15 @@ struct HttpResponse {
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
+  using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
   HttpServer() = default;
   ~HttpServer();  // stops the server
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   void Handle(const std::string& path, Handler handler);
+  // As Handle, for a handler that reads the request (its query).
+  void HandleRequest(const std::string& path, RequestHandler handler);
   // Requests for `path` must carry "Authorization: Bearer <bearer_token>"
   // (compared in constant time); others get 401 with WWW-Authenticate.
   // Before Start().
@@ -63,7 +75,7 @@ class HttpServer {
   void AcceptAll(std::vector<Conn>* conns);
   bool Progress(Conn* c);
 
-  std::map<std::string, Handler> handlers_;
+  std::map<std::string, RequestHandler> handlers_;
   std::map<std::string, std::string> bearer_tokens_;  // path -> token
   int listen_fd_ = -1;
   PollThread loop_;

@@ -190,6 +190,19 @@ TEST_F(HttpServerTest, QueryStringIsIgnoredAndHttp10BareNewlinesAccepted) {
   EXPECT_EQ(BodyOf(response), "ok\n");
 }
 
+TEST(HttpServerRequestTest, ARequestHandlerIsGivenPathAndRawQueryWithoutFragment) {
+  HttpServer server;
+  server.HandleRequest("/echo", [](const HttpRequest& r) {
+    return HttpResponse{200, "text/plain", r.path + "|" + r.query};
+  });
+  auto port = server.Start(0);
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(BodyOf(Get(*port, "/echo?key=a%20b&x=1#frag")), "/echo|key=a%20b&x=1");
+  EXPECT_EQ(BodyOf(Get(*port, "/echo")), "/echo|");
+  EXPECT_EQ(BodyOf(Get(*port, "/echo?")), "/echo|");
+  EXPECT_EQ(StatusOf(Get(*port, "/echo/?key=1")), 404);
+}
+
 TEST(HttpServerProtectTest, AProtectedPathNeedsTheBearerTokenOthersStayOpen) {
   HttpServer server;
   server.Handle("/metrics", [] { return HttpResponse{200, "text/plain", "secret figures\n"}; });

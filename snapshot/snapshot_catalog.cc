@@ -59,8 +59,8 @@ std::string SnapshotCatalog::LatestKey() const {
   return ClusterPrefix() + std::string(kLatestObject);
 }
 
-Result<std::string> SnapshotCatalog::Latest(std::string* problem) const {
-  Result<std::string> text = store_->Get(LatestKey());
+Result<std::string> SnapshotCatalog::ReadId(const std::string& key, std::string* problem) const {
+  Result<std::string> text = store_->Get(key);
   if (!text.ok()) {
     if (text.error() == ErrorCode::FILE_NOT_FOUND) return std::string();
     return text.error();
@@ -68,11 +68,29 @@ Result<std::string> SnapshotCatalog::Latest(std::string* problem) const {
   std::string_view id = TrimLine(*text);
   if (ValidSnapshotId(id)) return std::string(id);
   if (problem != nullptr) {
-    *problem = LatestKey() + " holds no valid snapshot id (" + std::to_string(text->size()) +
-               " bytes)";
+    *problem = key + " holds no valid snapshot id (" + std::to_string(text->size()) + " bytes)";
   }
   return std::string();
 }
+
+Result<std::string> SnapshotCatalog::Latest(std::string* problem) const {
+  return ReadId(LatestKey(), problem);
+}
+
+std::string SnapshotCatalog::ProtectedKey() const {
+  return ClusterPrefix() + std::string(kProtectedObject);
+}
+
+Result<std::string> SnapshotCatalog::Protected(std::string* problem) const {
+  return ReadId(ProtectedKey(), problem);
+}
+
+ErrorCode SnapshotCatalog::SetProtected(std::string_view snapshot_id) const {
+  if (!ValidSnapshotId(snapshot_id)) return ErrorCode::INVALID_PARAMS;
+  return store_->Put(ProtectedKey(), std::string(snapshot_id) + "\n");
+}
+
+ErrorCode SnapshotCatalog::ClearProtected() const { return store_->Remove(ProtectedKey()); }
 
 ErrorCode SnapshotCatalog::SetLatest(std::string_view snapshot_id) const {
   if (!ValidSnapshotId(snapshot_id)) return ErrorCode::INVALID_PARAMS;
@@ -90,16 +108,20 @@ Result<std::vector<SnapshotCatalog::Listed>> SnapshotCatalog::List() const {
   return listed;
 }
 
-Result<std::vector<std::string>> SnapshotCatalog::Candidates(std::string* problem) const {
+Result<std::vector<std::string>> SnapshotCatalog::Candidates(std::string* problem,
+                                                             std::string_view first) const {
   Result<std::string> latest = Latest(problem);
   if (!latest.ok()) return latest.error();
   Result<std::vector<Listed>> listed = List();
   if (!listed.ok()) return listed.error();
   std::vector<std::string> ids;
-  if (!latest->empty()) ids.push_back(*latest);
+  const bool first_listed = std::any_of(listed->begin(), listed->end(),
+                                        [&](const Listed& l) { return l.id == first; });
+  if (first_listed) ids.emplace_back(first);
+  if (!latest->empty() && (ids.empty() || ids.front() != *latest)) ids.push_back(*latest);
   bool latest_listed = false;
   for (const Listed& l : *listed) {
-    if (l.id != *latest) ids.push_back(l.id);
+    if (l.id != *latest && l.id != first) ids.push_back(l.id);
     latest_listed = latest_listed || l.id == *latest;
   }
   if (problem != nullptr && !latest->empty() && !latest_listed) {
@@ -121,6 +143,8 @@ Result<std::vector<std::string>> SnapshotCatalog::ApplyRetention(size_t keep) co
   if (keep == 0) return ErrorCode::INVALID_PARAMS;
   Result<std::string> latest = Latest();
   if (!latest.ok()) return latest.error();
+  Result<std::string> kept = Protected();
+  if (!kept.ok()) return kept.error();
   std::string prefix = ClusterPrefix();
   Result<std::vector<std::string>> keys = store_->List(prefix);
   if (!keys.ok()) return keys.error();
@@ -128,6 +152,7 @@ Result<std::vector<std::string>> SnapshotCatalog::ApplyRetention(size_t keep) co
   size_t complete_kept = 0;
   for (const auto& [id, names] : GroupById(*keys, prefix)) {  // newest first
     bool complete = Complete(names);
+    if (id == *kept) continue;  // never counted against `keep`
     if (id == *latest || (complete && complete_kept < keep)) {
       complete_kept += complete ? 1 : 0;
       continue;

@@ -8,6 +8,8 @@
 //   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/manifest.txt
 //   mooncake_master_snapshot/<cluster_id>/<snapshot_id>/descriptor.txt
 //   mooncake_master_snapshot/<cluster_id>/latest.txt   (the id, one line)
+//   mooncake_master_snapshot/<cluster_id>/protected.txt (an id, one line;
+//       only while a snapshot is protected, see SetProtected)
 // A snapshot is complete when all five of its objects exist; they are
 // written in the order above, then latest.txt.
 //
@@ -31,6 +33,7 @@ namespace shelfmark {
 
 inline constexpr std::string_view kSnapshotRoot = "mooncake_master_snapshot";
 inline constexpr std::string_view kLatestObject = "latest.txt";
+inline constexpr std::string_view kProtectedObject = "protected.txt";
 // The objects of one snapshot, in publish order.
 inline constexpr std::string_view kSnapshotObjects[] = {
     "metadata", "segments", "task_manager", "manifest.txt", "descriptor.txt"};
@@ -52,6 +55,16 @@ class SnapshotCatalog {
   Result<std::string> Latest(std::string* problem = nullptr) const;
   ErrorCode SetLatest(std::string_view snapshot_id) const;
 
+  // The protected snapshot: one that a master started serving without
+  // (docs/snapshot.md, "A master that starts empty"). Retention never
+  // deletes it, whoever runs retention, until ClearProtected. Protected()
+  // is "" when none is (or protected.txt holds no valid id: *problem, when
+  // given, then says so).
+  std::string ProtectedKey() const;
+  Result<std::string> Protected(std::string* problem = nullptr) const;
+  ErrorCode SetProtected(std::string_view snapshot_id) const;
+  ErrorCode ClearProtected() const;
+
   struct Listed {
     std::string id;
     bool complete = false;  // all five objects present
@@ -63,9 +76,13 @@ class SnapshotCatalog {
   // is valid), then every other listed id, newest first. A missing latest
   // or a latest naming a vanished snapshot only changes the order (*problem,
   // when given, says what was wrong with latest.txt); listing errors fail.
-  Result<std::vector<std::string>> Candidates(std::string* problem = nullptr) const;
+  // `first` (when not empty and listed) goes before all of them: an
+  // operator's choice (--snapshot_restore_id).
+  Result<std::vector<std::string>> Candidates(std::string* problem = nullptr,
+                                              std::string_view first = {}) const;
 
-  // Keeps the `keep` newest complete snapshots and the one latest.txt names;
+  // Keeps the `keep` newest complete snapshots, the one latest.txt names and
+  // the protected one;
   // deletes every object of the others (incomplete ones included). Returns
   // the ids deleted. Precondition: keep >= 1.
   Result<std::vector<std::string>> ApplyRetention(size_t keep) const;
@@ -76,6 +93,10 @@ class SnapshotCatalog {
   ErrorCode Discard(std::string_view id) const;
 
  private:
+  // The valid id the one-line object `key` holds; "" when it is missing or
+  // holds none (*problem then says so).
+  Result<std::string> ReadId(const std::string& key, std::string* problem) const;
+
   ObjectStore* store_;
   std::string cluster_id_;
 };

@@ -114,6 +114,43 @@ TEST_F(SnapshotCatalogTest, RetentionNeverDeletesTheSnapshotLatestNames) {
   EXPECT_EQ(Ids(), (std::vector<std::string>{kNew, kOld}));
 }
 
+TEST_F(SnapshotCatalogTest, RetentionKeepsTheProtectedSnapshotBesideTheNewest) {
+  for (const auto& id : {kOld, kMid, kNew, kNewest}) WriteSnapshot(id);
+  ASSERT_EQ(catalog_.SetLatest(kNewest), ErrorCode::OK);
+  ASSERT_EQ(catalog_.SetProtected(kOld), ErrorCode::OK);
+  EXPECT_EQ(*catalog_.Protected(), kOld);
+  // Three passes, as three snapshots' children would run them.
+  for (int pass = 0; pass < 3; ++pass) ASSERT_TRUE(catalog_.ApplyRetention(2).ok());
+  EXPECT_EQ(Ids(), (std::vector<std::string>{kNewest, kNew, kOld}));
+  // Released, it goes at the next pass.
+  ASSERT_EQ(catalog_.ClearProtected(), ErrorCode::OK);
+  EXPECT_EQ(*catalog_.Protected(), "");
+  ASSERT_TRUE(catalog_.ApplyRetention(2).ok());
+  EXPECT_EQ(Ids(), (std::vector<std::string>{kNewest, kNew}));
+}
+
+TEST_F(SnapshotCatalogTest, GarbageProtectedProtectsNothingAndSaysSo) {
+  for (const auto& id : {kOld, kNew}) WriteSnapshot(id);
+  ASSERT_EQ(catalog_.SetLatest(kNew), ErrorCode::OK);
+  ASSERT_EQ(store_->Put(catalog_.ProtectedKey(), "../../etc\n"), ErrorCode::OK);
+  std::string problem;
+  EXPECT_EQ(*catalog_.Protected(&problem), "");
+  EXPECT_NE(problem.find("protected.txt holds no valid snapshot id"), std::string::npos)
+      << problem;
+  EXPECT_EQ(catalog_.SetProtected("../x"), ErrorCode::INVALID_PARAMS);
+  ASSERT_TRUE(catalog_.ApplyRetention(1).ok());
+  EXPECT_EQ(Ids(), std::vector<std::string>{kNew});
+}
+
+TEST_F(SnapshotCatalogTest, AnOperatorsFirstCandidateGoesBeforeLatest) {
+  for (const auto& id : {kOld, kMid, kNew}) WriteSnapshot(id);
+  ASSERT_EQ(catalog_.SetLatest(kNew), ErrorCode::OK);
+  EXPECT_EQ(*catalog_.Candidates(nullptr, kOld), (std::vector<std::string>{kOld, kNew, kMid}));
+  EXPECT_EQ(*catalog_.Candidates(nullptr, kNew), (std::vector<std::string>{kNew, kMid, kOld}));
+  // One the store lacks changes nothing.
+  EXPECT_EQ(*catalog_.Candidates(nullptr, kNewest), (std::vector<std::string>{kNew, kMid, kOld}));
+}
+
 TEST_F(SnapshotCatalogTest, RetentionOfZeroIsRejected) {
   WriteSnapshot(kOld);
   EXPECT_EQ(catalog_.ApplyRetention(0).error(), ErrorCode::INVALID_PARAMS);

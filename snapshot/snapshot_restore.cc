@@ -122,7 +122,7 @@ RestoreReport RestoreFromSnapshots(Directory* directory, ObjectStore* store,
   RestoreReport report;
   SnapshotCatalog catalog(store, options.cluster_id);
   unsigned threads = options.threads ? options.threads : std::thread::hardware_concurrency();
-  Result<std::vector<std::string>> candidates = catalog.Candidates(&report.latest_problem);
+  Result<std::vector<std::string>> candidates = catalog.Candidates(&report.latest_problem, options.first_id);
   if (!candidates.ok()) {
     report.store_unavailable = true;
     report.rejected.push_back(catalog.ClusterPrefix() + ": list: " +

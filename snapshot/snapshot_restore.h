@@ -48,6 +48,10 @@ struct RestoreReport {
 struct RestoreOptions {
   std::string cluster_id = "shelfmark_cluster";
   unsigned threads = 0;  // decode threads; 0: std::thread::hardware_concurrency()
+  // Tried before every other candidate when the store has it (an operator's
+  // choice, --snapshot_restore_id: e.g. the snapshot a master that started
+  // empty protected); "" or a missing id changes nothing.
+  std::string first_id;
 };
 
 RestoreReport RestoreFromSnapshots(Directory* directory, ObjectStore* store,

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "snapshot/codec.h"
 #include "snapshot/snapshot_catalog.h"
 #include "snapshot/snapshot_test_util.h"
@@ -35,10 +38,11 @@ class SnapshotRestoreTest : public ::testing::Test {
     EXPECT_EQ(r.code, ErrorCode::OK) << r.failed_stage;
     return r.snapshot_id;
   }
-  RestoreReport Restore(unsigned threads = 0) {
+  RestoreReport Restore(unsigned threads = 0, std::string first_id = "") {
     RestoreOptions o;
     o.cluster_id = "c1";
     o.threads = threads;
+    o.first_id = std::move(first_id);
     return RestoreFromSnapshots(restored_.get(), store_.get(), o);
   }
   std::string Key(const std::string& id, std::string_view name) {
@@ -253,6 +257,14 @@ TEST_F(SnapshotRestoreTest, LatestIsPreferredOverNewerListedSnapshots) {
   RestoreReport r = Restore();
   EXPECT_EQ(r.snapshot_id, old_id_);
   EXPECT_EQ(r.candidates_tried, 1);
+}
+
+TEST_F(SnapshotRestoreTest, AnOperatorsChosenSnapshotGoesBeforeLatest) {
+  TwoSnapshots();  // latest names new_id_
+  RestoreReport r = Restore(0, old_id_);
+  EXPECT_EQ(r.snapshot_id, old_id_);
+  EXPECT_EQ(r.candidates_tried, 1);
+  EXPECT_EQ(restored_->Stats().key_count, 10u);
 }
 
 TEST_F(SnapshotRestoreTest, AllCandidatesBadStartsEmpty) {

@@ -81,18 +81,19 @@ class SnapshotProcessTest : public ::testing::Test {
   // it waits: the TTL is long here, so a hung child costs time, not the
   // objects the test expects in the snapshot (seen in CI: a 0-object
   // snapshot after the client expired).
-  std::unique_ptr<ChildProcess> StartMaster(const std::string& log) {
-    auto master = std::make_unique<ChildProcess>(
-        SHELFMARK_MASTER_BIN,
-        std::vector<std::string>{
-            "--rpc_port=" + std::to_string(rpc_), "--metrics_port=" + std::to_string(http_),
-            "--memory_allocator=offset", "--enable_snapshot=true",
-            "--enable_snapshot_restore=true",
-            std::string("--snapshot_object_store_type=") + kStoreType,
-            "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=1",
-            "--snapshot_child_timeout_seconds=15", "--snapshot_retention_count=2",
-            "--client_ttl=300"},
-        dir_.Join(log));
+  // `restore`: --enable_snapshot_restore; `extra`: more flags.
+  std::unique_ptr<ChildProcess> StartMaster(const std::string& log, bool restore = true,
+                                            const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> flags = {
+        "--rpc_port=" + std::to_string(rpc_), "--metrics_port=" + std::to_string(http_),
+        "--memory_allocator=offset", "--enable_snapshot=true",
+        std::string("--enable_snapshot_restore=") + (restore ? "true" : "false"),
+        std::string("--snapshot_object_store_type=") + kStoreType,
+        "--snapshot_catalog_store_type=embedded", "--snapshot_interval_seconds=1",
+        "--snapshot_child_timeout_seconds=15", "--snapshot_retention_count=2",
+        "--client_ttl=300"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    auto master = std::make_unique<ChildProcess>(SHELFMARK_MASTER_BIN, flags, dir_.Join(log));
     EXPECT_TRUE(testing::WaitHealthy(http_, 30'000)) << log << " follows the test";
     return master;
   }
@@ -109,27 +110,36 @@ class SnapshotProcessTest : public ::testing::Test {
   UUID node_id_ = UUID::Generate();
 };
 
+// Mounts a segment and puts kObjects objects through a fake node, then
+// waits for a snapshot that started after the last put; the keys.
+std::vector<std::string> PutThenSnapshot(const MasterClientOptions& options, uint16_t http,
+                                         bool leave_one_unfinished) {
+  std::vector<std::string> keys;
+  MasterClient node(options);
+  EXPECT_EQ(node.MountSegment(
+                MakeTestSegment("node-dram", 1 << 30, 64 << 20, "127.0.0.1:1", "packed-rkey")),
+            ErrorCode::OK);
+  for (int i = 0; i < kObjects; ++i) {
+    keys.push_back("object-" + std::to_string(i));
+    EXPECT_TRUE(node.PutStart("", keys.back(), 4096 + i, {}).ok());
+    EXPECT_EQ(node.PutEnd("", keys.back()), ErrorCode::OK);
+  }
+  if (leave_one_unfinished) {
+    EXPECT_TRUE(node.PutStart("", "unfinished", 4096, {}).ok());
+  }
+  // A snapshot that started after the last put: two more successes.
+  double done = ScrapeMetric(http, kSuccess);
+  EXPECT_GE(done, 0);
+  EXPECT_TRUE(WaitForSeries(http, kSuccess, done + 2, 60'000))
+      << "snapshot failures so far: "
+      << ScrapeMetric(http, "shelfmark_master_snapshots_total{result=\"failure\"}");
+  return keys;
+}
+
 TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) {
   auto master = StartMaster("master1.log");
-  std::vector<std::string> keys;
-  {
-    MasterClient node(ClientOptions());
-    ASSERT_EQ(node.MountSegment(
-                  MakeTestSegment("node-dram", 1 << 30, 64 << 20, "127.0.0.1:1", "packed-rkey")),
-              ErrorCode::OK);
-    for (int i = 0; i < kObjects; ++i) {
-      keys.push_back("object-" + std::to_string(i));
-      ASSERT_TRUE(node.PutStart("", keys.back(), 4096 + i, {}).ok());
-      ASSERT_EQ(node.PutEnd("", keys.back()), ErrorCode::OK);
-    }
-    ASSERT_TRUE(node.PutStart("", "unfinished", 4096, {}).ok());
-    // A snapshot that started after the last put: two more successes.
-    double done = ScrapeMetric(http_, kSuccess);
-    ASSERT_GE(done, 0);
-    ASSERT_TRUE(WaitForSeries(http_, kSuccess, done + 2, 60'000))
-        << "snapshot failures so far: "
-        << ScrapeMetric(http_, "shelfmark_master_snapshots_total{result=\"failure\"}");
-  }
+  std::vector<std::string> keys = PutThenSnapshot(ClientOptions(), http_, true);
+  ASSERT_FALSE(HasFailure());
   master->Signal(SIGKILL);
   ASSERT_EQ(master->Wait(20'000), 128 + SIGKILL);
 
@@ -153,6 +163,42 @@ TEST_F(SnapshotProcessTest, KillMinusNineThenRestartRestoresSegmentsAndObjects) 
   ASSERT_TRUE(WaitForSeries(http_, kSuccess, 1, 60'000));
   restarted->Signal(SIGTERM);
   EXPECT_EQ(restarted->Wait(30'000), 0);
+}
+
+// A master started without restore serves an empty directory over the
+// store's snapshots: it says so, counts it, and its own snapshots (three,
+// with retention 2) do not rotate out the one it could have restored, which
+// a later start restores by name.
+TEST_F(SnapshotProcessTest, AMasterStartedEmptyKeepsTheSnapshotItCouldHaveRestored) {
+  auto first = StartMaster("full.log");
+  std::vector<std::string> keys = PutThenSnapshot(ClientOptions(), http_, false);
+  ASSERT_FALSE(HasFailure());
+  first->Signal(SIGKILL);
+  ASSERT_EQ(first->Wait(20'000), 128 + SIGKILL);
+
+  auto empty = StartMaster("empty.log", /*restore=*/false);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_snapshot_empty_starts_total"), 1);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_snapshot_protected"), 1);
+  const std::string log = testing::ReadFile(dir_.Join("empty.log"));
+  const std::string flag = "--snapshot_restore_id=";
+  const size_t at = log.find(flag);
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string kept = log.substr(at + flag.size(), 19);  // YYYYMMDD_HHMMSS_mmm
+  const double done = ScrapeMetric(http_, kSuccess);
+  ASSERT_TRUE(WaitForSeries(http_, kSuccess, done + 3, 60'000)) << "three empty snapshots";
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_snapshot_last_objects"), 0);
+  empty->Signal(SIGTERM);
+  EXPECT_EQ(empty->Wait(30'000), 0);
+
+  auto back = StartMaster("back.log", /*restore=*/true, {flag + kept});
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_restore_succeeded"), 1);
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_restore_objects"), kObjects);
+  MasterClient node(ClientOptions());
+  for (const std::string& key : keys) EXPECT_TRUE(node.GetReplicaList("", key).ok()) << key;
+  // Restored (not the latest, but the one it was told to): not an empty start.
+  EXPECT_EQ(ScrapeMetric(http_, "shelfmark_master_snapshot_empty_starts_total"), 0);
+  back->Signal(SIGTERM);
+  EXPECT_EQ(back->Wait(30'000), 0);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "python/native/sessions.h"
 #include "python/native/store.h"
 #include "transport/rdma_plugin.h"
 
@@ -246,4 +247,15 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("remove_all", &Store::RemoveAll, Release())
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
            Release());
+
+  // Mooncake's put and get sessions over a NativeStore (kept alive by them).
+  py::class_<Sessions>(m, "NativeSessions")
+      .def(py::init<Store*>(), py::keep_alive<1, 2>())
+      .def("put_start", &Sessions::PutStart, Release())
+      .def("put_ranges", &Sessions::PutRanges, Release())
+      .def("put_end", &Sessions::PutEnd, Release())
+      .def("put_revoke", &Sessions::PutRevoke, Release())
+      .def("get_start", &Sessions::GetStart, Release())
+      .def("get_ranges", &Sessions::GetRanges, Release())
+      .def("get_end", &Sessions::GetEnd, Release());
 }

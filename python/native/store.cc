@@ -353,6 +353,12 @@ std::pair<uint64_t, uint64_t> Store::LocalCopies() const {
   return {stats.copies, stats.bytes};
 }
 
+Store::ClientRef Store::client() const {
+  auto impl = Acquire();
+  if (impl == nullptr) return {};
+  return ClientRef{impl, impl->client, impl->tenant()};
+}
+
 int Store::HealthCheck() {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
   auto probe = impl->client->Exist(impl->tenant(), kHealthKey);

@@ -48,6 +48,10 @@
 #include "common/types.h"
 #include "transport/rdma_plugin.h"
 
+namespace shelfmark {
+class Client;
+}  // namespace shelfmark
+
 namespace shelfmark::python {
 
 struct StoreOptions {
@@ -115,6 +119,16 @@ class Store {
   std::pair<uint64_t, uint64_t> LocalCopies() const;
   // 0 when the master answers, else its code (RPC_FAIL when unreachable).
   int HealthCheck();
+
+  // The open client and the store's tenant, for calls built in files of
+  // their own (python/native/sessions.h). `keep` holds the client alive
+  // like a call in flight; `client` is null when the store is closed.
+  struct ClientRef {
+    std::shared_ptr<void> keep;
+    Client* client = nullptr;
+    std::string tenant;
+  };
+  ClientRef client() const;
 
   // --- writes --------------------------------------------------------------
   // Through the staging buffer (a copy of the bytes).

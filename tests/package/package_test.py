@@ -25,6 +25,7 @@ Everything runs in a temporary folder that is removed at the end; processes
 started here are stopped.
 """
 
+import glob
 import os
 import re
 import shlex
@@ -416,7 +417,10 @@ class Install(unittest.TestCase):
                                    *flags], stdout=log, stderr=subprocess.STDOUT, env=env,
                                   start_new_session=True)
         try:
-            wait_for(lambda: os.listdir("/var/lib/shelfmark/snapshots") or master.poll() is not None,
+            # A published snapshot (latest.txt), not the start-up write probe's
+            # transient directory, which a directory listing could catch.
+            latest = "/var/lib/shelfmark/snapshots/mooncake_master_snapshot/*/latest.txt"
+            wait_for(lambda: glob.glob(latest) or master.poll() is not None,
                      "the installed master's first snapshot")
             log.seek(0)
             self.assertIsNone(master.poll(), log.read())
