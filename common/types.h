@@ -69,6 +69,11 @@ struct PutConfig {
   uint32_t replica_num = 1;
   // Segment names tried first, in order; other segments fill the rest.
   std::vector<std::string> preferred_segments;
+  // Non-empty: an address (as segments' endpoints spell their host, e.g.
+  // "10.0.0.2"); after preferred_segments, the segments whose endpoint is on
+  // that host are tried before the others (Mooncake's
+  // prefer_alloc_in_same_node: the writer names its own host).
+  std::string prefer_host;
   std::optional<uint64_t> checksum;
   DataType data_type = DataType::UNKNOWN;
   bool hard_pin = false;

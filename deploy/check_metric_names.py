@@ -6,8 +6,9 @@
 ctest deploy_metric_names (label unit) runs it on the source tree. It reads:
 
   - the metric families the code registers: the string literals named
-    shelfmark_master_*, shelfmark_node_* or process_* in the production
-    sources of master/, node/ and service/ (not *_test.cc); those passed to
+    shelfmark_master_*, shelfmark_node_*, shelfmark_store_* or process_* in
+    the production sources of master/, node/, service/ and python/native/
+    (mooncake.store's client HTTP server; not *_test.cc); those passed to
     AddHistogram are histograms, whose series add _bucket, _sum and _count;
   - the recording rules (`record:`) of deploy/prometheus/shelfmark.rules.yml;
   - every `expr:` of the rules and of their tests, every `series:` of the
@@ -34,14 +35,14 @@ import os
 import re
 import sys
 
-SOURCE_FOLDERS = ("master", "node", "service")
+SOURCE_FOLDERS = ("master", "node", "service", "python/native")
 SOURCE_EXTENSIONS = (".cc", ".h")
 RULES = os.path.join("deploy", "prometheus", "shelfmark.rules.yml")
 RULES_TEST = os.path.join("deploy", "prometheus", "shelfmark.rules.test.yml")
 DASHBOARD = os.path.join("deploy", "grafana", "shelfmark.json")
 DOCS = os.path.join("docs", "metrics.md")
 
-OUR_NAME = re.compile(r"^(shelfmark_master_|shelfmark_node_|process_)[a-z0-9_]+$")
+OUR_NAME = re.compile(r"^(shelfmark_master_|shelfmark_node_|shelfmark_store_|process_)[a-z0-9_]+$")
 LITERAL = re.compile(r'"([A-Za-z0-9_:]+)"')
 HISTOGRAM = re.compile(r'AddHistogram\(\s*"([A-Za-z0-9_:]+)"')
 # A PromQL identifier: metric, recording rule, function, keyword or label name.

@@ -140,7 +140,8 @@ size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tena
 
 Result<std::vector<Placement>> DirectoryImpl::PlaceReplicas(uint64_t size,
                                                             const PutConfig& config) {
-  auto placed = segments_.Allocate(config.replica_num, size, config.preferred_segments);
+  auto placed = segments_.Allocate(config.replica_num, size, config.preferred_segments,
+                                   config.prefer_host);
   if (placed.ok()) return placed;
   // Evict only for a put that eviction can help: one that can never be
   // placed (more replicas than segments, larger than any segment) must not

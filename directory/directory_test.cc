@@ -2,6 +2,9 @@
 // pins, groups, tenants and batches.
 #include "directory/directory.h"
 
+#include <set>
+#include <string>
+
 #include "directory/directory_test_util.h"
 
 namespace shelfmark {
@@ -199,6 +202,50 @@ TEST_F(ObjectsTest, ReplicasLandOnDistinctSegmentsPreferredFirst) {
   EXPECT_NE((*started)[0].memory.segment_id, (*started)[1].memory.segment_id);
   c.replica_num = 4;
   EXPECT_EQ(dir_->PutStart(writer_, "", "k2", 10, c).error(), ErrorCode::NO_AVAILABLE_HANDLE);
+}
+
+// prefer_host (Mooncake's prefer_alloc_in_same_node): after the named
+// segments, those whose endpoint is on that host, whatever the round-robin
+// start; a host with no segment changes nothing.
+TEST_F(ObjectsTest, PreferHostPlacesOnThatHostsSegmentsAfterNamedOnes) {
+  const UUID other_node = UUID::Generate();
+  Mount(other_node, "far-1");  // endpoint far-1:1234
+  Mount(other_node, "far-2");
+  for (const char* name : {"near-1", "near-2"}) {
+    const uint16_t port = name[5] == '1' ? 7001 : 7002;
+    ASSERT_EQ(dir_->MountSegment(node_, MakeTestSegment(name, 0x100000, 1 << 20,
+                                                        "10.0.0.2:" + std::to_string(port),
+                                                        std::string("rkey-") + name)),
+              ErrorCode::OK);
+  }
+  PutConfig c;
+  c.prefer_host = "10.0.0.2";
+  for (int i = 0; i < 8; ++i) {  // every round-robin start
+    auto started = dir_->PutStart(writer_, "", "near-" + std::to_string(i), 10, c);
+    ASSERT_TRUE(started.ok());
+    EXPECT_EQ((*started)[0].memory.endpoint.rfind("10.0.0.2:", 0), 0u)
+        << (*started)[0].memory.endpoint;
+  }
+  c.replica_num = 3;  // both on the host first, the third elsewhere
+  auto three = dir_->PutStart(writer_, "", "three", 10, c);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ((*three)[0].memory.endpoint.rfind("10.0.0.2:", 0), 0u);
+  EXPECT_EQ((*three)[1].memory.endpoint.rfind("10.0.0.2:", 0), 0u);
+  EXPECT_NE((*three)[2].memory.endpoint.rfind("10.0.0.2:", 0), 0u);
+  c.replica_num = 1;
+  c.preferred_segments = {"far-2"};  // a named segment still comes first
+  auto named = dir_->PutStart(writer_, "", "named", 10, c);
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ((*named)[0].memory.endpoint, "far-2:1234");
+  c.preferred_segments.clear();
+  c.prefer_host = "10.9.9.9";  // no segment there: round-robin over all
+  std::set<std::string> hosts;
+  for (int i = 0; i < 8; ++i) {
+    auto started = dir_->PutStart(writer_, "", "any-" + std::to_string(i), 10, c);
+    ASSERT_TRUE(started.ok());
+    hosts.insert((*started)[0].memory.endpoint.substr(0, 4));
+  }
+  EXPECT_EQ(hosts, (std::set<std::string>{"10.0", "far-", "seg-"}));  // seg-a: the fixture's
 }
 
 TEST_F(ObjectsTest, BatchesAnswerPerItemInOrder) {

@@ -1,6 +1,7 @@
 #include "directory/segment_table.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace shelfmark {
 namespace {
@@ -12,6 +13,18 @@ bool SameSegment(const Segment& a, const Segment& b) {
 
 bool Overlaps(const Segment& a, const Segment& b) {
   return a.endpoint == b.endpoint && a.base < b.base + b.size && b.base < a.base + a.size;
+}
+
+// The host part of an endpoint "host:port" ("[v6]:port" keeps its brackets
+// off); the whole endpoint when it has no port.
+std::string_view EndpointHost(std::string_view endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string_view::npos) return endpoint;
+  std::string_view host = endpoint.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
 }
 
 bool ValidSegment(const UUID& owner, const Segment& segment) {
@@ -157,21 +170,26 @@ size_t SegmentTable::segment_count() const {
 }
 
 std::vector<SegmentEntry*> SegmentTable::OrderCandidates(
-    const std::vector<std::string>& preferred) {
+    const std::vector<std::string>& preferred, const std::string& prefer_host) {
   std::vector<SegmentEntry*> out;
+  auto add = [&out](SegmentEntry* e) {
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  };
   for (const std::string& name : preferred) {
     for (SegmentEntry* e : order_) {
-      if (e->segment.name == name && std::find(out.begin(), out.end(), e) == out.end()) {
-        out.push_back(e);
-      }
+      if (e->segment.name == name) add(e);
     }
   }
+  // The rest in round-robin order, those on prefer_host first.
   size_t n = order_.size();
   size_t start = n == 0 ? 0 : next_start_.fetch_add(1, std::memory_order_relaxed) % n;
-  for (size_t i = 0; i < n; ++i) {
-    SegmentEntry* e = order_[(start + i) % n];
-    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  if (!prefer_host.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      SegmentEntry* e = order_[(start + i) % n];
+      if (EndpointHost(e->segment.endpoint) == prefer_host) add(e);
+    }
   }
+  for (size_t i = 0; i < n; ++i) add(order_[(start + i) % n]);
   return out;
 }
 
@@ -186,10 +204,11 @@ bool SegmentTable::TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offse
 }
 
 Result<std::vector<Placement>> SegmentTable::Allocate(
-    uint32_t count, uint64_t size, const std::vector<std::string>& preferred) {
+    uint32_t count, uint64_t size, const std::vector<std::string>& preferred,
+    const std::string& prefer_host) {
   ReaderLock lock(&mu_);
   std::vector<Placement> placed;
-  for (SegmentEntry* seg : OrderCandidates(preferred)) {
+  for (SegmentEntry* seg : OrderCandidates(preferred, prefer_host)) {
     if (placed.size() == count) break;
     uint64_t offset = 0;
     if (TryAllocate(seg, size, &offset)) placed.push_back({seg, offset});

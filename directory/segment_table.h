@@ -72,9 +72,12 @@ class SegmentTable {
   void Erase(SegmentEntry* entry);
 
   // Places `count` replicas of `size` bytes on distinct segments, preferred
-  // names first, then round-robin. All or nothing: NO_AVAILABLE_HANDLE.
+  // names first, then (prefer_host non-empty) the segments whose endpoint's
+  // host is prefer_host, then round-robin. All or nothing:
+  // NO_AVAILABLE_HANDLE.
   Result<std::vector<Placement>> Allocate(uint32_t count, uint64_t size,
-                                          const std::vector<std::string>& preferred);
+                                          const std::vector<std::string>& preferred,
+                                          const std::string& prefer_host = "");
   // Places one range of `size` bytes on a segment of `owner` (mount order);
   // NO_AVAILABLE_HANDLE when none has room.
   Result<Placement> AllocateOwned(const UUID& owner, uint64_t size);
@@ -112,7 +115,8 @@ class SegmentTable {
   size_t segment_count() const;
 
  private:
-  std::vector<SegmentEntry*> OrderCandidates(const std::vector<std::string>& preferred)
+  std::vector<SegmentEntry*> OrderCandidates(const std::vector<std::string>& preferred,
+                                             const std::string& prefer_host)
       REQUIRES_SHARED(mu_);
   bool TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset) EXCLUDES(seg->mu);
 

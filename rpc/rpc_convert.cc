@@ -194,6 +194,7 @@ void Encode(const PutConfig& v, wire::PutConfig::Builder b) {
   b.setSoftPinTtlMs(v.soft_pin_ttl_ms);
   b.setGroupId(AsText(v.group_id));
   b.setReplace(v.replace);
+  b.setPreferHost(AsText(v.prefer_host));
 }
 
 ErrorCode Decode(wire::PutConfig::Reader r, PutConfig* out) {
@@ -211,6 +212,7 @@ ErrorCode Decode(wire::PutConfig::Reader r, PutConfig* out) {
   out->hard_pin = r.getHardPin();
   out->soft_pin_ttl_ms = r.getSoftPinTtlMs();
   out->replace = r.getReplace();
+  SM_DECODE_OR_RETURN(CopyBlob(r.getPreferHost(), kMaxBlobBytes, &out->prefer_host));
   return CopyBlob(r.getGroupId(), kMaxBlobBytes, &out->group_id);
 }
 

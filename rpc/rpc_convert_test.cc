@@ -216,6 +216,7 @@ TEST(RpcConvertTest, PutConfigRoundTrip) {
   c.soft_pin_ttl_ms = 12345;
   c.group_id = "layer-7";
   c.replace = true;
+  c.prefer_host = "10.0.0.2";
   capnp::MallocMessageBuilder b;
   Encode(c, b.initRoot<wire::PutConfig>());
   Wire w(b);
@@ -229,6 +230,7 @@ TEST(RpcConvertTest, PutConfigRoundTrip) {
   EXPECT_EQ(out.soft_pin_ttl_ms, 12345);
   EXPECT_EQ(out.group_id, "layer-7");
   EXPECT_TRUE(out.replace);
+  EXPECT_EQ(out.prefer_host, "10.0.0.2");
 
   // Defaults: no checksum, one replica.
   capnp::MallocMessageBuilder b2;

@@ -124,6 +124,7 @@ struct PutConfig {
   softPinTtlMs @6 :Int64;              # > 0: soft-pinned until put end + ttl
   groupId @7 :Text;                    # non-empty: joins this group (same tenant)
   replace @8 :Bool;                    # upsert: replace an existing key atomically at putEnd
+  preferHost @9 :Text;                 # non-empty: then the segments whose endpoint is on this host
 }
 
 # Answer of GetReplicaList (shelfmark::GetReplicaListResponse).

@@ -61,7 +61,7 @@ LAYOUT = [
         "node master directory ssdstore"),
     Row("embedded", "client node transport common", "", "master directory rpc"),
     Row("tools", "", "client rpc transport ha auth common", ""),
-    Row("python", "embedded client node rpc transport common", "", ""),
+    Row("python", "embedded client node rpc transport service common", "", ""),
     Row("testing", "service common", "", ""),
     Row("perf", "auth ha common",
         "embedded client node master rpc service ssdstore transport snapshot directory schemas", ""),

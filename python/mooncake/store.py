@@ -27,6 +27,7 @@ __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "Repl
 BufferHandle = _native.BufferHandle
 
 _INVALID_PARAMS = -600
+_OBJECT_ALREADY_EXISTS = -705
 
 # Shelfmark's ErrorCode follows Mooncake's numbering except for a few codes
 # Mooncake has since numbered differently; those are answered with
@@ -49,6 +50,18 @@ def _cs(codes):
     if _SHELFMARK_ONLY.isdisjoint(codes):
         return codes
     return [_TO_MOONCAKE.get(c, c) for c in codes]
+
+
+def _put_code(code):
+    """A put's answer as Mooncake's client gives it: a key that already
+    exists is success (the object stays as it was; upserts replace)."""
+    return 0 if code == _OBJECT_ALREADY_EXISTS else _c(code)
+
+
+def _put_codes(codes):
+    return [_put_code(c) for c in codes]
+
+
 # A soft pin without a TTL lasts this long (Mooncake's default soft-pin TTL).
 DEFAULT_SOFT_PIN_TTL_MS = 30 * 60 * 1000
 
@@ -70,20 +83,23 @@ class ReplicaStatus(enum.IntEnum):
 
 class ReplicateConfig:
     """How a put places its object. replica_num: MEMORY replicas on distinct
-    segments; preferred_segment(s): segment names tried first (a node's
-    --segment_name); with_hard_pin: never evicted; with_soft_pin /
-    soft_pin_action=ENABLE: evicted last, for soft_pin_ttl_ms (0: 30 min).
-    prefer_alloc_in_same_node is accepted and has no effect."""
+    segments; preferred_segment(s): segment names tried first (a store's
+    get_hostname(), a node's --segment_name); with_hard_pin: never evicted; with_soft_pin /
+    soft_pin_action=ENABLE: evicted last, for soft_pin_ttl_ms (None or 0:
+    30 min); group_ids: one group per key written (None: no groups; ""
+    ungrouped); prefer_alloc_in_same_node: after the preferred segments, the
+    segments on this store's host (its local_hostname's address) first."""
 
     def __init__(self):
         self.replica_num = 1
         self.with_soft_pin = False
         self.with_hard_pin = False
         self.soft_pin_action = SoftPinAction.PRESERVE
-        self.soft_pin_ttl_ms = 0
+        self.soft_pin_ttl_ms = None
         self.preferred_segment = ""
         self.preferred_segments = []
         self.prefer_alloc_in_same_node = False
+        self.group_ids = None
 
     def __str__(self):
         return ("ReplicateConfig(replica_num=%d, with_soft_pin=%s, with_hard_pin=%s, "
@@ -98,29 +114,98 @@ class ReplicateConfig:
             segments.insert(0, self.preferred_segment)
         return segments
 
+    def _soft_pinned(self):
+        return (bool(self.with_soft_pin) or self.soft_pin_action == SoftPinAction.ENABLE) \
+            and self.soft_pin_action != SoftPinAction.DISABLE
+
     def _native(self):
         c = _native.PutConfig()
         c.replica_num = int(self.replica_num)
         c.preferred_segments = self._segments()
         c.hard_pin = bool(self.with_hard_pin)
-        soft = (bool(self.with_soft_pin) or self.soft_pin_action == SoftPinAction.ENABLE) \
-            and self.soft_pin_action != SoftPinAction.DISABLE
-        c.soft_pin_ttl_ms = int(self.soft_pin_ttl_ms or DEFAULT_SOFT_PIN_TTL_MS) if soft else 0
+        c.soft_pin_ttl_ms = \
+            int(self.soft_pin_ttl_ms or DEFAULT_SOFT_PIN_TTL_MS) if self._soft_pinned() else 0
         return c
 
 
 _DEFAULT_CONFIG = _native.PutConfig()
 
 
-def _config(config):
-    return _DEFAULT_CONFIG if config is None else config._native()
-
-
-def _replacing(config):
-    """The PutConfig of an upsert: `config`'s, replacing an existing object."""
+def _put_config(config, replace=False, group="", host=""):
+    """The native PutConfig of `config` (None: the defaults); `replace`:
+    an upsert's; `group`: the group the keys join; `host`: the writer's own
+    address, preferred when config.prefer_alloc_in_same_node."""
+    if config is None and not replace and not group:
+        return _DEFAULT_CONFIG
     c = _native.PutConfig() if config is None else config._native()
-    c.replace = True
+    c.replace = replace
+    c.group_id = group
+    if config is not None and config.prefer_alloc_in_same_node:
+        c.prefer_host = host
     return c
+
+
+def _upsert_refused(config):
+    """Mooncake refuses an upsert whose soft_pin_ttl_ms is set without a soft
+    pin to apply it to (INVALID_PARAMS)."""
+    return config is not None and config.soft_pin_ttl_ms is not None \
+        and not config._soft_pinned()
+
+
+def _config(config, replace=False, host=""):
+    """A single-key write's PutConfig, or None when config.group_ids does not
+    name exactly one group (Mooncake answers INVALID_PARAMS)."""
+    ids = None if config is None else config.group_ids
+    if ids is not None and len(ids) != 1:
+        return None
+    return _put_config(config, replace, "" if ids is None else str(ids[0]), host)
+
+
+def _batched(config, lists, call, replace=False, host=""):
+    """A batch write: call(lists, PutConfig) -> one code per key, once, or
+    with config.group_ids once per group over that group's keys (`lists`:
+    the keys first, then the per-key lists, taken in step). The codes in key
+    order; INVALID_PARAMS for every key when group_ids or a list does not
+    have one entry per key."""
+    ids = None if config is None else config.group_ids
+    if ids is None:
+        return call(lists, _put_config(config, replace, host=host))
+    n = len(lists[0])
+    if len(ids) != n or any(len(other) != n for other in lists[1:]):
+        return [_INVALID_PARAMS] * n
+    out = [0] * n
+    for group in dict.fromkeys(str(g) for g in ids):
+        picked = [i for i, g in enumerate(ids) if str(g) == group]
+        codes = call([[values[i] for i in picked] for values in lists],
+                     _put_config(config, replace, group, host))
+        for i, code in zip(picked, codes):
+            out[i] = code
+    return out
+
+
+def _one(config, replace, call, host=""):
+    """A single-key write: call(PutConfig) -> its code, as Mooncake answers
+    (`host`: _put_config's)."""
+    if replace and _upsert_refused(config):
+        return _INVALID_PARAMS
+    c = _config(config, replace, host)
+    if c is None:
+        return _INVALID_PARAMS
+    code = call(c)
+    return _c(code) if replace else _put_code(code)
+
+
+def _many(config, replace, lists, call, host=""):
+    """A batch write (_batched's arguments): one code per key, as Mooncake
+    answers."""
+    if replace and _upsert_refused(config):
+        return [_INVALID_PARAMS] * len(lists[0])
+    codes = _batched(config, lists, call, replace, host)
+    return _cs(codes) if replace else _put_codes(codes)
+
+
+def _first_failure(codes):
+    return next((c for c in codes if c != 0), 0)
 
 
 class BufferDescriptor:
@@ -202,32 +287,44 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin):
         Also setup(dict) / setup(MooncakeConfig) with the JSON file's fields.
         metadata_server is accepted and unused (Shelfmark needs no metadata
         service); protocol "tcp" runs on UCX, "rdma" on verbs; rdma_devices
-        names the device (the first of a comma-separated list). Sizes: bytes
-        or size strings ("16MB"); others raise ValueError. Extra keywords:
-        tenant_id, rpc_timeout_ms, transfer_timeout_ms, cluster_token,
-        master_token ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN),
-        cluster_id."""
-        if isinstance(local_hostname, dict):
-            cfg = MooncakeConfig.from_dict(local_hostname)
-        elif isinstance(local_hostname, MooncakeConfig):
-            cfg = local_hostname
-        else:
-            if local_hostname is None:
-                raise TypeError("setup() needs local_hostname and metadata_server, "
-                                "a dict, or a MooncakeConfig (setup_with_env: the environment)")
-            if str(protocol).lower() not in PROTOCOLS:
-                return _INVALID_PARAMS
-            cfg = MooncakeConfig(
-                local_hostname=local_hostname, metadata_server=metadata_server or "",
-                global_segment_size=global_segment_size, local_buffer_size=local_buffer_size,
-                protocol=protocol, device_name=rdma_devices or "",
-                master_server_address=master_server_addr,
-                tenant_id=kwargs.pop("tenant_id", "default"))
+        names the device (the first of a comma-separated list).
+        local_hostname is "host" or "host:port": the host is where other
+        clients reach the hosted segment, "host:port" its name (without a
+        port one in 12300-14300 is chosen; get_hostname() tells which).
+        Sizes: bytes or size strings ("16MB"); anything else, like "50%",
+        answers INVALID_PARAMS (-600), as does a configuration with a bad
+        field. Extra keywords: tenant_id, rpc_timeout_ms,
+        transfer_timeout_ms, cluster_token, master_token
+        ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN), cluster_id;
+        enable_client_http_server=True serves this store's GET /health,
+        /metrics and /metrics/summary on 0.0.0.0:client_http_port (default
+        9300, Mooncake's); enable_ssd_offload and ssd_offload_path are
+        accepted and configure no SSD tier (docs/python.md)."""
+        if local_hostname is None:
+            raise TypeError("setup() needs local_hostname and metadata_server, "
+                            "a dict, or a MooncakeConfig (setup_with_env: the environment)")
+        try:
+            if isinstance(local_hostname, dict):
+                cfg = MooncakeConfig.from_dict(local_hostname)
+            elif isinstance(local_hostname, MooncakeConfig):
+                cfg = local_hostname
+            else:
+                if str(protocol).lower() not in PROTOCOLS:
+                    return _INVALID_PARAMS
+                cfg = MooncakeConfig(
+                    local_hostname=local_hostname, metadata_server=metadata_server or "",
+                    global_segment_size=global_segment_size,
+                    local_buffer_size=local_buffer_size, protocol=protocol,
+                    device_name=rdma_devices or "", master_server_address=master_server_addr,
+                    tenant_id=kwargs.pop("tenant_id", "default"))
+        except ValueError:
+            return _INVALID_PARAMS  # Mooncake's setup answers a code, not an exception
         extra = dict(kwargs)
         if isinstance(local_hostname, dict):
             extra.update({k: local_hostname[k] for k in
                           ("rpc_timeout_ms", "transfer_timeout_ms", "cluster_token",
-                           "master_token", "cluster_id") if k in local_hostname})
+                           "master_token", "cluster_id", "enable_client_http_server",
+                           "client_http_port") if k in local_hostname})
         return self._setup(cfg, **extra)
 
     def setup_with_env(self, **kwargs):
@@ -235,7 +332,10 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin):
         return self._setup(MooncakeConfig.load_from_env(), **kwargs)
 
     def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
-               master_token=None, cluster_id=None):
+               master_token=None, cluster_id=None, enable_ssd_offload=None, ssd_offload_path=None,
+               enable_client_http_server=False, client_http_port=9300):
+        # Accepted for Mooncake's signature; no SSD tier here (docs/python.md).
+        del enable_ssd_offload, ssd_offload_path
         device = (cfg.device_name or "").split(",")[0].strip()
         o = store_options(
             master=cfg.master_server_address, protocol=PROTOCOLS[cfg.protocol.lower()],
@@ -245,6 +345,8 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin):
             cluster_token=cluster_token, master_token=master_token,
             device="" if device == "auto-discovery" else device, hostname=cfg.local_hostname,
             cluster_id=cluster_id)
+        o.http_server = bool(enable_client_http_server)
+        o.http_port = int(client_http_port)
         return _c(self._store.setup(o))
 
     def close(self):
@@ -258,59 +360,84 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin):
         return _c(self._store.health_check())
 
     # --- writes ---------------------------------------------------------------
+    # A key that exists answers 0 and keeps its object, as Mooncake's client
+    # does (_put_code); config.group_ids gives each key its group.
     def put(self, key, value, config=None):
-        return _c(self._store.put(key, as_buffer(value), _config(config)))
+        return _one(config, False, lambda c: self._store.put(key, as_buffer(value), c),
+                    self._host(config))
 
     def put_parts(self, key, *parts, config=None):
-        return _c(self._store.put_parts(key, _config(config), *[as_buffer(p) for p in parts]))
+        return _one(config, False, lambda c: self._put_parts(key, parts, c), self._host(config))
 
     def put_batch(self, keys, values, config=None):
         """0, or the first failing item's code."""
         if len(keys) != len(values):
             return _INVALID_PARAMS
-        codes = self._store.put_batch(list(keys), [as_buffer(v) for v in values], _config(config))
-        return _c(next((c for c in codes if c != 0), 0))
+        return _first_failure(_many(config, False, [list(keys), list(values)], self._put_batch,
+                                    self._host(config)))
 
     def put_from(self, key, buffer_ptr, size, config=None):
-        return _c(self._store.put_from(key, buffer_ptr, size, _config(config)))
+        return _one(config, False, lambda c: self._store.put_from(key, buffer_ptr, size, c),
+                    self._host(config))
 
     def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
-        return _cs(self._store.batch_put_from(list(keys), list(buffer_ptrs), list(sizes),
-                                              _config(config)))
+        return _many(config, False, [list(keys), list(buffer_ptrs), list(sizes)],
+                     self._batch_put_from, self._host(config))
 
     def batch_put_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
-        return _cs(self._store.batch_put_from_multi_buffers(
-            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes],
-            _config(config)))
+        return _many(config, False, [list(keys), list(all_buffer_ptrs), list(all_sizes)],
+                     self._batch_put_from_multi_buffers, self._host(config))
+
+    def _host(self, config):
+        """This store's address, for config.prefer_alloc_in_same_node."""
+        return self._store.listen_ip() if config is not None and \
+            config.prefer_alloc_in_same_node else ""
+
+    # The native writes behind both the put and the upsert forms.
+    def _put_parts(self, key, parts, c):
+        return self._store.put_parts(key, c, *[as_buffer(p) for p in parts])
+
+    def _put_batch(self, lists, c):
+        keys, values = lists
+        return self._store.put_batch(keys, [as_buffer(v) for v in values], c)
+
+    def _batch_put_from(self, lists, c):
+        return self._store.batch_put_from(*lists, c)
+
+    def _batch_put_from_multi_buffers(self, lists, c):
+        keys, ptrs, sizes = lists
+        return self._store.batch_put_from_multi_buffers(
+            keys, [list(p) for p in ptrs], [list(n) for n in sizes], c)
 
     # --- upserts: replace an existing object atomically ------------------------
     # Readers that looked the old object up finish reading it; lookups after
     # the call see the new one; a missing key is simply put (docs/python.md).
+    # soft_pin_ttl_ms without a soft pin: INVALID_PARAMS (_upsert_refused).
     def upsert(self, key, value, config=None):
-        return _c(self._store.put(key, as_buffer(value), _replacing(config)))
+        return _one(config, True, lambda c: self._store.put(key, as_buffer(value), c),
+                    self._host(config))
 
     def upsert_parts(self, key, *parts, config=None):
-        return _c(self._store.put_parts(key, _replacing(config), *[as_buffer(p) for p in parts]))
+        return _one(config, True, lambda c: self._put_parts(key, parts, c), self._host(config))
 
     def upsert_batch(self, keys, values, config=None):
         """0, or the first failing item's code."""
         if len(keys) != len(values):
             return _INVALID_PARAMS
-        codes = self._store.put_batch(list(keys), [as_buffer(v) for v in values],
-                                      _replacing(config))
-        return _c(next((c for c in codes if c != 0), 0))
+        return _first_failure(_many(config, True, [list(keys), list(values)], self._put_batch,
+                                    self._host(config)))
 
     def upsert_from(self, key, buffer_ptr, size, config=None):
-        return _c(self._store.put_from(key, buffer_ptr, size, _replacing(config)))
+        return _one(config, True, lambda c: self._store.put_from(key, buffer_ptr, size, c),
+                    self._host(config))
 
     def batch_upsert_from(self, keys, buffer_ptrs, sizes, config=None):
-        return _cs(self._store.batch_put_from(list(keys), list(buffer_ptrs), list(sizes),
-                                              _replacing(config)))
+        return _many(config, True, [list(keys), list(buffer_ptrs), list(sizes)],
+                     self._batch_put_from, self._host(config))
 
     def batch_upsert_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
-        return _cs(self._store.batch_put_from_multi_buffers(
-            list(keys), [list(p) for p in all_buffer_ptrs], [list(s) for s in all_sizes],
-            _replacing(config)))
+        return _many(config, True, [list(keys), list(all_buffer_ptrs), list(all_sizes)],
+                     self._batch_put_from_multi_buffers, self._host(config))
 
     # --- reads ----------------------------------------------------------------
     def get(self, key):

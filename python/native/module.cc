@@ -98,6 +98,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def_readwrite("hard_pin", &PutConfig::hard_pin)
       .def_readwrite("soft_pin_ttl_ms", &PutConfig::soft_pin_ttl_ms)
       .def_readwrite("group_id", &PutConfig::group_id)
+      .def_readwrite("prefer_host", &PutConfig::prefer_host)
       .def_readwrite("replace", &PutConfig::replace);
 
   py::class_<StoreOptions>(m, "StoreOptions")
@@ -114,7 +115,9 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def_readwrite("global_segment_bytes", &StoreOptions::global_segment_bytes)
       .def_readwrite("rpc_timeout_ms", &StoreOptions::rpc_timeout_ms)
       .def_readwrite("transfer_timeout_ms", &StoreOptions::transfer_timeout_ms)
-      .def_readwrite("check_master", &StoreOptions::check_master);
+      .def_readwrite("check_master", &StoreOptions::check_master)
+      .def_readwrite("http_server", &StoreOptions::http_server)
+      .def_readwrite("http_port", &StoreOptions::http_port);
 
   py::class_<ReplicaInfo>(m, "ReplicaInfo")
       .def_readonly("status", &ReplicaInfo::status)
@@ -140,6 +143,8 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("close", &Store::Close, Release())
       .def("is_open", &Store::is_open)
       .def("hostname", &Store::hostname)
+      .def("listen_ip", &Store::listen_ip)
+      .def("http_port", &Store::http_port)
       .def("global_segment_bytes", &Store::global_segment_bytes)
       .def("health_check", &Store::HealthCheck, Release())
       // writes

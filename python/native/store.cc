@@ -3,17 +3,22 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <utility>
 
 #include "client/client.h"
 #include "embedded/embedded_client.h"
+#include "service/http_server.h"
+#include "service/metrics.h"
 
 namespace shelfmark::python {
 namespace {
@@ -48,6 +53,58 @@ std::optional<std::string> ListenIp(const std::string& hostname) {
   const bool ok = inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text)) != nullptr;
   freeaddrinfo(found);
   return ok ? std::optional<std::string>(text) : std::nullopt;
+}
+
+// Mooncake's local_hostname: "host" or "host:port". The port is the name
+// part that makes segments of one host distinct (Mooncake's own RPC port);
+// nullopt port when none is given; false for a port that is not 1..65535.
+struct HostPort {
+  std::string host;
+  std::optional<uint16_t> port;
+};
+bool SplitHostPort(const std::string& text, HostPort* out) {
+  const size_t colon = text.rfind(':');
+  // No colon, or more than one (an IPv6 literal without a port).
+  if (colon == std::string::npos || text.find(':') != colon) {
+    *out = HostPort{text, std::nullopt};
+    return true;
+  }
+  const std::string digits = text.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  const int port = std::stoi(digits);
+  if (port < 1 || port > 65535) return false;
+  *out = HostPort{text.substr(0, colon), static_cast<uint16_t>(port)};
+  return true;
+}
+
+// Mooncake picks its port at random in this range when local_hostname names
+// none; so does the store, and holds it (a bound TCP socket on `ip`, never
+// listening) until Close, so two stores on one host never share a name.
+constexpr int kFirstRandomPort = 12300;
+constexpr int kLastRandomPort = 14300;
+
+// A port of that range free on `ip` and the socket that holds it; nullopt
+// when every one is taken.
+std::optional<std::pair<uint16_t, int>> ReservePort(const std::string& ip) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  if (inet_pton(AF_INET, ip.c_str(), &address.sin_addr) != 1) return std::nullopt;
+  const int span = kLastRandomPort - kFirstRandomPort + 1;
+  const int start = static_cast<int>(std::random_device{}() % span);
+  for (int i = 0; i < span; ++i) {
+    const auto port = static_cast<uint16_t>(kFirstRandomPort + (start + i) % span);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return std::nullopt;
+    address.sin_port = htons(port);
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0) {
+      return std::make_pair(port, fd);
+    }
+    close(fd);
+  }
+  return std::nullopt;
 }
 
 std::vector<int> Codes(const std::vector<ErrorCode>& codes) {
@@ -97,7 +154,14 @@ PutOptions MakePutOptions(const PutConfig& config) {
 }  // namespace
 
 struct Store::Impl {
+  ~Impl() {
+    if (port_fd >= 0) close(port_fd);
+  }
   StoreOptions options;
+  // "host:port": what hostname() answers and the hosted segment's name.
+  std::string name;
+  std::string listen_ip;  // the host's address (ListenIp)
+  int port_fd = -1;  // holds a randomly chosen port (ReservePort); -1: none
   // Hosts the segment (global_segment_bytes > 0) and owns the Client;
   // destroyed (unmounting the segment) with the last call holding it.
   std::unique_ptr<EmbeddedClient> embedded;
@@ -125,12 +189,61 @@ struct Store::Impl {
     return std::string_view(reinterpret_cast<const char*>(ptr), size);
   }
 
+  size_t RegisteredBuffers() {
+    MutexLock lock(&buffers_mu);
+    return buffers.size();
+  }
+
+  // The client HTTP server (StoreOptions::http_server): declared last, so it
+  // stops before anything its handlers read goes.
+  std::unique_ptr<MetricsRegistry> metrics;
+  std::unique_ptr<HttpServer> http;
+  uint16_t http_port = 0;
+
+  // Starts it on options.http_port; OK or INVALID_PARAMS (port not bound).
+  ErrorCode ServeHttp();
+
   // The Client checks that [ptr, ptr + size) lies in registered memory.
   int64_t GetInto(const std::string& key, uint64_t ptr, uint64_t size) {
     auto read = client->GetInto(tenant(), key, reinterpret_cast<void*>(ptr), size);
     return read.ok() ? static_cast<int64_t>(*read) : Code(read.error());
   }
 };
+
+ErrorCode Store::Impl::ServeHttp() {
+  metrics = std::make_unique<MetricsRegistry>();
+  metrics->AddGauge("shelfmark_store_segment_bytes",
+                    "Bytes of the segment this store hosts (global_segment_size).",
+                    [this] { return static_cast<double>(options.global_segment_bytes); });
+  metrics->AddCounterFunc("shelfmark_store_local_copies_total",
+                          "Replicas read or written by memcpy in this store's own segment.",
+                          [this] { return static_cast<double>(client->local_stats().copies); });
+  metrics->AddCounterFunc("shelfmark_store_local_copy_bytes_total",
+                          "Bytes of those replicas.",
+                          [this] { return static_cast<double>(client->local_stats().bytes); });
+  metrics->AddGauge("shelfmark_store_registered_buffers",
+                    "Buffers registered with register_buffer.",
+                    [this] { return static_cast<double>(RegisteredBuffers()); });
+  http = std::make_unique<HttpServer>();
+  http->Handle("/health", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  http->Handle("/metrics", [this] {
+    HttpResponse r;
+    r.body = metrics->RenderPrometheus();
+    return r;
+  });
+  http->Handle("/metrics/summary", [this] {
+    const LocalCopyStats copies = client->local_stats();
+    std::string body = "segment " + name + " " + std::to_string(options.global_segment_bytes) +
+                       " bytes\nlocal copies " + std::to_string(copies.copies) + " (" +
+                       std::to_string(copies.bytes) + " bytes)\nregistered buffers " +
+                       std::to_string(RegisteredBuffers()) + "\n";
+    return HttpResponse{200, "text/plain; charset=utf-8", std::move(body)};
+  });
+  auto port = http->Start(options.http_port);
+  if (!port.ok()) return port.error();
+  http_port = *port;
+  return ErrorCode::OK;
+}
 
 Store::Store(RdmaPlugin rdma) : rdma_(std::move(rdma)) {}
 
@@ -146,10 +259,23 @@ int Store::Setup(const StoreOptions& options) {
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   if (options.protocol == "rdma" && !rdma_.factory) return Code(ErrorCode::INVALID_PARAMS);
-  // Without a segment nothing listens: local_hostname is only reported.
-  auto listen_ip = options.global_segment_bytes > 0 ? ListenIp(options.local_hostname)
-                                                    : std::optional<std::string>("127.0.0.1");
-  if (!listen_ip) return Code(ErrorCode::INVALID_PARAMS);
+  HostPort where;
+  if (!SplitHostPort(options.local_hostname, &where)) return Code(ErrorCode::INVALID_PARAMS);
+  // Without a segment nothing listens: the host is only reported (and names
+  // the port's reservation).
+  auto listen_ip = ListenIp(where.host);
+  if (!listen_ip) {
+    if (options.global_segment_bytes > 0) return Code(ErrorCode::INVALID_PARAMS);
+    listen_ip = "127.0.0.1";
+  }
+  if (!where.port) {
+    auto reserved = ReservePort(*listen_ip);
+    if (!reserved) return Code(ErrorCode::INVALID_PARAMS);
+    where.port = reserved->first;
+    impl->port_fd = reserved->second;
+  }
+  impl->name = (where.host.empty() ? *listen_ip : where.host) + ":" + std::to_string(*where.port);
+  impl->listen_ip = *listen_ip;
   EmbeddedOptions eo;
   eo.master = options.master;
   eo.cluster_id = options.cluster_id;
@@ -159,6 +285,7 @@ int Store::Setup(const StoreOptions& options) {
   eo.cluster_token = options.cluster_token;
   eo.master_token = options.master_token;
   eo.segment_size = options.global_segment_bytes;
+  eo.segment_name = impl->name;  // what preferred_segment names (get_hostname)
   eo.staging_bytes =
       options.local_buffer_bytes == 0 ? 0 : std::max(options.local_buffer_bytes, kMinStagingBytes);
   eo.rpc_timeout_ms = options.rpc_timeout_ms;
@@ -174,6 +301,9 @@ int Store::Setup(const StoreOptions& options) {
   if (options.check_master) {
     auto probe = impl->client->Exist(impl->tenant(), kHealthKey);
     if (!probe.ok()) return Code(probe.error());
+  }
+  if (options.http_server) {
+    if (ErrorCode rc = impl->ServeHttp(); rc != ErrorCode::OK) return Code(rc);
   }
   MutexLock lock(&mu_);
   impl_ = std::move(impl);
@@ -194,7 +324,17 @@ bool Store::is_open() const { return Acquire() != nullptr; }
 
 std::string Store::hostname() const {
   auto impl = Acquire();
-  return impl ? impl->options.local_hostname : std::string();
+  return impl ? impl->name : std::string();
+}
+
+uint16_t Store::http_port() const {
+  auto impl = Acquire();
+  return impl ? impl->http_port : 0;
+}
+
+std::string Store::listen_ip() const {
+  auto impl = Acquire();
+  return impl ? impl->listen_ip : std::string();
 }
 
 uint64_t Store::global_segment_bytes() const {
@@ -407,8 +547,9 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
   for (size_t i = 0; i < keys.size(); ++i) {
     out[i].resize(keys[i].size());
     for (size_t j = 0; j < keys[i].size(); ++j) {
+      // A key with no fragments answers none (Mooncake's shape).
       const size_t n = i < lengths.size() && j < lengths[i].size() ? lengths[i][j].size() : 1;
-      out[i][j].assign(std::max<size_t>(n, 1), invalid);
+      out[i][j].assign(n, invalid);
     }
   }
   auto impl = Acquire();

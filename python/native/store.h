@@ -21,7 +21,12 @@
 // hosts a segment of that many bytes of this process's memory
 // (embedded/embedded_client.h), mounted at the master under the store's
 // client id until Close; replicas inside it are read and written with
-// memcpy. local_hostname is where other clients reach it.
+// memcpy. local_hostname ("host" or "host:port", as Mooncake's) names where
+// other clients reach it: the host is the address the engines listen on, and
+// "host:port" is the segment's name, what hostname() answers and what a
+// put's preferred_segments names. Without a port one is drawn from
+// 12300-14300 (Mooncake's range) and held, bound on the host, until Close,
+// so stores on one host never share a name.
 //
 // The *_from / *_into calls move bytes one-sided between registered memory
 // and the replicas, with no staging copy (Client::PutFrom, BatchPutFrom,
@@ -59,7 +64,7 @@ struct StoreOptions {
   // map Mooncake's "tcp" to "ucx" and "rdma" to "rdma").
   std::string protocol = "ucx";
   std::string device;          // RDMA device ("" = the first)
-  std::string local_hostname;  // what hostname() answers
+  std::string local_hostname;  // "host" or "host:port" (above)
   std::string tenant;          // "" = the default tenant
   std::string cluster_token;   // data plane (and master, without master_token)
   std::string master_token;
@@ -68,6 +73,12 @@ struct StoreOptions {
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
   bool check_master = true;  // Setup asks the master once (unreachable: RPC_FAIL)
+  // Mooncake's enable_client_http_server / client_http_port: serve this
+  // store's GET /health, /metrics (Prometheus text) and /metrics/summary on
+  // 0.0.0.0:http_port (0: any free port) until Close; a port that cannot be
+  // bound makes Setup answer INVALID_PARAMS.
+  bool http_server = false;
+  uint16_t http_port = 9300;
 };
 
 // One replica of an object, as get_replica_desc reports it.
@@ -95,7 +106,13 @@ class Store {
   // Drops the client (calls in flight finish on it); 0. Idempotent.
   int Close();
   bool is_open() const;
+  // "host:port": the hosted segment's name ("" when closed).
   std::string hostname() const;
+  // The address of local_hostname's host (what a put's
+  // PutConfig::prefer_host names for "this host"); "" when closed.
+  std::string listen_ip() const;
+  // The port the client HTTP server listens on (0: none).
+  uint16_t http_port() const;
   uint64_t global_segment_bytes() const;
   // Replicas read or written by memcpy because they lie in this store's own
   // segment (copies, bytes); zeros when closed.

@@ -18,7 +18,7 @@ from mooncake.store import (BufferHandle, MooncakeDistributedStore, ReplicaStatu
 
 MiB = 1 << 20
 OK, BUFFER_OVERFLOW, NO_AVAILABLE_HANDLE, INVALID_PARAMS = 0, -10, -200, -600
-OBJECT_NOT_FOUND, OBJECT_ALREADY_EXISTS, OBJECT_HAS_LEASE, RPC_FAIL = -704, -705, -706, -900
+OBJECT_NOT_FOUND, OBJECT_HAS_LEASE, RPC_FAIL = -704, -706, -900
 
 
 def open_store(master_addr, local_buffer_size=16 * MiB, **kwargs):
@@ -63,7 +63,8 @@ def test_put_get_exist_size_remove(store, prefix):
     assert store.get_size(k) == OBJECT_NOT_FOUND
     assert store.remove(k) == OBJECT_NOT_FOUND
     assert store.put(k, b"hello mooncake") == OK
-    assert store.put(k, b"again") == OBJECT_ALREADY_EXISTS
+    # A key that exists: 0, and the object stays as it was (Mooncake's client).
+    assert store.put(k, b"again") == OK
     assert store.is_exist(k) == 1
     assert store.get_size(k) == 14
     assert store.get(k) == b"hello mooncake"
@@ -98,7 +99,7 @@ def test_put_parts_batch_get_batch(store, prefix):
     keys = [prefix + "b%d" % i for i in range(5)]
     values = [bytes([i]) * (i * 1000 + 1) for i in range(5)]
     assert store.put_batch(keys, values) == OK
-    assert store.put_batch(keys[:1], values[:1]) == OBJECT_ALREADY_EXISTS
+    assert store.put_batch(keys[:1], [b"other"]) == OK  # exists: kept as it was
     assert store.put_batch(keys, values[:2]) == INVALID_PARAMS
     assert store.get_batch(keys + [prefix + "missing"]) == values + [b""]
     assert store.batch_is_exist(keys[:2] + [prefix + "missing"]) == [1, 1, 0]
@@ -154,7 +155,7 @@ def test_batch_put_from_get_into(store, prefix):
     ptrs_dst = [dst.ctypes.data + i * size for i in range(n)]
     with Registered(store, src, dst):
         assert store.batch_put_from(keys, ptrs_src, [size] * n) == [OK] * n
-        assert store.batch_put_from(keys[:1], ptrs_src[:1], [size]) == [OBJECT_ALREADY_EXISTS]
+        assert store.batch_put_from(keys[:1], ptrs_src[1:2], [size]) == [OK]  # exists: kept
         got = store.batch_get_into(keys + [prefix + "none"], ptrs_dst + [dst.ctypes.data],
                                    [size] * (n + 1))
         assert got == [size] * n + [OBJECT_NOT_FOUND]
@@ -240,7 +241,9 @@ def test_replica_desc_hostname_health(store, prefix):
     assert descs[0].status == ReplicaStatus.COMPLETE
     assert descs[0].get_memory_descriptor().buffer_descriptor.size == 100
     assert store.batch_get_replica_desc([prefix + "r", prefix + "none"])[prefix + "none"] == []
-    assert store.get_hostname() == "localhost"
+    # The segment's name: local_hostname with the port drawn for it.
+    host, port = store.get_hostname().split(":")
+    assert host == "localhost" and 12300 <= int(port) <= 14300
     assert store.health_check() == OK
 
 
@@ -270,13 +273,13 @@ def test_setup_dict_sizes_and_refusals(master_addr, prefix):
                         "global_segment_size": "16 MB", "protocol": "tcp"}) == OK
         assert s.put(prefix + str(size), b"v") == OK
         s.close()
+    # Sizes that are not sizes: setup answers INVALID_PARAMS, as Mooncake's does.
     for bad in ("50%", "abc", "-1", "1 PB"):
-        with pytest.raises(ValueError):
-            MooncakeDistributedStore().setup({"local_hostname": "h",
-                                              "master_server_address": master_addr,
-                                              "global_segment_size": bad})
-    with pytest.raises(ValueError):
-        MooncakeDistributedStore().setup("h", "m", "50%", 16 * MiB, "tcp", "", master_addr)
+        assert MooncakeDistributedStore().setup({"local_hostname": "h",
+                                                 "master_server_address": master_addr,
+                                                 "global_segment_size": bad}) == INVALID_PARAMS
+    assert MooncakeDistributedStore().setup("h", "m", "50%", 16 * MiB, "tcp", "",
+                                            master_addr) == INVALID_PARAMS
     assert MooncakeDistributedStore().setup("h", "m", 0, MiB, "carrier-pigeon", "",
                                             master_addr) == INVALID_PARAMS
     # A hosted segment must be reachable: local_hostname names no address.
@@ -313,7 +316,7 @@ def test_env_and_json_config(master_addr, prefix, monkeypatch, tmp_path):
     monkeypatch.setenv("MOONCAKE_CONFIG_PATH", str(path))
     s = MooncakeDistributedStore()
     assert s.setup_with_env() == OK
-    assert s.get_hostname() == "127.0.0.1"
+    assert s.get_hostname().startswith("127.0.0.1:")
     assert s.get(prefix + "env") == b"e"
     s.close()
 
