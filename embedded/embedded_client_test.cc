@@ -137,6 +137,82 @@ TEST_F(EmbeddedClientTest, TwoProcessesWorthOfSegmentsShareObjects) {
   EXPECT_EQ(*got, value);
 }
 
+// Segments added after Create share the hosted segment's engine (endpoint)
+// and client id: each has its own id and memory, and none of the mounts
+// supersedes a sibling (docs/directory.md, MountSegment).
+TEST_F(EmbeddedClientTest, AddedSegmentsLiveBesideTheHostedOne) {
+  auto e = Make(Options("emb-sib", 4 << 20));
+  ASSERT_TRUE(e);
+  Client& c = *e->client();
+  ASSERT_EQ(c.Put("t", "in-hosted", "hosted bytes"), ErrorCode::OK);
+  auto first = e->MountSegment(4 << 20, "ucx");
+  auto second = e->MountSegment(4 << 20, "ucx");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(first->id, second->id);
+  EXPECT_NE(first->id, e->segment()->id);
+  EXPECT_EQ(first->name, first->id.ToString());  // named by its id
+  EXPECT_EQ(first->endpoint, e->segment()->endpoint);
+  EXPECT_NE(first->base, second->base);
+  EXPECT_EQ(dir_->Stats().segment_count, 3u);
+  EXPECT_EQ(dir_->Stats().superseded_segments, 0u);
+  EXPECT_EQ(e->added_segments().size(), 2u);
+
+  PutOptions into_second;
+  into_second.config.preferred_segments = {second->name};
+  ASSERT_EQ(c.Put("t", "in-second", "second's bytes", into_second), ErrorCode::OK);
+  auto at = AtMaster("in-second");
+  ASSERT_TRUE(at.ok());
+  ASSERT_EQ(at->replicas.size(), 1u);
+  EXPECT_EQ(at->replicas[0].memory.segment_id, second->id);
+  EXPECT_TRUE(AtMaster("in-hosted").ok());
+  // Read by memcpy: the added segment is attached to the client.
+  const uint64_t copies = c.local_stats().copies;
+  EXPECT_EQ(*c.Get("t", "in-second"), "second's bytes");
+  EXPECT_EQ(c.local_stats().copies, copies + 1);
+  // And by another client over UCX.
+  auto other = Make(Options("", 0));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other->client()->Get("t", "in-second"), "second's bytes");
+
+  // Refused, nothing unmounted: an unknown id, the hosted segment's id, a
+  // duplicate; size 0; an engine the client lacks.
+  EXPECT_EQ(e->UnmountSegments({UUID::Generate()}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->UnmountSegments({e->segment()->id}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->UnmountSegments({second->id, second->id}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->MountSegment(0, "ucx").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->MountSegment(1 << 20, "rdma").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->Stats().segment_count, 3u);
+
+  // Unmounting the second drops its object only; twice is refused.
+  EXPECT_EQ(e->UnmountSegments({second->id}), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("in-second").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_TRUE(AtMaster("in-hosted").ok());
+  EXPECT_EQ(e->UnmountSegments({second->id}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->Stats().segment_count, 2u);
+  // Close unmounts the rest.
+  EXPECT_EQ(e->Close(), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().segment_count, 0u);
+  EXPECT_EQ(dir_->Stats().superseded_segments, 0u);
+}
+
+// Without a hosted segment the engines listen only when asked (`listen`):
+// a segment added to a client that does not listen could not be reached.
+TEST_F(EmbeddedClientTest, AddedSegmentsNeedAListeningEngine) {
+  auto quiet = Make(Options("", 0));
+  ASSERT_TRUE(quiet);
+  EXPECT_EQ(quiet->MountSegment(1 << 20, "ucx").error(), ErrorCode::INVALID_PARAMS);
+  EmbeddedOptions options = Options("", 0);
+  options.listen = true;
+  auto listening = Make(options);
+  ASSERT_TRUE(listening);
+  auto added = listening->MountSegment(1 << 20, "ucx");
+  ASSERT_TRUE(added.ok()) << ErrorCodeName(added.error());
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  ASSERT_EQ(listening->client()->Put("t", "k", "v", there), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("k")->replicas[0].memory.segment_id, added->id);
+}
+
 TEST_F(EmbeddedClientTest, WithoutStagingOnlyRegisteredBuffersArePut) {
   EmbeddedOptions options = Options("emb-nostage");
   options.staging_bytes = 0;

@@ -50,11 +50,13 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
   auto region = engine->RegisterMemory(mem, node->options_.segment_size, /*remote_access=*/true);
   if (!region.ok()) return region.error();  // ~Node unmaps
   node->region_ = *region;
-  if (ErrorCode shared = engine->ShareLocally(*region, memfd.get()); shared != ErrorCode::OK) {
-    return shared;
+  if (node->options_.share_locally) {
+    if (ErrorCode shared = engine->ShareLocally(*region, memfd.get()); shared != ErrorCode::OK) {
+      return shared;
+    }
   }
   Segment& s = node->segment_;
-  s.id = UUID::Generate();
+  s.id = node->options_.segment_id.is_nil() ? UUID::Generate() : node->options_.segment_id;
   s.name = node->options_.segment_name.empty() ? "node-" + node->options_.client_id.ToString()
                                                : node->options_.segment_name;
   s.base = reinterpret_cast<uint64_t>(mem);

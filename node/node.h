@@ -100,6 +100,12 @@ struct NodeOptions {
   UUID client_id = UUID::Generate();
   uint64_t segment_size = 0;  // bytes, > 0
   std::string segment_name;   // "" : "node-<client id>"
+  UUID segment_id;            // nil: a fresh one
+  // Offer the segment's memfd to clients on this host (ShareLocally), which
+  // then read it without the transport. An engine shares one segment at
+  // most: further segments on it set false (their same-host readers use the
+  // transport).
+  bool share_locally = true;
   int64_t ping_interval_ms = 3'000;
   int64_t retry_interval_ms = 500;
   int64_t rpc_timeout_ms = 5'000;

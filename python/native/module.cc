@@ -241,7 +241,18 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("time_batch_get_into", &Store::TimeBatchGetInto, Release())
       .def("remove_all", &Store::RemoveAll, Release())
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
-           Release());
+           Release())
+      // segments
+      .def("allocate_and_mount_segment", [](Store& s, uint64_t size, const std::string& protocol) {
+        std::string id;
+        int rc;
+        {
+          py::gil_scoped_release release;
+          rc = s.AllocateAndMountSegment(size, protocol, &id);
+        }
+        return py::make_tuple(rc, id);
+      })
+      .def("unmount_and_free_segments", &Store::UnmountAndFreeSegments, Release());
 
   // Mooncake's put and get sessions over a NativeStore (kept alive by them).
   py::class_<Sessions>(m, "NativeSessions")

@@ -146,16 +146,19 @@ int Store::Setup(const StoreOptions& options) {
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   if (options.protocol == "rdma" && !rdma_.factory) return Code(ErrorCode::INVALID_PARAMS);
-  // Without a segment nothing listens: local_hostname is only reported.
-  auto listen_ip = options.global_segment_bytes > 0 ? ListenIp(options.local_hostname)
-                                                    : std::optional<std::string>("127.0.0.1");
-  if (!listen_ip) return Code(ErrorCode::INVALID_PARAMS);
+  // The engines listen at local_hostname, so that the segment (setup's, or
+  // one AllocateAndMountSegment adds later) is reachable. Without a setup
+  // segment, a name with no IPv4 address is only reported (and no segment
+  // can be added).
+  auto listen_ip = ListenIp(options.local_hostname);
+  if (!listen_ip && options.global_segment_bytes > 0) return Code(ErrorCode::INVALID_PARAMS);
   EmbeddedOptions eo;
   eo.master = options.master;
   eo.cluster_id = options.cluster_id;
   eo.protocol = options.protocol;
   eo.device = options.device;
-  eo.listen_ip = *listen_ip;
+  eo.listen_ip = listen_ip.value_or("127.0.0.1");
+  eo.listen = listen_ip.has_value();
   eo.cluster_token = options.cluster_token;
   eo.master_token = options.master_token;
   eo.segment_size = options.global_segment_bytes;
@@ -567,6 +570,27 @@ int64_t Store::RemoveByRegex(const std::string& pattern, bool force) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
   auto removed = impl->client->RemoveByRegex(impl->tenant(), pattern, force);
   return removed.ok() ? static_cast<int64_t>(*removed) : Code(removed.error());
+}
+
+// --- segments --------------------------------------------------------------
+
+int Store::AllocateAndMountSegment(uint64_t size, const std::string& protocol, std::string* id) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  auto mounted = impl->embedded->MountSegment(size, protocol);
+  if (!mounted.ok()) return Code(mounted.error());
+  *id = mounted->id.ToString();
+  return kOk;
+}
+
+int Store::UnmountAndFreeSegments(const std::vector<std::string>& ids) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  std::vector<UUID> parsed;
+  for (const std::string& text : ids) {
+    auto id = UUID::Parse(text);
+    if (!id) return Code(ErrorCode::INVALID_PARAMS);
+    parsed.push_back(*id);
+  }
+  return Code(impl->embedded->UnmountSegments(parsed));
 }
 
 #undef SHELFMARK_STORE_OR
