@@ -87,52 +87,69 @@ NodeCounters EmbeddedClient::node_counters() const {
 
 Result<Segment> EmbeddedClient::MountSegment(uint64_t size, std::string_view protocol,
                                              const UUID& id, std::string name) {
-  if (client_ == nullptr || size == 0) return ErrorCode::INVALID_PARAMS;
+  NodeOptions n = SegmentOptions(size);
+  n.segment_id = id.is_nil() ? UUID::Generate() : id;
+  n.segment_name = name.empty() ? n.segment_id.ToString() : std::move(name);
+  return Add(std::move(n), protocol, /*file_backed=*/false);
+}
+
+Result<Segment> EmbeddedClient::MountFileSegment(int fd, uint64_t offset, uint64_t size,
+                                                 std::string_view protocol) {
+  if (fd < 0) return ErrorCode::INVALID_PARAMS;
+  NodeOptions n = SegmentOptions(size);
+  n.segment_id = UUID::Generate();
+  n.segment_name = n.segment_id.ToString();
+  n.memory_fd = fd;
+  n.memory_offset = offset;
+  return Add(std::move(n), protocol, /*file_backed=*/true);
+}
+
+Result<Segment> EmbeddedClient::Add(NodeOptions n, std::string_view protocol, bool file_backed) {
+  if (client_ == nullptr || n.segment_size == 0) return ErrorCode::INVALID_PARAMS;
   auto engine = Engine(protocol);
   if (!engine.ok()) return engine.error();
   // A segment nobody can reach would take puts that no other client reads.
   if ((*engine)->endpoint().empty()) return ErrorCode::INVALID_PARAMS;
-  NodeOptions n = SegmentOptions(size);
-  n.segment_id = id.is_nil() ? UUID::Generate() : id;
-  n.segment_name = name.empty() ? n.segment_id.ToString() : std::move(name);
   // The engine's one same-host share stays the hosted segment's (or none):
   // a share outlives its segment's unmount (the engine holds the memfd), so
   // an added segment's memory could not be freed.
   n.share_locally = false;
-  const UUID segment_id = n.segment_id;
+  const UUID id = n.segment_id;
   {
     MutexLock lock(&added_mu_);
-    if (added_.contains(segment_id) || (hosted_ && hosted_->segment().id == segment_id)) {
+    if (added_.contains(id) || (hosted_ && hosted_->segment().id == id)) {
       return ErrorCode::INVALID_PARAMS;
     }
-    added_.emplace(segment_id, nullptr);  // reserved while it starts
+    added_.emplace(id, Added{nullptr, file_backed});  // reserved while it starts
   }
-  auto hosted = HostedSegment::Start(std::move(n), *engine, client_.get(), options_.mount_timeout_ms);
+  auto hosted =
+      HostedSegment::Start(std::move(n), *engine, client_.get(), options_.mount_timeout_ms);
   MutexLock lock(&added_mu_);
   if (!hosted.ok()) {
-    added_.erase(segment_id);
+    added_.erase(id);
     return hosted.error();
   }
   Segment mounted = (*hosted)->segment();
-  added_[segment_id] = std::move(hosted).value();
+  added_[id].segment = std::move(hosted).value();
   return mounted;
 }
 
-ErrorCode EmbeddedClient::UnmountSegments(const std::vector<UUID>& ids) {
+ErrorCode EmbeddedClient::UnmountSegments(const std::vector<UUID>& ids, bool file_backed) {
   std::vector<std::unique_ptr<HostedSegment>> taken;
   {
     MutexLock lock(&added_mu_);
     std::set<UUID> seen;
     for (const UUID& id : ids) {
       auto it = added_.find(id);
-      // A null entry is still starting: not yet a segment to unmount.
-      if (it == added_.end() || it->second == nullptr || !seen.insert(id).second) {
+      // A null segment is still starting: not yet one to unmount.
+      if (it == added_.end() || it->second.segment == nullptr ||
+          it->second.file_backed != file_backed || !seen.insert(id).second) {
         return ErrorCode::INVALID_PARAMS;
       }
     }
     for (const UUID& id : ids) {
       auto it = added_.find(id);
-      taken.push_back(std::move(it->second));
+      taken.push_back(std::move(it->second.segment));
       added_.erase(it);
     }
   }
@@ -147,20 +164,20 @@ ErrorCode EmbeddedClient::UnmountSegments(const std::vector<UUID>& ids) {
 std::vector<Segment> EmbeddedClient::added_segments() const {
   MutexLock lock(&added_mu_);
   std::vector<Segment> out;
-  for (const auto& [id, segment] : added_) {
-    if (segment != nullptr) out.push_back(segment->segment());
+  for (const auto& [id, added] : added_) {
+    if (added.segment != nullptr) out.push_back(added.segment->segment());
   }
   return out;
 }
 
 ErrorCode EmbeddedClient::Close() {
-  std::map<UUID, std::unique_ptr<HostedSegment>> added;
+  std::map<UUID, Added> added;
   {
     MutexLock lock(&added_mu_);
     added.swap(added_);
   }
-  for (auto& [id, segment] : added) {
-    if (segment != nullptr) (void)segment->Stop();
+  for (auto& [id, a] : added) {
+    if (a.segment != nullptr) (void)a.segment->Stop();
   }
   ErrorCode rc = ErrorCode::OK;
   if (hosted_ != nullptr) {

@@ -106,12 +106,20 @@ class EmbeddedClient {
   // not listen; HostedSegment::Start's codes.
   Result<Segment> MountSegment(uint64_t size, std::string_view protocol, const UUID& id = {},
                                std::string name = "");
-  // Stops and unmounts the named segments added by MountSegment, all or
-  // none: INVALID_PARAMS (nothing done) when one is not such a segment of
-  // this client, or named twice; else the first unmount's code that is not
-  // OK (the segments are gone either way).
-  ErrorCode UnmountSegments(const std::vector<UUID>& ids);
-  // The segments MountSegment added and not yet unmounted.
+  // The same over `size` bytes of the open file `fd` at `offset` (a
+  // multiple of the page size), mapped shared: the caller's memory
+  // (Mooncake's mount_segment; NodeOptions::memory_fd). The caller keeps the
+  // file at least offset + size long until the segment is unmounted and may
+  // close `fd` when this returns. INVALID_PARAMS too when it cannot be mapped.
+  Result<Segment> MountFileSegment(int fd, uint64_t offset, uint64_t size,
+                                   std::string_view protocol);
+  // Stops and unmounts the named segments added by MountFileSegment
+  // (`file_backed`) or by MountSegment (not), all or none: INVALID_PARAMS
+  // (nothing done) when one is not such a segment of this client, or is
+  // named twice; else the first unmount's code that is not OK (the segments
+  // are gone either way).
+  ErrorCode UnmountSegments(const std::vector<UUID>& ids, bool file_backed = false);
+  // The segments added and not yet unmounted.
   std::vector<Segment> added_segments() const;
 
   // See above; the hosted segment's unmount's code (OK without a segment, or
@@ -123,12 +131,20 @@ class EmbeddedClient {
   // Node options of a segment of this client.
   NodeOptions SegmentOptions(uint64_t size) const;
   Result<TransportEngine*> Engine(std::string_view protocol) const;
+  // MountSegment's and MountFileSegment's common part: `n` with its id and
+  // name chosen.
+  Result<Segment> Add(NodeOptions n, std::string_view protocol, bool file_backed);
+
+  struct Added {
+    std::unique_ptr<HostedSegment> segment;  // null while it starts
+    bool file_backed = false;
+  };
 
   const EmbeddedOptions options_;
   std::unique_ptr<Client> client_;
   std::unique_ptr<HostedSegment> hosted_;
   mutable Mutex added_mu_;
-  std::map<UUID, std::unique_ptr<HostedSegment>> added_ GUARDED_BY(added_mu_);
+  std::map<UUID, Added> added_ GUARDED_BY(added_mu_);
 };
 
 }  // namespace shelfmark

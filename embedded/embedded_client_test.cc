@@ -3,7 +3,9 @@
 // 127.0.0.1: two embedded clients of one process, each hosting a segment.
 #include "embedded/embedded_client.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <memory>
@@ -11,10 +13,12 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/socket_io.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
 #include "master/rpc_server.h"
 #include "rpc/master_client.h"
+#include "testing/temp_dir.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -211,6 +215,40 @@ TEST_F(EmbeddedClientTest, AddedSegmentsNeedAListeningEngine) {
   there.config.preferred_segments = {added->name};
   ASSERT_EQ(listening->client()->Put("t", "k", "v", there), ErrorCode::OK);
   EXPECT_EQ(AtMaster("k")->replicas[0].memory.segment_id, added->id);
+}
+
+// A segment over the caller's file: objects put there are bytes of the file,
+// from the offset on; it is unmounted only as a file segment.
+TEST_F(EmbeddedClientTest, AFileSegmentServesTheCallersBytes) {
+  testing::TempDir dir("emb-file");
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  UniqueFd fd(open(dir.Join("seg").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(fd.valid());
+  ASSERT_EQ(ftruncate(fd.get(), static_cast<off_t>(page + (2 << 20))), 0);
+  EmbeddedOptions options = Options("", 0);
+  options.listen = true;
+  auto e = Make(options);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->MountFileSegment(fd.get(), page + 1, 1 << 20, "ucx").error(),
+            ErrorCode::INVALID_PARAMS);  // not page-aligned: mmap refuses
+  auto added = e->MountFileSegment(fd.get(), page, 2 << 20, "ucx");
+  ASSERT_TRUE(added.ok()) << ErrorCodeName(added.error());
+  fd.Reset();  // the mapping keeps the file
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  const std::string value = testing::TestPattern(5000, 'f');
+  ASSERT_EQ(e->client()->Put("t", "in-file", value, there), ErrorCode::OK);
+  auto at = AtMaster("in-file");
+  ASSERT_TRUE(at.ok());
+  const uint64_t offset = at->replicas[0].memory.buffer_address - added->base;
+  std::string stored(value.size(), '\0');
+  UniqueFd again(open(dir.Join("seg").c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_EQ(pread(again.get(), stored.data(), stored.size(), static_cast<off_t>(page + offset)),
+            static_cast<ssize_t>(stored.size()));
+  EXPECT_EQ(stored, value);
+  EXPECT_EQ(e->UnmountSegments({added->id}), ErrorCode::INVALID_PARAMS);  // not allocated memory
+  EXPECT_EQ(e->UnmountSegments({added->id}, /*file_backed=*/true), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("in-file").error(), ErrorCode::OBJECT_NOT_FOUND);
 }
 
 TEST_F(EmbeddedClientTest, WithoutStagingOnlyRegisteredBuffersArePut) {

@@ -36,21 +36,28 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
     return ErrorCode::INVALID_PARAMS;
   }
   std::unique_ptr<Node> node(new Node(std::move(options), engine));
-  // The segment is a memfd so that clients on this host can map it
-  // (TransportEngine::ShareLocally) and read without the transport.
-  UniqueFd memfd(memfd_create("shelfmark-segment", MFD_CLOEXEC));
-  if (!memfd.valid() ||
-      ftruncate(memfd.get(), static_cast<off_t>(node->options_.segment_size)) != 0) {
-    return ErrorCode::NO_AVAILABLE_HANDLE;
+  const bool own_memory = node->options_.memory_fd < 0;
+  // The node's own segment is a memfd so that clients on this host can map
+  // it (TransportEngine::ShareLocally) and read without the transport.
+  UniqueFd memfd;
+  if (own_memory) {
+    memfd = UniqueFd(memfd_create("shelfmark-segment", MFD_CLOEXEC));
+    if (!memfd.valid() ||
+        ftruncate(memfd.get(), static_cast<off_t>(node->options_.segment_size)) != 0) {
+      return ErrorCode::NO_AVAILABLE_HANDLE;
+    }
   }
   void* mem = mmap(nullptr, node->options_.segment_size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, memfd.get(), 0);
-  if (mem == MAP_FAILED) return ErrorCode::NO_AVAILABLE_HANDLE;
+                   MAP_SHARED | MAP_POPULATE, own_memory ? memfd.get() : node->options_.memory_fd,
+                   static_cast<off_t>(own_memory ? 0 : node->options_.memory_offset));
+  if (mem == MAP_FAILED) {
+    return own_memory ? ErrorCode::NO_AVAILABLE_HANDLE : ErrorCode::INVALID_PARAMS;
+  }
   node->memory_ = static_cast<uint8_t*>(mem);
   auto region = engine->RegisterMemory(mem, node->options_.segment_size, /*remote_access=*/true);
   if (!region.ok()) return region.error();  // ~Node unmaps
   node->region_ = *region;
-  if (node->options_.share_locally) {
+  if (own_memory && node->options_.share_locally) {
     if (ErrorCode shared = engine->ShareLocally(*region, memfd.get()); shared != ErrorCode::OK) {
       return shared;
     }

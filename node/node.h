@@ -106,6 +106,14 @@ struct NodeOptions {
   // most: further segments on it set false (their same-host readers use the
   // transport).
   bool share_locally = true;
+  // -1: the segment is fresh memory (a memfd of the node's own). Otherwise
+  // segment_size bytes of this open file at memory_offset (a multiple of
+  // the page size) are mapped shared and served (Mooncake's mount_segment
+  // of a caller's file): the caller keeps the file at least that long while
+  // the node lives (a shorter file faults on access), and may close the
+  // descriptor once Create returned. Such a segment is never shared locally.
+  int memory_fd = -1;
+  uint64_t memory_offset = 0;
   int64_t ping_interval_ms = 3'000;
   int64_t retry_interval_ms = 500;
   int64_t rpc_timeout_ms = 5'000;

@@ -1,6 +1,6 @@
 """Segment management of Mooncake's reference, a mixin of
-MooncakeDistributedStore: more DRAM of this process given to the cluster
-after setup, and taken back.
+MooncakeDistributedStore: more DRAM of this process (allocated here, or a
+caller's file) given to the cluster after setup, and taken back.
 
     r = store.allocate_and_mount_segment(64 << 20)   # {"ret", "segment_ids", "allocated_size"}
     cfg = ReplicateConfig(); cfg.preferred_segment = r["segment_ids"][0]
@@ -36,6 +36,10 @@ def _ids(segment_ids):
     return ids if all(isinstance(i, str) for i in ids) else None
 
 
+def _size(size):
+    return isinstance(size, int) and size > 0
+
+
 class SegmentsMixin:
     """Needs the host class's _store (a NativeStore)."""
 
@@ -48,7 +52,7 @@ class SegmentsMixin:
         for, or a store whose local_hostname gave its engines no address."""
         result = {"ret": _INVALID_PARAMS, "segment_ids": [], "allocated_size": 0}
         engine = PROTOCOLS.get(str(protocol).lower())
-        if engine is None or not isinstance(size, int) or size <= 0:
+        if engine is None or not _size(size):
             return result
         rc, segment_id = self._store.allocate_and_mount_segment(size, engine)
         result["ret"] = _mooncake(rc)
@@ -65,7 +69,39 @@ class SegmentsMixin:
         lived only there are gone (get answers b"", is_exist 0).
         grace_period_seconds > 0 (Mooncake: readable, no new allocations, for
         that long) is not supported here: -600, nothing done."""
+        return self._unmount(self._store.unmount_and_free_segments, segment_ids,
+                             grace_period_seconds)
+
+    def mount_segment(self, path, size, offset=0, protocol="tcp", location=""):
+        """Serves `size` bytes of the caller's file at `path` (a /dev/shm or
+        hugetlbfs file, any regular file) from `offset` as one segment,
+        mapped shared: what puts write there is in the file. {"ret": 0 or a
+        code, "segment_ids": [its id] or []}. -600 also for an offset that is
+        not a multiple of the page size, a file that cannot be opened
+        read-write, is not a regular file or is shorter than offset + size.
+        Do not shrink the file while it is mounted. Unlike setup's segment it
+        is never mapped by clients on this host: they read it over the
+        transport."""
+        result = {"ret": _INVALID_PARAMS, "segment_ids": []}
+        engine = PROTOCOLS.get(str(protocol).lower())
+        if engine is None or not isinstance(path, str) or not _size(size) or \
+                not isinstance(offset, int) or offset < 0:
+            return result
+        rc, segment_id = self._store.mount_segment(path, offset, size, engine)
+        result["ret"] = _mooncake(rc)
+        if rc == 0:
+            result["segment_ids"] = [segment_id]
+        return result
+
+    def unmount_segment(self, segment_ids, grace_period_seconds=0):
+        """Unmounts segments mount_segment made, all or none, as
+        unmount_and_free_segment does for its own (an id of the other call
+        answers -600); the file and its bytes stay the caller's."""
+        return self._unmount(self._store.unmount_segments, segment_ids, grace_period_seconds)
+
+    @staticmethod
+    def _unmount(native, segment_ids, grace_period_seconds):
         ids = _ids(segment_ids)
         if not ids or grace_period_seconds != 0:
             return _INVALID_PARAMS
-        return _mooncake(self._store.unmount_and_free_segments(ids))
+        return _mooncake(native(ids))

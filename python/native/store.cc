@@ -1,8 +1,11 @@
 #include "python/native/store.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <utility>
 
 #include "client/client.h"
+#include "common/socket_io.h"
 #include "embedded/embedded_client.h"
 
 namespace shelfmark::python {
@@ -582,15 +586,47 @@ int Store::AllocateAndMountSegment(uint64_t size, const std::string& protocol, s
   return kOk;
 }
 
-int Store::UnmountAndFreeSegments(const std::vector<std::string>& ids) {
-  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+// The segments named by `ids` of the kind `file_backed`, unmounted (all or
+// none).
+static int Unmount(EmbeddedClient& embedded, const std::vector<std::string>& ids,
+                   bool file_backed) {
   std::vector<UUID> parsed;
   for (const std::string& text : ids) {
     auto id = UUID::Parse(text);
     if (!id) return Code(ErrorCode::INVALID_PARAMS);
     parsed.push_back(*id);
   }
-  return Code(impl->embedded->UnmountSegments(parsed));
+  return Code(embedded.UnmountSegments(parsed, file_backed));
+}
+
+int Store::UnmountAndFreeSegments(const std::vector<std::string>& ids) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  return Unmount(*impl->embedded, ids, /*file_backed=*/false);
+}
+
+int Store::MountSegment(const std::string& path, uint64_t offset, uint64_t size,
+                        const std::string& protocol, std::string* id) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  if (size == 0 || offset % static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) != 0 ||
+      offset > UINT64_MAX - size) {
+    return Code(ErrorCode::INVALID_PARAMS);
+  }
+  UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+  struct stat st {};
+  // A mapping past the file's end would fault on the first put into it.
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < offset + size) {
+    return Code(ErrorCode::INVALID_PARAMS);
+  }
+  auto mounted = impl->embedded->MountFileSegment(fd.get(), offset, size, protocol);
+  if (!mounted.ok()) return Code(mounted.error());
+  *id = mounted->id.ToString();
+  return kOk;
+}
+
+int Store::UnmountSegments(const std::vector<std::string>& ids) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  return Unmount(*impl->embedded, ids, /*file_backed=*/true);
 }
 
 #undef SHELFMARK_STORE_OR

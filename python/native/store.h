@@ -190,6 +190,18 @@ class Store {
   // (INVALID_PARAMS for an id that is not one, or is named twice). The
   // master drops every replica in them.
   int UnmountAndFreeSegments(const std::vector<std::string>& ids);
+  // Mooncake's mount_segment: `size` bytes of the regular file at `path`
+  // (a /dev/shm or hugetlbfs file, ...) from `offset` (a multiple of the
+  // page size), opened read-write and mapped shared, served as one more
+  // segment like AllocateAndMountSegment's (EmbeddedClient::MountFileSegment).
+  // INVALID_PARAMS too when the file cannot be opened read-write, is not a
+  // regular file, or is shorter than offset + size. The caller must not
+  // shrink the file while the segment is mounted.
+  int MountSegment(const std::string& path, uint64_t offset, uint64_t size,
+                   const std::string& protocol, std::string* id);
+  // Mooncake's unmount_segment: UnmountAndFreeSegments for MountSegment's
+  // segments (the file and its bytes stay the caller's).
+  int UnmountSegments(const std::vector<std::string>& ids);
 
  private:
   struct Impl;

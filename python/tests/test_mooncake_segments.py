@@ -1,10 +1,14 @@
 """mooncake.store's segment management (allocate_and_mount_segment,
-unmount_and_free_segment) against a real master: segments added after
-setup, placed into with preferred_segment, read by another process,
-unmounted (the master drops their objects), and the refusals."""
+unmount_and_free_segment, mount_segment, unmount_segment) against a real
+master: segments added after setup (allocated, or a caller's file), placed
+into with preferred_segment, read by another process, unmounted (the master
+drops their objects), and the refusals."""
 
+import mmap
+import os
 import subprocess
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -12,6 +16,7 @@ import pytest
 from mooncake.store import MooncakeDistributedStore, ReplicateConfig
 
 MiB = 1 << 20
+PAGE = mmap.PAGESIZE
 OK, INVALID_PARAMS = 0, -600
 
 # Another process's view: reads each key and prints "ok" when every one
@@ -177,3 +182,61 @@ def test_refusals(master_addr, prefix):
         assert store.unmount_and_free_segment([sid]) == INVALID_PARAMS
     finally:
         store.close()
+
+
+@pytest.fixture
+def shm_file():
+    """A file of the caller's (in /dev/shm where there is one), 8 MiB + a page."""
+    directory = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    f = tempfile.NamedTemporaryFile(prefix="shelfmark-seg-", dir=directory)
+    f.truncate(8 * MiB + PAGE)
+    yield f.name
+    f.close()
+
+
+def test_mount_a_callers_file(master_addr, prefix, shm_file):
+    store = open_store(master_addr)
+    try:
+        r = store.mount_segment(shm_file, 4 * MiB, offset=PAGE, protocol="tcp", location="")
+        assert r["ret"] == OK and len(r["segment_ids"]) == 1, r
+        sid = r["segment_ids"][0]
+        keys = [prefix + "f%d" % i for i in range(4)]
+        put_into(store, keys, sid)
+        assert all(segment_ids(store, k) == {sid} for k in keys)
+        # The bytes live in the caller's file, past the offset.
+        with open(shm_file, "rb") as f:
+            head, body = f.read(PAGE), f.read()
+        assert head == bytes(PAGE)
+        assert all(value(k) in body for k in keys)
+        assert read_elsewhere(master_addr, keys) == "ok"
+        # Each kind of segment is unmounted by its own call.
+        assert store.unmount_and_free_segment([sid]) == INVALID_PARAMS
+        assert store.unmount_segment([sid], 30) == INVALID_PARAMS
+        assert all(store.is_exist(k) == 1 for k in keys)
+        assert store.unmount_segment([sid]) == OK
+        assert [store.is_exist(k) for k in keys] == [0] * len(keys)
+        assert store.unmount_segment([sid]) == INVALID_PARAMS
+        with open(shm_file, "rb") as f:
+            body = f.read()
+        assert all(value(k) in body for k in keys), "the file stays the caller's"
+    finally:
+        store.close()
+
+
+def test_mount_refusals(master_addr, shm_file, tmp_path):
+    store = open_store(master_addr)
+    try:
+        refused = {"ret": INVALID_PARAMS, "segment_ids": []}
+        for args in ((str(tmp_path / "missing"), MiB), (str(tmp_path), MiB),  # no file, a dir
+                     (shm_file, 8 * MiB + 2 * PAGE),  # longer than the file
+                     (shm_file, 4 * MiB, 8 * MiB),    # past its end from the offset
+                     (shm_file, MiB, 100),            # offset not page-aligned
+                     (shm_file, 0), (shm_file, MiB, 0, "carrier-pigeon")):
+            assert store.mount_segment(*args) == refused, args
+        r = store.allocate_and_mount_segment(MiB)
+        assert r["ret"] == OK
+        assert store.unmount_segment(r["segment_ids"]) == INVALID_PARAMS  # not a mounted file
+        assert store.unmount_and_free_segment(r["segment_ids"]) == OK
+    finally:
+        store.close()
+    assert store.mount_segment(shm_file, MiB) == {"ret": INVALID_PARAMS, "segment_ids": []}
