@@ -41,9 +41,13 @@ Result<std::unique_ptr<EmbeddedClient>> EmbeddedClient::Create(EmbeddedOptions o
   if (!engine.ok()) return engine.error();
   NodeOptions n = embedded->SegmentOptions(o.segment_size);
   n.segment_name = o.segment_name;
+  embedded->JoinSiblings(n);
   auto hosted = HostedSegment::Start(std::move(n), *engine, embedded->client(), o.mount_timeout_ms);
   if (!hosted.ok()) return hosted.error();  // the destructor closes what was started
-  embedded->hosted_ = std::move(hosted).value();
+  {
+    MutexLock lock(&embedded->added_mu_);
+    embedded->hosted_ = std::move(hosted).value();
+  }
   return embedded;
 }
 
@@ -68,6 +72,19 @@ NodeOptions EmbeddedClient::SegmentOptions(uint64_t size) const {
   return n;
 }
 
+void EmbeddedClient::JoinSiblings(NodeOptions& n) {
+  if (n.segment_id.is_nil()) n.segment_id = UUID::Generate();
+  n.on_need_remount = [this, id = n.segment_id] { RemountSiblings(id); };
+}
+
+void EmbeddedClient::RemountSiblings(const UUID& except) {
+  MutexLock lock(&added_mu_);
+  if (hosted_ != nullptr && hosted_->segment().id != except) hosted_->Remount();
+  for (auto& [id, added] : added_) {
+    if (added.segment != nullptr && id != except) added.segment->Remount();
+  }
+}
+
 Result<TransportEngine*> EmbeddedClient::Engine(std::string_view protocol) const {
   auto chosen = ChooseProtocol(protocol, options_.rdma_factory && options_.rdma_device_present);
   if (!chosen.ok()) return chosen.error();
@@ -77,18 +94,21 @@ Result<TransportEngine*> EmbeddedClient::Engine(std::string_view protocol) const
 }
 
 std::optional<Segment> EmbeddedClient::segment() const {
+  MutexLock lock(&added_mu_);
   if (hosted_ == nullptr) return std::nullopt;
   return hosted_->segment();
 }
 
 NodeCounters EmbeddedClient::node_counters() const {
+  MutexLock lock(&added_mu_);
   return hosted_ == nullptr ? NodeCounters{} : hosted_->counters();
 }
 
 Result<Segment> EmbeddedClient::MountSegment(uint64_t size, std::string_view protocol,
                                              const UUID& id, std::string name) {
   NodeOptions n = SegmentOptions(size);
-  n.segment_id = id.is_nil() ? UUID::Generate() : id;
+  n.segment_id = id;
+  JoinSiblings(n);
   n.segment_name = name.empty() ? n.segment_id.ToString() : std::move(name);
   return Add(std::move(n), protocol, /*file_backed=*/false);
 }
@@ -97,7 +117,7 @@ Result<Segment> EmbeddedClient::MountFileSegment(int fd, uint64_t offset, uint64
                                                  std::string_view protocol) {
   if (fd < 0) return ErrorCode::INVALID_PARAMS;
   NodeOptions n = SegmentOptions(size);
-  n.segment_id = UUID::Generate();
+  JoinSiblings(n);
   n.segment_name = n.segment_id.ToString();
   n.memory_fd = fd;
   n.memory_offset = offset;
@@ -171,19 +191,21 @@ std::vector<Segment> EmbeddedClient::added_segments() const {
 }
 
 ErrorCode EmbeddedClient::Close() {
+  // Taken out under the lock, stopped outside it: a stopping node may still
+  // call RemountSiblings.
   std::map<UUID, Added> added;
+  std::unique_ptr<HostedSegment> hosted;
   {
     MutexLock lock(&added_mu_);
     added.swap(added_);
+    hosted = std::move(hosted_);
   }
   for (auto& [id, a] : added) {
     if (a.segment != nullptr) (void)a.segment->Stop();
   }
   ErrorCode rc = ErrorCode::OK;
-  if (hosted_ != nullptr) {
-    rc = hosted_->Stop();
-    hosted_.reset();
-  }
+  if (hosted != nullptr) rc = hosted->Stop();
+  hosted.reset();
   client_.reset();
   return rc;
 }

@@ -16,7 +16,9 @@
 //           segment_size is 0 (`listen`). An added segment is not offered
 //           to same-host clients' mappings (NodeOptions::share_locally: an
 //           engine shares one segment, and a share would keep the memory
-//           after the unmount): they read it over the transport.
+//           after the unmount): they read it over the transport. All
+//           segments share one client id, so a NEED_REMOUNT one of them
+//           sees makes every one remount (NodeOptions::on_need_remount).
 //   Close:  stops every segment (each unmounts: the master drops every
 //           replica in it, and objects left without one), then destroys the
 //           Client. The destructor closes. After Close, client() is nullptr.
@@ -130,6 +132,12 @@ class EmbeddedClient {
   EmbeddedClient(std::unique_ptr<Client> client, EmbeddedOptions options);
   // Node options of a segment of this client.
   NodeOptions SegmentOptions(uint64_t size) const;
+  // Gives `n` a segment id (a fresh one when nil) and wires its
+  // on_need_remount to RemountSiblings.
+  void JoinSiblings(NodeOptions& n);
+  // Remount() of every segment of this client but `except` (its node saw
+  // NEED_REMOUNT: the master forgot the client id, so all its segments).
+  void RemountSiblings(const UUID& except);
   Result<TransportEngine*> Engine(std::string_view protocol) const;
   // MountSegment's and MountFileSegment's common part: `n` with its id and
   // name chosen.
@@ -142,8 +150,8 @@ class EmbeddedClient {
 
   const EmbeddedOptions options_;
   std::unique_ptr<Client> client_;
-  std::unique_ptr<HostedSegment> hosted_;
   mutable Mutex added_mu_;
+  std::unique_ptr<HostedSegment> hosted_ GUARDED_BY(added_mu_);
   std::map<UUID, Added> added_ GUARDED_BY(added_mu_);
 };
 

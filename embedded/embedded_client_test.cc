@@ -19,6 +19,7 @@
 #include "master/rpc_server.h"
 #include "rpc/master_client.h"
 #include "testing/temp_dir.h"
+#include "testing/wait_for.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -215,6 +216,28 @@ TEST_F(EmbeddedClientTest, AddedSegmentsNeedAListeningEngine) {
   there.config.preferred_segments = {added->name};
   ASSERT_EQ(listening->client()->Put("t", "k", "v", there), ErrorCode::OK);
   EXPECT_EQ(AtMaster("k")->replicas[0].memory.segment_id, added->id);
+}
+
+// The master forgets the client (its TTL passed: every segment of it goes).
+// The first node to see NEED_REMOUNT makes the id known again, so the other
+// segments' pings would answer OK: each must be told to remount too.
+TEST_F(EmbeddedClientTest, EverySegmentRemountsWhenTheMasterForgetsTheClient) {
+  auto e = Make(Options("emb-forgotten", 4 << 20));
+  ASSERT_TRUE(e);
+  auto added = e->MountSegment(4 << 20, "ucx");
+  ASSERT_TRUE(added.ok());
+  ASSERT_EQ(dir_->Stats().segment_count, 2u);
+  master_clock_.AdvanceMs(dir_->options().client_ttl_ms + 1);
+  dir_->RunBackgroundOnce();  // expires the client with both segments
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return e->node_counters().mounts >= 2 && dir_->Stats().segment_count == 2; },
+      60'000))
+      << "mounts " << e->node_counters().mounts << ", segments "
+      << dir_->Stats().segment_count;
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  ASSERT_EQ(e->client()->Put("t", "after", "remounted", there), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("after")->replicas[0].memory.segment_id, added->id);
 }
 
 // A segment over the caller's file: objects put there are bytes of the file,

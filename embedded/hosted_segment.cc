@@ -58,6 +58,10 @@ Result<std::unique_ptr<HostedSegment>> HostedSegment::Start(NodeOptions node,
 
 HostedSegment::~HostedSegment() { (void)Stop(); }
 
+void HostedSegment::Remount() {
+  if (node_ != nullptr) node_->Remount();
+}
+
 NodeCounters HostedSegment::counters() const {
   return node_ == nullptr ? NodeCounters{} : node_->counters();
 }

@@ -46,6 +46,8 @@ class HostedSegment {
   HostedSegment& operator=(const HostedSegment&) = delete;
 
   ErrorCode Stop();
+  // Node::Remount (a sibling saw NEED_REMOUNT); any thread until Stop.
+  void Remount();
   const Segment& segment() const { return segment_; }
   NodeCounters counters() const;
 

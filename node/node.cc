@@ -145,6 +145,8 @@ LocalDiskStats Node::disk_stats() const {
   return disk_service_ ? disk_service_->stats() : LocalDiskStats{};
 }
 
+void Node::Remount() { remount_.store(true); }
+
 void Node::Stop() {
   MutexLock lock(&stop_mu_);
   stop_ = true;
@@ -198,7 +200,15 @@ ErrorCode Node::Run() {
     if (!offload.joinable()) offload = std::thread([this] { OffloadLoop(); });
   };
   int64_t wait_ms = 0;
+  // Forgets the mount: the next round mounts again.
+  auto unmounted = [&] {
+    mounted_.store(false);
+    // No offload before the disk is reported to the master again.
+    SetOffloadReady(false);
+    disk_reported = false;
+  };
   while (!SleepOrStop(wait_ms)) {
+    if (remount_.exchange(false) && mounted_.load()) unmounted();
     if (!mounted_.load()) {
       ErrorCode rc = master.MountSegment(segment_);
       if (rc == ErrorCode::OK) {
@@ -226,10 +236,8 @@ ErrorCode Node::Run() {
     pings_.fetch_add(1);
     if (ping->status == ClientStatus::NEED_REMOUNT) {
       remounts_.fetch_add(1);
-      mounted_.store(false);
-      // No offload before the disk is reported to the restarted master.
-      SetOffloadReady(false);
-      disk_reported = false;
+      unmounted();
+      if (options_.on_need_remount) options_.on_need_remount();
       wait_ms = 0;
       continue;
     }
