@@ -1,10 +1,7 @@
 #include "embedded/embedded_client.h"
 
-#include <chrono>
-#include <condition_variable>
+#include <set>
 #include <utility>
-
-#include "common/mutex.h"
 
 namespace shelfmark {
 namespace {
@@ -19,8 +16,8 @@ ClientOptions ClientOptionsOf(const EmbeddedOptions& o) {
   c.transport.client_id = o.client_id;
   c.transport.cluster_token = o.cluster_token;
   c.transport.device = o.device;
-  // Only a hosted segment needs peers to reach this process's engines.
-  if (o.segment_size > 0) c.transport.listen_ip = o.listen_ip;
+  // Only hosted segments need peers to reach this process's engines.
+  if (o.segment_size > 0 || o.listen) c.transport.listen_ip = o.listen_ip;
   c.rdma_factory = o.rdma_factory;
   c.rdma_device_present = o.rdma_device_present;
   c.engine_counters = o.engine_counters;
@@ -31,92 +28,184 @@ ClientOptions ClientOptionsOf(const EmbeddedOptions& o) {
   return c;
 }
 
-// The first mount's signal, shared with the node's callback.
-struct MountSignal {
-  Mutex mu;
-  std::condition_variable_any cv;
-  bool mounted GUARDED_BY(mu) = false;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<EmbeddedClient>> EmbeddedClient::Create(EmbeddedOptions options) {
   auto client = Client::Create(ClientOptionsOf(options));
   if (!client.ok()) return client.error();
-  std::unique_ptr<EmbeddedClient> embedded(new EmbeddedClient(std::move(client).value()));
-  if (options.segment_size == 0) return embedded;
-  const ErrorCode rc = embedded->HostSegment(options);
-  if (rc != ErrorCode::OK) return rc;  // the destructor closes what was started
+  std::unique_ptr<EmbeddedClient> embedded(
+      new EmbeddedClient(std::move(client).value(), std::move(options)));
+  const EmbeddedOptions& o = embedded->options_;
+  if (o.segment_size == 0) return embedded;
+  auto engine = embedded->Engine(o.protocol);
+  if (!engine.ok()) return engine.error();
+  NodeOptions n = embedded->SegmentOptions(o.segment_size);
+  n.segment_name = o.segment_name;
+  embedded->JoinSiblings(n);
+  auto hosted = HostedSegment::Start(std::move(n), *engine, embedded->client(), o.mount_timeout_ms);
+  if (!hosted.ok()) return hosted.error();  // the destructor closes what was started
+  {
+    MutexLock lock(&embedded->added_mu_);
+    embedded->hosted_ = std::move(hosted).value();
+  }
   return embedded;
 }
 
-EmbeddedClient::EmbeddedClient(std::unique_ptr<Client> client) : client_(std::move(client)) {}
+EmbeddedClient::EmbeddedClient(std::unique_ptr<Client> client, EmbeddedOptions options)
+    : options_(std::move(options)), client_(std::move(client)) {}
 
 EmbeddedClient::~EmbeddedClient() { (void)Close(); }
 
-ErrorCode EmbeddedClient::HostSegment(const EmbeddedOptions& options) {
-  auto protocol = ChooseProtocol(options.protocol,
-                                 options.rdma_factory && options.rdma_device_present);
-  if (!protocol.ok()) return protocol.error();
-  TransportEngine* engine = client_->engine(*protocol);
-  if (engine == nullptr) return ErrorCode::INVALID_PARAMS;
-  auto signal = std::make_shared<MountSignal>();
+NodeOptions EmbeddedClient::SegmentOptions(uint64_t size) const {
+  const EmbeddedOptions& o = options_;
   NodeOptions n;
-  n.master = options.master;
-  n.cluster_id = options.cluster_id;
-  n.follow_leader_hints = options.follow_leader_hints;
-  n.master_token = !options.node_token.empty()     ? options.node_token
-                   : !options.master_token.empty() ? options.master_token
-                                                   : options.cluster_token;
+  n.master = o.master;
+  n.cluster_id = o.cluster_id;
+  n.follow_leader_hints = o.follow_leader_hints;
+  n.master_token = !o.node_token.empty()     ? o.node_token
+                   : !o.master_token.empty() ? o.master_token
+                                             : o.cluster_token;
   n.client_id = client_->client_id();
-  n.segment_size = options.segment_size;
-  n.segment_name = options.segment_name;
-  n.ping_interval_ms = options.ping_interval_ms;
-  n.rpc_timeout_ms = options.rpc_timeout_ms;
-  n.on_mounted = [signal](const Segment&) {
-    MutexLock lock(&signal->mu);
-    signal->mounted = true;
-    signal->cv.notify_all();
-  };
-  auto node = Node::Create(std::move(n), engine);
-  if (!node.ok()) return node.error();
-  node_ = std::move(node).value();
-  const Segment& s = node_->segment();
-  ErrorCode rc = client_->AttachLocalSegment(s.id, node_->memory(), s.size);
-  if (rc != ErrorCode::OK) return rc;
-  node_thread_ = std::thread([this] { unmounted_ = node_->Run(); });
-  // A loop rather than wait_for's predicate: the analysis cannot see that a
-  // lambda runs with the lock held.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.mount_timeout_ms);
-  MutexLock lock(&signal->mu);
-  while (!signal->mounted) {
-    if (signal->cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  n.segment_size = size;
+  n.ping_interval_ms = o.ping_interval_ms;
+  n.rpc_timeout_ms = o.rpc_timeout_ms;
+  return n;
+}
+
+void EmbeddedClient::JoinSiblings(NodeOptions& n) {
+  if (n.segment_id.is_nil()) n.segment_id = UUID::Generate();
+  n.on_need_remount = [this, id = n.segment_id] { RemountSiblings(id); };
+}
+
+void EmbeddedClient::RemountSiblings(const UUID& except) {
+  MutexLock lock(&added_mu_);
+  if (hosted_ != nullptr && hosted_->segment().id != except) hosted_->Remount();
+  for (auto& [id, added] : added_) {
+    if (added.segment != nullptr && id != except) added.segment->Remount();
   }
-  return signal->mounted ? ErrorCode::OK : ErrorCode::RPC_FAIL;
+}
+
+Result<TransportEngine*> EmbeddedClient::Engine(std::string_view protocol) const {
+  auto chosen = ChooseProtocol(protocol, options_.rdma_factory && options_.rdma_device_present);
+  if (!chosen.ok()) return chosen.error();
+  TransportEngine* engine = client_->engine(*chosen);
+  if (engine == nullptr) return ErrorCode::INVALID_PARAMS;
+  return engine;
 }
 
 std::optional<Segment> EmbeddedClient::segment() const {
-  if (node_ == nullptr) return std::nullopt;
-  return node_->segment();
+  MutexLock lock(&added_mu_);
+  if (hosted_ == nullptr) return std::nullopt;
+  return hosted_->segment();
 }
 
 NodeCounters EmbeddedClient::node_counters() const {
-  return node_ == nullptr ? NodeCounters{} : node_->counters();
+  MutexLock lock(&added_mu_);
+  return hosted_ == nullptr ? NodeCounters{} : hosted_->counters();
+}
+
+Result<Segment> EmbeddedClient::MountSegment(uint64_t size, std::string_view protocol,
+                                             const UUID& id, std::string name) {
+  NodeOptions n = SegmentOptions(size);
+  n.segment_id = id;
+  JoinSiblings(n);
+  n.segment_name = name.empty() ? n.segment_id.ToString() : std::move(name);
+  return Add(std::move(n), protocol, /*file_backed=*/false);
+}
+
+Result<Segment> EmbeddedClient::MountFileSegment(int fd, uint64_t offset, uint64_t size,
+                                                 std::string_view protocol) {
+  if (fd < 0) return ErrorCode::INVALID_PARAMS;
+  NodeOptions n = SegmentOptions(size);
+  JoinSiblings(n);
+  n.segment_name = n.segment_id.ToString();
+  n.memory_fd = fd;
+  n.memory_offset = offset;
+  return Add(std::move(n), protocol, /*file_backed=*/true);
+}
+
+Result<Segment> EmbeddedClient::Add(NodeOptions n, std::string_view protocol, bool file_backed) {
+  if (client_ == nullptr || n.segment_size == 0) return ErrorCode::INVALID_PARAMS;
+  auto engine = Engine(protocol);
+  if (!engine.ok()) return engine.error();
+  // A segment nobody can reach would take puts that no other client reads.
+  if ((*engine)->endpoint().empty()) return ErrorCode::INVALID_PARAMS;
+  // The engine's one same-host share stays the hosted segment's (or none):
+  // a share outlives its segment's unmount (the engine holds the memfd), so
+  // an added segment's memory could not be freed.
+  n.share_locally = false;
+  const UUID id = n.segment_id;
+  {
+    MutexLock lock(&added_mu_);
+    if (added_.contains(id) || (hosted_ && hosted_->segment().id == id)) {
+      return ErrorCode::INVALID_PARAMS;
+    }
+    added_.emplace(id, Added{nullptr, file_backed});  // reserved while it starts
+  }
+  auto hosted =
+      HostedSegment::Start(std::move(n), *engine, client_.get(), options_.mount_timeout_ms);
+  MutexLock lock(&added_mu_);
+  if (!hosted.ok()) {
+    added_.erase(id);
+    return hosted.error();
+  }
+  Segment mounted = (*hosted)->segment();
+  added_[id].segment = std::move(hosted).value();
+  return mounted;
+}
+
+ErrorCode EmbeddedClient::UnmountSegments(const std::vector<UUID>& ids, bool file_backed) {
+  std::vector<std::unique_ptr<HostedSegment>> taken;
+  {
+    MutexLock lock(&added_mu_);
+    std::set<UUID> seen;
+    for (const UUID& id : ids) {
+      auto it = added_.find(id);
+      // A null segment is still starting: not yet one to unmount.
+      if (it == added_.end() || it->second.segment == nullptr ||
+          it->second.file_backed != file_backed || !seen.insert(id).second) {
+        return ErrorCode::INVALID_PARAMS;
+      }
+    }
+    for (const UUID& id : ids) {
+      auto it = added_.find(id);
+      taken.push_back(std::move(it->second.segment));
+      added_.erase(it);
+    }
+  }
+  ErrorCode rc = ErrorCode::OK;
+  for (auto& segment : taken) {
+    const ErrorCode stopped = segment->Stop();
+    if (rc == ErrorCode::OK) rc = stopped;
+  }
+  return rc;
+}
+
+std::vector<Segment> EmbeddedClient::added_segments() const {
+  MutexLock lock(&added_mu_);
+  std::vector<Segment> out;
+  for (const auto& [id, added] : added_) {
+    if (added.segment != nullptr) out.push_back(added.segment->segment());
+  }
+  return out;
 }
 
 ErrorCode EmbeddedClient::Close() {
-  ErrorCode rc = ErrorCode::OK;
-  if (node_ != nullptr) {
-    // No more local copies, then the node stops (and unmounts).
-    client_->DetachLocalSegment(node_->segment().id);
-    node_->Stop();
-    if (node_thread_.joinable()) {
-      node_thread_.join();
-      rc = unmounted_;
-    }
-    node_.reset();  // unregisters from the client's engine: before the client
+  // Taken out under the lock, stopped outside it: a stopping node may still
+  // call RemountSiblings.
+  std::map<UUID, Added> added;
+  std::unique_ptr<HostedSegment> hosted;
+  {
+    MutexLock lock(&added_mu_);
+    added.swap(added_);
+    hosted = std::move(hosted_);
   }
+  for (auto& [id, a] : added) {
+    if (a.segment != nullptr) (void)a.segment->Stop();
+  }
+  ErrorCode rc = ErrorCode::OK;
+  if (hosted != nullptr) rc = hosted->Stop();
+  hosted.reset();
   client_.reset();
   return rc;
 }

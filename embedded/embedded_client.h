@@ -4,34 +4,45 @@
 // id, and reads or writes replicas inside it with memcpy.
 //
 //   Create: Client::Create (the engines, the staging buffer); then, when
-//           segment_size > 0, a Node (node/node.h, no SSD store) whose
-//           segment is registered with the Client's engine for the chosen
-//           protocol (Client::engine), so other clients reach it at that
-//           engine's endpoint; the segment is attached to the Client
-//           (Client::AttachLocalSegment: same-process replicas are copied,
-//           not transferred) and Node::Run mounts, pings and remounts it on
-//           a thread of its own. Create returns once the first mount
-//           succeeded, or fails with RPC_FAIL after mount_timeout_ms.
-//   Close:  detaches the segment, stops the node (which unmounts: the master
-//           drops every replica in the segment, and objects left without
-//           one), joins its thread, then destroys the node and the Client.
-//           The destructor closes. After Close, client() is nullptr.
+//           segment_size > 0, a HostedSegment (embedded/hosted_segment.h:
+//           a Node on the Client's engine for the chosen protocol, attached
+//           to the Client, mounted, pinged and remounted on a thread of its
+//           own). Create returns once the first mount succeeded, or fails
+//           with RPC_FAIL after mount_timeout_ms.
+//   MountSegment / UnmountSegments: more segments of this process, each a
+//           HostedSegment of its own on the same engine and client id
+//           (Mooncake's allocate_and_mount_segment /
+//           unmount_and_free_segment); the engines then listen even when
+//           segment_size is 0 (`listen`). An added segment is not offered
+//           to same-host clients' mappings (NodeOptions::share_locally: an
+//           engine shares one segment, and a share would keep the memory
+//           after the unmount): they read it over the transport. All
+//           segments share one client id, so a NEED_REMOUNT one of them
+//           sees makes every one remount (NodeOptions::on_need_remount).
+//   Close:  stops every segment (each unmounts: the master drops every
+//           replica in it, and objects left without one), then destroys the
+//           Client. The destructor closes. After Close, client() is nullptr.
 //
-// The node's memory stays mapped (to fresh pages) until the process exits
+// The segments' memory stays mapped (to fresh pages) until the process exits
 // (node/node.h, ~Node), so a transfer in flight at Close cannot fault.
 //
-// Thread safety: client() may be used from any thread until Close; Close
-// (or the destructor) runs once, when no call on client() is in flight.
+// Thread safety: client(), MountSegment and UnmountSegments may be used from
+// any thread until Close; Close (or the destructor) runs once, when no call
+// on client() is in flight.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
+#include <string_view>
+#include <vector>
 
 #include "client/client.h"
+#include "common/mutex.h"
 #include "common/result.h"
+#include "embedded/hosted_segment.h"
 #include "node/node.h"
 
 namespace shelfmark {
@@ -55,6 +66,9 @@ struct EmbeddedOptions {
   // Where other clients reach this process's segment (Mooncake's
   // local_hostname); the engines listen there when segment_size > 0.
   std::string listen_ip = "127.0.0.1";
+  // The engines listen at listen_ip even with segment_size 0, so that
+  // MountSegment can host segments later.
+  bool listen = false;
   uint64_t segment_size = 0;            // global_segment_size; 0: no segment
   std::string segment_name;             // "": "node-<client id>"
   uint64_t staging_bytes = 16ull << 20;  // local_buffer_size; 0: no staging (client.h)
@@ -86,19 +100,59 @@ class EmbeddedClient {
   std::optional<Segment> segment() const;
   // The node's counters (all zero without a segment).
   NodeCounters node_counters() const;
-  // See above; the unmount's code (OK without a segment, or when already
-  // closed).
+
+  // One more segment of `size` bytes, on the engine of `protocol` (ucx,
+  // rdma, auto), with this id (nil: a fresh one) and name ("" : its id),
+  // mounted under the client's id; the segment as mounted. INVALID_PARAMS
+  // for size 0, an id in use, or an engine this client lacks or that does
+  // not listen; HostedSegment::Start's codes.
+  Result<Segment> MountSegment(uint64_t size, std::string_view protocol, const UUID& id = {},
+                               std::string name = "");
+  // The same over `size` bytes of the open file `fd` at `offset` (a
+  // multiple of the page size), mapped shared: the caller's memory
+  // (Mooncake's mount_segment; NodeOptions::memory_fd). The caller keeps the
+  // file at least offset + size long until the segment is unmounted and may
+  // close `fd` when this returns. INVALID_PARAMS too when it cannot be mapped.
+  Result<Segment> MountFileSegment(int fd, uint64_t offset, uint64_t size,
+                                   std::string_view protocol);
+  // Stops and unmounts the named segments added by MountFileSegment
+  // (`file_backed`) or by MountSegment (not), all or none: INVALID_PARAMS
+  // (nothing done) when one is not such a segment of this client, or is
+  // named twice; else the first unmount's code that is not OK (the segments
+  // are gone either way).
+  ErrorCode UnmountSegments(const std::vector<UUID>& ids, bool file_backed = false);
+  // The segments added and not yet unmounted.
+  std::vector<Segment> added_segments() const;
+
+  // See above; the hosted segment's unmount's code (OK without a segment, or
+  // when already closed).
   ErrorCode Close();
 
  private:
-  explicit EmbeddedClient(std::unique_ptr<Client> client);
-  // Creates, attaches and runs the node; waits for its first mount.
-  ErrorCode HostSegment(const EmbeddedOptions& options);
+  EmbeddedClient(std::unique_ptr<Client> client, EmbeddedOptions options);
+  // Node options of a segment of this client.
+  NodeOptions SegmentOptions(uint64_t size) const;
+  // Gives `n` a segment id (a fresh one when nil) and wires its
+  // on_need_remount to RemountSiblings.
+  void JoinSiblings(NodeOptions& n);
+  // Remount() of every segment of this client but `except` (its node saw
+  // NEED_REMOUNT: the master forgot the client id, so all its segments).
+  void RemountSiblings(const UUID& except);
+  Result<TransportEngine*> Engine(std::string_view protocol) const;
+  // MountSegment's and MountFileSegment's common part: `n` with its id and
+  // name chosen.
+  Result<Segment> Add(NodeOptions n, std::string_view protocol, bool file_backed);
 
+  struct Added {
+    std::unique_ptr<HostedSegment> segment;  // null while it starts
+    bool file_backed = false;
+  };
+
+  const EmbeddedOptions options_;
   std::unique_ptr<Client> client_;
-  std::unique_ptr<Node> node_;
-  std::thread node_thread_;
-  ErrorCode unmounted_ = ErrorCode::OK;  // Run()'s answer
+  mutable Mutex added_mu_;
+  std::unique_ptr<HostedSegment> hosted_ GUARDED_BY(added_mu_);
+  std::map<UUID, Added> added_ GUARDED_BY(added_mu_);
 };
 
 }  // namespace shelfmark

@@ -3,7 +3,9 @@
 // 127.0.0.1: two embedded clients of one process, each hosting a segment.
 #include "embedded/embedded_client.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <memory>
@@ -11,10 +13,13 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/socket_io.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
 #include "master/rpc_server.h"
 #include "rpc/master_client.h"
+#include "testing/temp_dir.h"
+#include "testing/wait_for.h"
 #include "transport/transport_test_util.h"
 
 namespace shelfmark {
@@ -135,6 +140,138 @@ TEST_F(EmbeddedClientTest, TwoProcessesWorthOfSegmentsShareObjects) {
   auto got = ca.Get("t", "both", fresh);
   ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
   EXPECT_EQ(*got, value);
+}
+
+// Segments added after Create share the hosted segment's engine (endpoint)
+// and client id: each has its own id and memory, and none of the mounts
+// supersedes a sibling (docs/directory.md, MountSegment).
+TEST_F(EmbeddedClientTest, AddedSegmentsLiveBesideTheHostedOne) {
+  auto e = Make(Options("emb-sib", 4 << 20));
+  ASSERT_TRUE(e);
+  Client& c = *e->client();
+  ASSERT_EQ(c.Put("t", "in-hosted", "hosted bytes"), ErrorCode::OK);
+  auto first = e->MountSegment(4 << 20, "ucx");
+  auto second = e->MountSegment(4 << 20, "ucx");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(first->id, second->id);
+  EXPECT_NE(first->id, e->segment()->id);
+  EXPECT_EQ(first->name, first->id.ToString());  // named by its id
+  EXPECT_EQ(first->endpoint, e->segment()->endpoint);
+  EXPECT_NE(first->base, second->base);
+  EXPECT_EQ(dir_->Stats().segment_count, 3u);
+  EXPECT_EQ(dir_->Stats().superseded_segments, 0u);
+  EXPECT_EQ(e->added_segments().size(), 2u);
+
+  PutOptions into_second;
+  into_second.config.preferred_segments = {second->name};
+  ASSERT_EQ(c.Put("t", "in-second", "second's bytes", into_second), ErrorCode::OK);
+  auto at = AtMaster("in-second");
+  ASSERT_TRUE(at.ok());
+  ASSERT_EQ(at->replicas.size(), 1u);
+  EXPECT_EQ(at->replicas[0].memory.segment_id, second->id);
+  EXPECT_TRUE(AtMaster("in-hosted").ok());
+  // Read by memcpy: the added segment is attached to the client.
+  const uint64_t copies = c.local_stats().copies;
+  EXPECT_EQ(*c.Get("t", "in-second"), "second's bytes");
+  EXPECT_EQ(c.local_stats().copies, copies + 1);
+  // And by another client over UCX.
+  auto other = Make(Options("", 0));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other->client()->Get("t", "in-second"), "second's bytes");
+
+  // Refused, nothing unmounted: an unknown id, the hosted segment's id, a
+  // duplicate; size 0; an engine the client lacks.
+  EXPECT_EQ(e->UnmountSegments({UUID::Generate()}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->UnmountSegments({e->segment()->id}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->UnmountSegments({second->id, second->id}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->MountSegment(0, "ucx").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(e->MountSegment(1 << 20, "rdma").error(), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->Stats().segment_count, 3u);
+
+  // Unmounting the second drops its object only; twice is refused.
+  EXPECT_EQ(e->UnmountSegments({second->id}), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("in-second").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_TRUE(AtMaster("in-hosted").ok());
+  EXPECT_EQ(e->UnmountSegments({second->id}), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->Stats().segment_count, 2u);
+  // Close unmounts the rest.
+  EXPECT_EQ(e->Close(), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().segment_count, 0u);
+  EXPECT_EQ(dir_->Stats().superseded_segments, 0u);
+}
+
+// Without a hosted segment the engines listen only when asked (`listen`):
+// a segment added to a client that does not listen could not be reached.
+TEST_F(EmbeddedClientTest, AddedSegmentsNeedAListeningEngine) {
+  auto quiet = Make(Options("", 0));
+  ASSERT_TRUE(quiet);
+  EXPECT_EQ(quiet->MountSegment(1 << 20, "ucx").error(), ErrorCode::INVALID_PARAMS);
+  EmbeddedOptions options = Options("", 0);
+  options.listen = true;
+  auto listening = Make(options);
+  ASSERT_TRUE(listening);
+  auto added = listening->MountSegment(1 << 20, "ucx");
+  ASSERT_TRUE(added.ok()) << ErrorCodeName(added.error());
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  ASSERT_EQ(listening->client()->Put("t", "k", "v", there), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("k")->replicas[0].memory.segment_id, added->id);
+}
+
+// The master forgets the client (its TTL passed: every segment of it goes).
+// The first node to see NEED_REMOUNT makes the id known again, so the other
+// segments' pings would answer OK: each must be told to remount too.
+TEST_F(EmbeddedClientTest, EverySegmentRemountsWhenTheMasterForgetsTheClient) {
+  auto e = Make(Options("emb-forgotten", 4 << 20));
+  ASSERT_TRUE(e);
+  auto added = e->MountSegment(4 << 20, "ucx");
+  ASSERT_TRUE(added.ok());
+  ASSERT_EQ(dir_->Stats().segment_count, 2u);
+  master_clock_.AdvanceMs(dir_->options().client_ttl_ms + 1);
+  dir_->RunBackgroundOnce();  // expires the client with both segments
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return e->node_counters().mounts >= 2 && dir_->Stats().segment_count == 2; },
+      60'000))
+      << "mounts " << e->node_counters().mounts << ", segments "
+      << dir_->Stats().segment_count;
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  ASSERT_EQ(e->client()->Put("t", "after", "remounted", there), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("after")->replicas[0].memory.segment_id, added->id);
+}
+
+// A segment over the caller's file: objects put there are bytes of the file,
+// from the offset on; it is unmounted only as a file segment.
+TEST_F(EmbeddedClientTest, AFileSegmentServesTheCallersBytes) {
+  testing::TempDir dir("emb-file");
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  UniqueFd fd(open(dir.Join("seg").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(fd.valid());
+  ASSERT_EQ(ftruncate(fd.get(), static_cast<off_t>(page + (2 << 20))), 0);
+  EmbeddedOptions options = Options("", 0);
+  options.listen = true;
+  auto e = Make(options);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->MountFileSegment(fd.get(), page + 1, 1 << 20, "ucx").error(),
+            ErrorCode::INVALID_PARAMS);  // not page-aligned: mmap refuses
+  auto added = e->MountFileSegment(fd.get(), page, 2 << 20, "ucx");
+  ASSERT_TRUE(added.ok()) << ErrorCodeName(added.error());
+  fd.Reset();  // the mapping keeps the file
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  const std::string value = testing::TestPattern(5000, 'f');
+  ASSERT_EQ(e->client()->Put("t", "in-file", value, there), ErrorCode::OK);
+  auto at = AtMaster("in-file");
+  ASSERT_TRUE(at.ok());
+  const uint64_t offset = at->replicas[0].memory.buffer_address - added->base;
+  std::string stored(value.size(), '\0');
+  UniqueFd again(open(dir.Join("seg").c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_EQ(pread(again.get(), stored.data(), stored.size(), static_cast<off_t>(page + offset)),
+            static_cast<ssize_t>(stored.size()));
+  EXPECT_EQ(stored, value);
+  EXPECT_EQ(e->UnmountSegments({added->id}), ErrorCode::INVALID_PARAMS);  // not allocated memory
+  EXPECT_EQ(e->UnmountSegments({added->id}, /*file_backed=*/true), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("in-file").error(), ErrorCode::OBJECT_NOT_FOUND);
 }
 
 TEST_F(EmbeddedClientTest, WithoutStagingOnlyRegisteredBuffersArePut) {

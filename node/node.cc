@@ -36,25 +36,34 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
     return ErrorCode::INVALID_PARAMS;
   }
   std::unique_ptr<Node> node(new Node(std::move(options), engine));
-  // The segment is a memfd so that clients on this host can map it
-  // (TransportEngine::ShareLocally) and read without the transport.
-  UniqueFd memfd(memfd_create("shelfmark-segment", MFD_CLOEXEC));
-  if (!memfd.valid() ||
-      ftruncate(memfd.get(), static_cast<off_t>(node->options_.segment_size)) != 0) {
-    return ErrorCode::NO_AVAILABLE_HANDLE;
+  const bool own_memory = node->options_.memory_fd < 0;
+  // The node's own segment is a memfd so that clients on this host can map
+  // it (TransportEngine::ShareLocally) and read without the transport.
+  UniqueFd memfd;
+  if (own_memory) {
+    memfd = UniqueFd(memfd_create("shelfmark-segment", MFD_CLOEXEC));
+    if (!memfd.valid() ||
+        ftruncate(memfd.get(), static_cast<off_t>(node->options_.segment_size)) != 0) {
+      return ErrorCode::NO_AVAILABLE_HANDLE;
+    }
   }
   void* mem = mmap(nullptr, node->options_.segment_size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, memfd.get(), 0);
-  if (mem == MAP_FAILED) return ErrorCode::NO_AVAILABLE_HANDLE;
+                   MAP_SHARED | MAP_POPULATE, own_memory ? memfd.get() : node->options_.memory_fd,
+                   static_cast<off_t>(own_memory ? 0 : node->options_.memory_offset));
+  if (mem == MAP_FAILED) {
+    return own_memory ? ErrorCode::NO_AVAILABLE_HANDLE : ErrorCode::INVALID_PARAMS;
+  }
   node->memory_ = static_cast<uint8_t*>(mem);
   auto region = engine->RegisterMemory(mem, node->options_.segment_size, /*remote_access=*/true);
   if (!region.ok()) return region.error();  // ~Node unmaps
   node->region_ = *region;
-  if (ErrorCode shared = engine->ShareLocally(*region, memfd.get()); shared != ErrorCode::OK) {
-    return shared;
+  if (own_memory && node->options_.share_locally) {
+    if (ErrorCode shared = engine->ShareLocally(*region, memfd.get()); shared != ErrorCode::OK) {
+      return shared;
+    }
   }
   Segment& s = node->segment_;
-  s.id = UUID::Generate();
+  s.id = node->options_.segment_id.is_nil() ? UUID::Generate() : node->options_.segment_id;
   s.name = node->options_.segment_name.empty() ? "node-" + node->options_.client_id.ToString()
                                                : node->options_.segment_name;
   s.base = reinterpret_cast<uint64_t>(mem);
@@ -136,6 +145,8 @@ LocalDiskStats Node::disk_stats() const {
   return disk_service_ ? disk_service_->stats() : LocalDiskStats{};
 }
 
+void Node::Remount() { remount_.store(true); }
+
 void Node::Stop() {
   MutexLock lock(&stop_mu_);
   stop_ = true;
@@ -189,7 +200,15 @@ ErrorCode Node::Run() {
     if (!offload.joinable()) offload = std::thread([this] { OffloadLoop(); });
   };
   int64_t wait_ms = 0;
+  // Forgets the mount: the next round mounts again.
+  auto unmounted = [&] {
+    mounted_.store(false);
+    // No offload before the disk is reported to the master again.
+    SetOffloadReady(false);
+    disk_reported = false;
+  };
   while (!SleepOrStop(wait_ms)) {
+    if (remount_.exchange(false) && mounted_.load()) unmounted();
     if (!mounted_.load()) {
       ErrorCode rc = master.MountSegment(segment_);
       if (rc == ErrorCode::OK) {
@@ -217,10 +236,8 @@ ErrorCode Node::Run() {
     pings_.fetch_add(1);
     if (ping->status == ClientStatus::NEED_REMOUNT) {
       remounts_.fetch_add(1);
-      mounted_.store(false);
-      // No offload before the disk is reported to the restarted master.
-      SetOffloadReady(false);
-      disk_reported = false;
+      unmounted();
+      if (options_.on_need_remount) options_.on_need_remount();
       wait_ms = 0;
       continue;
     }

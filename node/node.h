@@ -100,6 +100,20 @@ struct NodeOptions {
   UUID client_id = UUID::Generate();
   uint64_t segment_size = 0;  // bytes, > 0
   std::string segment_name;   // "" : "node-<client id>"
+  UUID segment_id;            // nil: a fresh one
+  // Offer the segment's memfd to clients on this host (ShareLocally), which
+  // then read it without the transport. An engine shares one segment at
+  // most: further segments on it set false (their same-host readers use the
+  // transport).
+  bool share_locally = true;
+  // -1: the segment is fresh memory (a memfd of the node's own). Otherwise
+  // segment_size bytes of this open file at memory_offset (a multiple of
+  // the page size) are mapped shared and served (Mooncake's mount_segment
+  // of a caller's file): the caller keeps the file at least that long while
+  // the node lives (a shorter file faults on access), and may close the
+  // descriptor once Create returned. Such a segment is never shared locally.
+  int memory_fd = -1;
+  uint64_t memory_offset = 0;
   int64_t ping_interval_ms = 3'000;
   int64_t retry_interval_ms = 500;
   int64_t rpc_timeout_ms = 5'000;
@@ -108,6 +122,12 @@ struct NodeOptions {
   // Called on Run()'s thread after each answered ping's round (evictions
   // included; offloading runs on a thread of its own).
   std::function<void()> on_ping;
+  // Called on Run()'s thread when a ping answers NEED_REMOUNT (the master
+  // forgot this client id), before the remount. Nodes sharing a client id
+  // (embedded/embedded_client.h) tell each other with Remount(): the first
+  // remount makes the master know the id again, so the others' pings would
+  // answer OK while their segments stay forgotten.
+  std::function<void()> on_need_remount;
   // The SSD store: all three set, or `disk` null (no SSD store). `disk` and
   // `disk_am` must outlive the node; disk_endpoint is where clients reach
   // disk_am (the UCX engine's endpoint).
@@ -196,6 +216,10 @@ class Node {
   // when it was never mounted).
   ErrorCode Run();
   void Stop();
+  // Makes Run() mount the segment again at its next round (another node of
+  // the same client id saw NEED_REMOUNT); a mount the master already holds
+  // is answered OK, so a spare one is harmless. Any thread.
+  void Remount();
 
   const Segment& segment() const { return segment_; }
   uint8_t* memory() const { return memory_; }
@@ -263,6 +287,7 @@ class Node {
   Segment segment_;
 
   std::atomic<bool> mounted_{false};
+  std::atomic<bool> remount_{false};  // Remount() asked
   std::atomic<uint64_t> pings_{0}, ping_failures_{0}, mounts_{0}, remounts_{0};
   std::atomic<uint64_t> disk_mounts_{0}, disk_reported_{0}, offloaded_{0}, offload_failures_{0},
       offload_inflight_{0}, offloaded_bytes_{0}, offload_batches_{0},

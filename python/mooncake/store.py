@@ -15,6 +15,7 @@ import os
 
 import _shelfmark as _native
 
+from mooncake._segments import SegmentsMixin
 from mooncake._tensor import TensorMixin
 from mooncake._zero_copy import ZeroCopyMixin
 from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig
@@ -264,7 +265,7 @@ class ReplicaDescriptor:
             self.status.name, "MEMORY" if self._info.memory else "LOCAL_DISK", self._info.endpoint)
 
 
-class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin):
+class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin):
     """Mooncake's store client. Every method answers as Mooncake's does:
     0 / a size / 1-0 for success, a negative Mooncake error code otherwise
     (-600 INVALID_PARAMS before setup() or after close())."""

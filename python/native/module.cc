@@ -64,6 +64,18 @@ struct BufferHandle {
   uint64_t size() const { return bytes.size(); }
 };
 
+// (code, id) of a call, made without the GIL, that names what it made.
+template <typename Call>
+py::tuple CodeAndId(Call&& call) {
+  std::string id;
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = call(&id);
+  }
+  return py::make_tuple(rc, id);
+}
+
 py::dict ErrorCodes() {
   py::dict codes;
   for (int v = 0; v >= -10000; --v) {  // every value of the enum (common/error_code.h)
@@ -246,7 +258,19 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("time_batch_get_into", &Store::TimeBatchGetInto, Release())
       .def("remove_all", &Store::RemoveAll, Release())
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
-           Release());
+           Release())
+      // segments
+      .def("allocate_and_mount_segment", [](Store& s, uint64_t size, const std::string& protocol) {
+        return CodeAndId(
+            [&](std::string* id) { return s.AllocateAndMountSegment(size, protocol, id); });
+      })
+      .def("unmount_and_free_segments", &Store::UnmountAndFreeSegments, Release())
+      .def("mount_segment", [](Store& s, const std::string& path, uint64_t offset, uint64_t size,
+                               const std::string& protocol) {
+        return CodeAndId(
+            [&](std::string* id) { return s.MountSegment(path, offset, size, protocol, id); });
+      })
+      .def("unmount_segments", &Store::UnmountSegments, Release());
 
   // Mooncake's put and get sessions over a NativeStore (kept alive by them).
   py::class_<Sessions>(m, "NativeSessions")

@@ -1,9 +1,11 @@
 #include "python/native/store.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <utility>
 
 #include "client/client.h"
+#include "common/socket_io.h"
 #include "embedded/embedded_client.h"
 #include "service/http_server.h"
 #include "service/metrics.h"
@@ -261,27 +264,28 @@ int Store::Setup(const StoreOptions& options) {
   if (options.protocol == "rdma" && !rdma_.factory) return Code(ErrorCode::INVALID_PARAMS);
   HostPort where;
   if (!SplitHostPort(options.local_hostname, &where)) return Code(ErrorCode::INVALID_PARAMS);
-  // Without a segment nothing listens: the host is only reported (and names
-  // the port's reservation).
+  // The engines listen at local_hostname's host, so that the segment
+  // (setup's, or one AllocateAndMountSegment adds later) is reachable.
+  // Without a setup segment, a host with no IPv4 address is only reported
+  // (no segment can be added) and the name's port is reserved on loopback.
   auto listen_ip = ListenIp(where.host);
-  if (!listen_ip) {
-    if (options.global_segment_bytes > 0) return Code(ErrorCode::INVALID_PARAMS);
-    listen_ip = "127.0.0.1";
-  }
+  if (!listen_ip && options.global_segment_bytes > 0) return Code(ErrorCode::INVALID_PARAMS);
+  const std::string reserve_ip = listen_ip.value_or("127.0.0.1");
   if (!where.port) {
-    auto reserved = ReservePort(*listen_ip);
+    auto reserved = ReservePort(reserve_ip);
     if (!reserved) return Code(ErrorCode::INVALID_PARAMS);
     where.port = reserved->first;
     impl->port_fd = reserved->second;
   }
-  impl->name = (where.host.empty() ? *listen_ip : where.host) + ":" + std::to_string(*where.port);
-  impl->listen_ip = *listen_ip;
+  impl->name = (where.host.empty() ? reserve_ip : where.host) + ":" + std::to_string(*where.port);
+  impl->listen_ip = reserve_ip;
   EmbeddedOptions eo;
   eo.master = options.master;
   eo.cluster_id = options.cluster_id;
   eo.protocol = options.protocol;
   eo.device = options.device;
-  eo.listen_ip = *listen_ip;
+  eo.listen_ip = listen_ip.value_or("127.0.0.1");
+  eo.listen = listen_ip.has_value();
   eo.cluster_token = options.cluster_token;
   eo.master_token = options.master_token;
   eo.segment_size = options.global_segment_bytes;
@@ -708,6 +712,59 @@ int64_t Store::RemoveByRegex(const std::string& pattern, bool force) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
   auto removed = impl->client->RemoveByRegex(impl->tenant(), pattern, force);
   return removed.ok() ? static_cast<int64_t>(*removed) : Code(removed.error());
+}
+
+// --- segments --------------------------------------------------------------
+
+int Store::AllocateAndMountSegment(uint64_t size, const std::string& protocol, std::string* id) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  auto mounted = impl->embedded->MountSegment(size, protocol);
+  if (!mounted.ok()) return Code(mounted.error());
+  *id = mounted->id.ToString();
+  return kOk;
+}
+
+// The segments named by `ids` of the kind `file_backed`, unmounted (all or
+// none).
+static int Unmount(EmbeddedClient& embedded, const std::vector<std::string>& ids,
+                   bool file_backed) {
+  std::vector<UUID> parsed;
+  for (const std::string& text : ids) {
+    auto id = UUID::Parse(text);
+    if (!id) return Code(ErrorCode::INVALID_PARAMS);
+    parsed.push_back(*id);
+  }
+  return Code(embedded.UnmountSegments(parsed, file_backed));
+}
+
+int Store::UnmountAndFreeSegments(const std::vector<std::string>& ids) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  return Unmount(*impl->embedded, ids, /*file_backed=*/false);
+}
+
+int Store::MountSegment(const std::string& path, uint64_t offset, uint64_t size,
+                        const std::string& protocol, std::string* id) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  if (size == 0 || offset % static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) != 0 ||
+      offset > UINT64_MAX - size) {
+    return Code(ErrorCode::INVALID_PARAMS);
+  }
+  UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+  struct stat st {};
+  // A mapping past the file's end would fault on the first put into it.
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < offset + size) {
+    return Code(ErrorCode::INVALID_PARAMS);
+  }
+  auto mounted = impl->embedded->MountFileSegment(fd.get(), offset, size, protocol);
+  if (!mounted.ok()) return Code(mounted.error());
+  *id = mounted->id.ToString();
+  return kOk;
+}
+
+int Store::UnmountSegments(const std::vector<std::string>& ids) {
+  SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
+  return Unmount(*impl->embedded, ids, /*file_backed=*/true);
 }
 
 #undef SHELFMARK_STORE_OR

@@ -195,6 +195,31 @@ class Store {
   // The same for the keys matching `pattern` (POSIX ERE, docs/python.md).
   int64_t RemoveByRegex(const std::string& pattern, bool force);
 
+  // --- segments (Mooncake's allocate_and_mount_segment and
+  // unmount_and_free_segment; EmbeddedClient::MountSegment) ---------------
+  // One more segment of `size` bytes of this process's memory, on the
+  // engine of `protocol` ("ucx", "rdma", "auto"), mounted under the store's
+  // client id and named by its id at the master (preferred_segment = the id
+  // places there); 0 and the id in *id, or the code (INVALID_PARAMS: closed,
+  // size 0, no such engine, or local_hostname gave the engines no address).
+  int AllocateAndMountSegment(uint64_t size, const std::string& protocol, std::string* id);
+  // Unmounts and frees segments AllocateAndMountSegment made, all or none
+  // (INVALID_PARAMS for an id that is not one, or is named twice). The
+  // master drops every replica in them.
+  int UnmountAndFreeSegments(const std::vector<std::string>& ids);
+  // Mooncake's mount_segment: `size` bytes of the regular file at `path`
+  // (a /dev/shm or hugetlbfs file, ...) from `offset` (a multiple of the
+  // page size), opened read-write and mapped shared, served as one more
+  // segment like AllocateAndMountSegment's (EmbeddedClient::MountFileSegment).
+  // INVALID_PARAMS too when the file cannot be opened read-write, is not a
+  // regular file, or is shorter than offset + size. The caller must not
+  // shrink the file while the segment is mounted.
+  int MountSegment(const std::string& path, uint64_t offset, uint64_t size,
+                   const std::string& protocol, std::string* id);
+  // Mooncake's unmount_segment: UnmountAndFreeSegments for MountSegment's
+  // segments (the file and its bytes stay the caller's).
+  int UnmountSegments(const std::vector<std::string>& ids);
+
  private:
   struct Impl;
   std::shared_ptr<Impl> Acquire() const;
