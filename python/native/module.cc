@@ -117,6 +117,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def(py::init<>())
       .def_readwrite("master", &StoreOptions::master)
       .def_readwrite("cluster_id", &StoreOptions::cluster_id)
+      .def_readwrite("follow_leader_hints", &StoreOptions::follow_leader_hints)
       .def_readwrite("protocol", &StoreOptions::protocol)
       .def_readwrite("device", &StoreOptions::device)
       .def_readwrite("local_hostname", &StoreOptions::local_hostname)

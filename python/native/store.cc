@@ -282,6 +282,7 @@ int Store::Setup(const StoreOptions& options) {
   EmbeddedOptions eo;
   eo.master = options.master;
   eo.cluster_id = options.cluster_id;
+  eo.follow_leader_hints = options.follow_leader_hints;
   eo.protocol = options.protocol;
   eo.device = options.device;
   eo.listen_ip = listen_ip.value_or("127.0.0.1");

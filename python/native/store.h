@@ -60,6 +60,7 @@ struct StoreOptions {
   // $SHELFMARK_CLUSTER_ID, $MC_STORE_CLUSTER_ID, then "shelfmark";
   // MasterClientOptions::cluster_id).
   std::string cluster_id;
+  bool follow_leader_hints = false;  // ClientOptions::follow_leader_hints
   // Client protocol: "ucx", "rdma", "auto" or "loopback" (the Python layers
   // map Mooncake's "tcp" to "ucx" and "rdma" to "rdma").
   std::string protocol = "ucx";

@@ -112,20 +112,23 @@ class Store:
     one-sided, reachable at `hostname`; 0: none); replicas in it are read
     and written with memcpy. cluster_token / master_token:
     $SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN when not given.
+    follow_leader_hints: with a "host:port" master, follow a standby's
+    NOT_LEADER to the leader it names (None: $SHELFMARK_FOLLOW_LEADER_HINTS
+    is "1"; an etcd:// master always does; docs/ha.md).
     The master is asked once here: RpcError when it does not answer.
     """
 
     def __init__(self, master=None, *, protocol="ucx", tenant="", local_buffer_size="64MB",
                  rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
                  master_token=None, device="", hostname="", global_segment_size=0,
-                 cluster_id=None):
+                 cluster_id=None, follow_leader_hints=None):
         o = store_options(
             master=master or os.environ.get("SHELFMARK_MASTER", "127.0.0.1:50051"),
             protocol=protocol, tenant=tenant, local_buffer_size=local_buffer_size,
             global_segment_size=global_segment_size, rpc_timeout_ms=rpc_timeout_ms,
             transfer_timeout_ms=transfer_timeout_ms, cluster_token=cluster_token,
             master_token=master_token, device=device, hostname=hostname,
-            cluster_id=cluster_id)
+            cluster_id=cluster_id, follow_leader_hints=follow_leader_hints)
         self._native = _native.NativeStore()
         _check(self._native.setup(o), "cannot open a store of master %s" % o.master)
 

@@ -69,7 +69,7 @@ def as_buffer(obj):
 
 def store_options(*, master, protocol, tenant, local_buffer_size, global_segment_size,
                   rpc_timeout_ms, transfer_timeout_ms, cluster_token, master_token, device,
-                  hostname, cluster_id=None):
+                  hostname, cluster_id=None, follow_leader_hints=None):
     """The native StoreOptions; tokens default to $SHELFMARK_CLUSTER_TOKEN /
     $SHELFMARK_MASTER_TOKEN when None, sizes are parse_size's. master is
     "host:port" or "etcd://H:P[;H:P...]" (follow the leader of cluster_id
@@ -78,6 +78,8 @@ def store_options(*, master, protocol, tenant, local_buffer_size, global_segment
     o = _native.StoreOptions()
     o.master = master
     o.cluster_id = cluster_id or ""
+    o.follow_leader_hints = (bool(follow_leader_hints) if follow_leader_hints is not None
+                             else os.environ.get("SHELFMARK_FOLLOW_LEADER_HINTS", "") == "1")
     o.protocol = protocol
     o.tenant = tenant
     o.local_buffer_bytes = parse_size(local_buffer_size, "local_buffer_size")

@@ -53,3 +53,19 @@ def test_codes_mooncake_numbers_differently():
     # Shelfmark's etcd codes (-1400..-1402) answer Mooncake's (-1000..-1002).
     assert [store._c(c) for c in (-1400, -1401, -1402)] == [-1000, -1001, -1002]
     assert store._c(-1410) == -1410  # NOT_LEADER: Mooncake has no such code
+
+
+def test_follow_leader_hints_from_the_argument_or_the_environment(monkeypatch):
+    from shelfmark._util import store_options
+
+    def options(**extra):
+        return store_options(master="h:1", protocol="ucx", tenant="", local_buffer_size=0,
+                             global_segment_size=0, rpc_timeout_ms=1, transfer_timeout_ms=1,
+                             cluster_token="", master_token="", device="", hostname="",
+                             **extra)
+    monkeypatch.delenv("SHELFMARK_FOLLOW_LEADER_HINTS", raising=False)
+    assert options().follow_leader_hints is False
+    assert options(follow_leader_hints=True).follow_leader_hints is True
+    monkeypatch.setenv("SHELFMARK_FOLLOW_LEADER_HINTS", "1")
+    assert options().follow_leader_hints is True
+    assert options(follow_leader_hints=False).follow_leader_hints is False
