@@ -3,8 +3,8 @@
 
     deploy/check_metric_names_test.py [ROOT]    # ROOT: the source tree (default: ..)
 
-Runs the checker on a temporary copy of what it reads (master/, node/,
-service/, deploy/, docs/metrics.md): the copy passes; then each kind of drift
+Runs the checker on a temporary copy of what it reads (its SOURCE_FOLDERS,
+deploy/, docs/metrics.md): the copy passes; then each kind of drift
 injected into the copy is reported. The copy is deleted.
 """
 
@@ -28,7 +28,7 @@ spec.loader.exec_module(checker)
 class Drift(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="check_metric_names_test.")
-        for folder in ("master", "node", "service", "deploy"):
+        for folder in checker.SOURCE_FOLDERS + ("deploy",):
             shutil.copytree(os.path.join(ROOT, folder), os.path.join(self.tmp, folder))
         os.mkdir(os.path.join(self.tmp, "docs"))
         shutil.copy(os.path.join(ROOT, checker.DOCS), os.path.join(self.tmp, checker.DOCS))
