@@ -85,16 +85,19 @@ Result<std::string> SnapshotCatalog::Protected(std::string* problem) const {
   return ReadId(ProtectedKey(), problem);
 }
 
-ErrorCode SnapshotCatalog::SetProtected(std::string_view snapshot_id) const {
+ErrorCode SnapshotCatalog::WriteId(const std::string& key, std::string_view snapshot_id) const {
   if (!ValidSnapshotId(snapshot_id)) return ErrorCode::INVALID_PARAMS;
-  return store_->Put(ProtectedKey(), std::string(snapshot_id) + "\n");
+  return store_->Put(key, std::string(snapshot_id) + "\n");
+}
+
+ErrorCode SnapshotCatalog::SetProtected(std::string_view snapshot_id) const {
+  return WriteId(ProtectedKey(), snapshot_id);
 }
 
 ErrorCode SnapshotCatalog::ClearProtected() const { return store_->Remove(ProtectedKey()); }
 
 ErrorCode SnapshotCatalog::SetLatest(std::string_view snapshot_id) const {
-  if (!ValidSnapshotId(snapshot_id)) return ErrorCode::INVALID_PARAMS;
-  return store_->Put(LatestKey(), std::string(snapshot_id) + "\n");
+  return WriteId(LatestKey(), snapshot_id);
 }
 
 Result<std::vector<SnapshotCatalog::Listed>> SnapshotCatalog::List() const {

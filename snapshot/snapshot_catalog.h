@@ -96,6 +96,9 @@ class SnapshotCatalog {
   // The valid id the one-line object `key` holds; "" when it is missing or
   // holds none (*problem then says so).
   Result<std::string> ReadId(const std::string& key, std::string* problem) const;
+  // Writes `snapshot_id` as the one line of `key`; INVALID_PARAMS (nothing
+  // written) unless it is a ValidSnapshotId.
+  ErrorCode WriteId(const std::string& key, std::string_view snapshot_id) const;
 
   ObjectStore* store_;
   std::string cluster_id_;
