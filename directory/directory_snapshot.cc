@@ -201,6 +201,9 @@ SegmentsState DirectoryImpl::ExportSegments() const {
   for (const InflightPromotion& p : promotions_.Export()) {
     ExportFree(p.segment, p.offset, p.size, &out.segments);
   }
+  for (const TaskReservation& r : tasks_.Export()) {
+    ExportFree(r.segment, r.offset, r.size, &out.segments);
+  }
   for (const RetiredRange& r : retired_.Export()) {
     ExportFree(r.segment, r.offset, r.size, &out.segments);
   }
@@ -439,6 +442,7 @@ void DirectoryImpl::Clear() {
   }
   key_count_ = 0;
   promotions_.Clear();
+  tasks_.Clear();
   retired_.Clear();
   segments_.Clear();
   clients_.Clear();
