@@ -225,12 +225,11 @@ ErrorCode DirectoryImpl::TaskEnd(const UUID& client, std::string_view tenant_in,
     meta->replicas.push_back(
         MakeReplica(replica_id, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, r.segment, r.offset));
   }
-  if (task->info.type == TaskType::REPLICA_MOVE) {
-    const Replica source = *ReplicaWithId(*meta, task->source_replica_id);
-    meta->replicas.erase_if([&](const Replica& r) { return r.id == source.id; });
-    RetireReplica(*meta, source, Now());
-  }
-  Touch(shard, tenant, info->key);
+  const bool move = task->info.type == TaskType::REPLICA_MOVE;
+  const Replica source = *ReplicaWithId(*meta, task->source_replica_id);
+  if (move) meta->replicas.erase_if([&](const Replica& r) { return r.id == source.id; });
+  Touch(shard, tenant, info->key);  // before the source's free (change_feed.h, "Frees")
+  if (move) RetireReplica(*meta, source, Now());
   tasks_.Finish(id, ErrorCode::OK, EpochMs());
   return ErrorCode::OK;
 }
