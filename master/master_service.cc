@@ -442,7 +442,7 @@ class MasterServiceImpl final : public wire::MasterService::Server {
                               rpcconv::Decode(p.getTaskId()));
       if (!r.ok()) return r.error();
       auto out = ctx.getResults(capnp::MessageSize{16 + ReplicasWords(r->targets), 0});
-      out.setKey(r->key);
+      out.setKey(rpcconv::AsText(r->key));
       out.setSize(r->size);
       rpcconv::EncodeReplicas(r->targets, out.initReplicas(r->targets.size()));
       return ErrorCode::OK;

@@ -25,14 +25,14 @@ void Encode(const TaskInfo& v, wire::TaskInfo::Builder b) {
   Encode(v.id, b.initId());
   b.setType(EncodeEnum(v.type));
   b.setStatus(static_cast<wire::TaskStatus>(v.status));
-  b.setKey(v.key);
-  b.setSource(v.source);
+  b.setKey(AsText(v.key));
+  b.setSource(AsText(v.source));
   EncodeTexts(v.targets, b.initTargets(v.targets.size()));
   b.setCreatedAtMsEpoch(v.created_at_ms_epoch);
   b.setLastUpdatedAtMsEpoch(v.last_updated_at_ms_epoch);
   Encode(v.assigned_client, b.initAssignedClient());
   b.setError(static_cast<int32_t>(v.error));
-  b.setMessage(v.message);
+  b.setMessage(AsText(v.message));
 }
 
 ErrorCode Decode(wire::TaskInfo::Reader r, TaskInfo* out) {

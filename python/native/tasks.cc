@@ -1,6 +1,9 @@
 #include "python/native/tasks.h"
 
 #include <optional>
+#include <utility>
+
+#include "client/client.h"
 
 namespace shelfmark::python {
 namespace {
