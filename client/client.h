@@ -119,6 +119,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "common/task_types.h"
 #include "common/types.h"
 #include "client/buffers.h"
 #include "client/local_segments.h"
@@ -332,6 +333,20 @@ class Client {
   // by then); INVALID_PARAMS for memory not registered or a range past the
   // object's end. The checksum is not verified (ranges).
   ErrorCode ReadRanges(const ObjectLocation& location, const std::vector<ReadRange>& ranges);
+
+  // --- copy and move tasks (client_tasks.cc; docs/directory.md) -------------
+  // CreateTask records a task at the master with this client as its
+  // executor (Directory::CreateTask for the codes); RunTask executes it:
+  // TaskStart reserves a range on each target, the object is read (a fresh
+  // lookup, its checksum verified) through a staging block and written to
+  // every target, TaskEnd attaches the copies (a move then drops its
+  // source). RunTask answers the task's outcome: OK, the read's or write's
+  // code (the task FAILED with it), or TaskStart's / TaskEnd's refusal.
+  // A client without staging (staging_bytes 0) fails its tasks with
+  // INVALID_PARAMS. QueryTask: the task as the master holds it.
+  Result<UUID> CreateTask(std::string_view tenant, const TaskSpec& spec);
+  ErrorCode RunTask(std::string_view tenant, const UUID& id);
+  Result<TaskInfo> QueryTask(std::string_view tenant, const UUID& id);
 
   // The engine serving `protocol` (nullptr if none): the benchmark's raw path.
   TransportEngine* engine(std::string_view protocol) const;

@@ -43,6 +43,8 @@ constexpr std::pair<ErrorCode, std::string_view> kNames[] = {
     {ErrorCode::ETCD_KEY_NOT_EXIST, "ETCD_KEY_NOT_EXIST"},
     {ErrorCode::ETCD_TRANSACTION_FAIL, "ETCD_TRANSACTION_FAIL"},
     {ErrorCode::NOT_LEADER, "NOT_LEADER"},
+    {ErrorCode::TASK_NOT_FOUND, "TASK_NOT_FOUND"},
+    {ErrorCode::TASK_PENDING_LIMIT_EXCEEDED, "TASK_PENDING_LIMIT_EXCEEDED"},
 };
 
 }  // namespace

@@ -63,6 +63,11 @@ enum class ErrorCode : int32_t {
   ETCD_KEY_NOT_EXIST = -1401,     // the key (or lease) is not in etcd
   ETCD_TRANSACTION_FAIL = -1402,  // a transaction's compare failed
   NOT_LEADER = -1410,             // this master is not the leader (or cannot prove it)
+
+  // Copy/move tasks (directory/task_table.h). Mooncake numbers them -1400
+  // and -1401, which are Shelfmark's etcd codes above.
+  TASK_NOT_FOUND = -1420,               // no such task (or a finished one already dropped)
+  TASK_PENDING_LIMIT_EXCEEDED = -1421,  // the master holds its most unfinished tasks
 };
 
 // Stable upper-case name of the code ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR_CODE"

@@ -30,6 +30,8 @@ TEST(ErrorCode, HaCodesUseTheirOwnRange) {
   EXPECT_EQ(ErrorCodeFromInt(-1402), ErrorCode::ETCD_TRANSACTION_FAIL);
   EXPECT_EQ(ErrorCodeFromInt(-1410), ErrorCode::NOT_LEADER);
   EXPECT_EQ(ErrorCodeName(ErrorCode::NOT_LEADER), "NOT_LEADER");
+  EXPECT_EQ(ErrorCodeFromInt(-1420), ErrorCode::TASK_NOT_FOUND);
+  EXPECT_EQ(ErrorCodeName(ErrorCode::TASK_PENDING_LIMIT_EXCEEDED), "TASK_PENDING_LIMIT_EXCEEDED");
   // Mooncake's etcd numbers stay Shelfmark's own codes.
   EXPECT_EQ(ErrorCodeFromInt(-1000), ErrorCode::ILLEGAL_CLIENT);
 }

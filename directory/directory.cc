@@ -190,6 +190,25 @@ Result<std::vector<ErrorCode>> Directory::PromoteEnd(const UUID& client,
   return impl_->PromoteEnd(client, items);
 }
 
+Result<UUID> Directory::CreateTask(const UUID& client, std::string_view tenant,
+                                   const TaskSpec& spec) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->CreateTask(client, tenant, spec);
+}
+Result<TaskInfo> Directory::QueryTask(std::string_view tenant, const UUID& id) {
+  return impl_->QueryTask(tenant, id);
+}
+Result<TaskGrant> Directory::TaskStart(const UUID& client, std::string_view tenant,
+                                       const UUID& id) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->TaskStart(client, tenant, id);
+}
+ErrorCode Directory::TaskEnd(const UUID& client, std::string_view tenant, const UUID& id,
+                             ErrorCode copied) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->TaskEnd(client, tenant, id, copied);
+}
+
 void Directory::StartBackgroundThread() { impl_->StartBackgroundThread(); }
 
 void Directory::SetServing(bool serving) { impl_->SetServing(serving); }

@@ -36,6 +36,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "common/task_types.h"
 #include "directory/directory_state.h"
 #include "directory/eviction_policy.h"
 #include "common/types.h"
@@ -221,6 +222,37 @@ class Directory {
   // INVALID_PARAMS for a bad key or tenant. ILLEGAL_CLIENT as above.
   Result<std::vector<ErrorCode>> PromoteEnd(const UUID& client,
                                             const std::vector<PromoteResult>& items);
+
+  // --- copy and move tasks (docs/directory.md "Copy and move tasks") ----------
+  // Records a task for `client` (its creator, who runs it) on the tenant's
+  // key: a copy adds a COMPLETE MEMORY replica on each target segment, a
+  // move one on its target and then drops the replica on its source.
+  // INVALID_PARAMS (bad key or tenant; a copy with no target, a repeated or
+  // empty one, or a source; a move without exactly one target other than
+  // its source), SEGMENT_NOT_FOUND (a name no mounted segment has),
+  // OBJECT_NOT_FOUND (no such object; a move's source holds no COMPLETE
+  // replica of it), REPLICA_IS_NOT_READY (a copy of an object with no
+  // COMPLETE MEMORY replica), OBJECT_ALREADY_EXISTS (a target holds a
+  // replica of it), NO_AVAILABLE_HANDLE (past kMaxReplicas),
+  // TASK_PENDING_LIMIT_EXCEEDED (kMaxUnfinishedTasks unfinished).
+  Result<UUID> CreateTask(const UUID& client, std::string_view tenant, const TaskSpec& spec);
+  // The tenant's task; TASK_NOT_FOUND for an unknown id, another tenant's,
+  // or a finished one dropped (the kMaxFinishedTasks newest are kept).
+  Result<TaskInfo> QueryTask(std::string_view tenant, const UUID& id);
+  // The executor (the creator) starts its PENDING task: CreateTask's checks
+  // again, then one range of the object's size reserved on each target
+  // (PROCESSING; given back after 60 s without TaskEnd). A failed check or
+  // allocation (NO_AVAILABLE_HANDLE: a target has no room) fails the task
+  // with that code and answers it. TASK_NOT_FOUND (unknown, another
+  // client's), INVALID_PARAMS (not PENDING).
+  Result<TaskGrant> TaskStart(const UUID& client, std::string_view tenant, const UUID& id);
+  // Ends a PROCESSING task: `copied` OK attaches the ranges as COMPLETE
+  // replicas (a move retires its source replica as an upsert retires a
+  // replaced version) when the object is still the one started (else
+  // OBJECT_NOT_FOUND; SEGMENT_NOT_FOUND when a target was unmounted);
+  // another code gives them back. The task ends SUCCESS or FAILED with the
+  // code answered.
+  ErrorCode TaskEnd(const UUID& client, std::string_view tenant, const UUID& id, ErrorCode copied);
 
   // --- background and observation ----------------------------------------------
   // One pass of: client expiry, stale put reclamation, eviction when above

@@ -27,6 +27,7 @@
 #include "directory/retired_ranges.h"
 #include "directory/segment_table.h"
 #include "directory/shard.h"
+#include "directory/task_table.h"
 #include "directory/snapshot_lock.h"
 
 namespace shelfmark {
@@ -42,6 +43,10 @@ using SelectVictims = std::function<Victims(const KeyMap<TenantState>& tenants)>
 // (directory_offload.cc); a replaced version's pinned range is retired at
 // least this long (directory_upsert.cc).
 inline constexpr int64_t kOffloadTimeoutMs = 60'000;
+// Copy/move tasks the master holds unfinished at most, and finished ones it
+// keeps for QueryTask (directory/task_table.h).
+inline constexpr size_t kMaxUnfinishedTasks = 10'000;
+inline constexpr size_t kMaxFinishedTasks = 10'000;
 
 // Fills *out (a fresh ObjectState) from the object; times relative to `now`
 // (directory_snapshot.cc).
@@ -109,6 +114,14 @@ class DirectoryImpl {
   // Gives back the ranges of promotions not reported in time.
   void ExpirePromotions();
 
+  // copy and move tasks (directory_tasks.cc; see directory.h)
+  Result<UUID> CreateTask(const UUID& client, std::string_view tenant, const TaskSpec& spec);
+  Result<TaskInfo> QueryTask(std::string_view tenant, const UUID& id);
+  Result<TaskGrant> TaskStart(const UUID& client, std::string_view tenant, const UUID& id);
+  ErrorCode TaskEnd(const UUID& client, std::string_view tenant, const UUID& id, ErrorCode copied);
+  // Fails the tasks not started or reported in time, giving back their ranges.
+  void ExpireTasks();
+
   // upserts (directory_upsert.cc). The TenantState& ones: the caller holds
   // the state's shard exclusively.
   // PutStart with replace on a key whose live object has a COMPLETE
@@ -133,6 +146,9 @@ class DirectoryImpl {
   // The replaced version's MEMORY ranges: to RetiredRanges until its lease
   // deadline (and an offload pin's timeout), or freed now when none is live.
   void RetireVersion(const ObjectMetadata& old, int64_t now);
+  // One MEMORY replica of `meta` (already out of its list) retired the same
+  // way (a moved replica's source too).
+  void RetireReplica(const ObjectMetadata& meta, const Replica& r, int64_t now);
   // Removes the pending versions' replicas that `owned` picks (their owner
   // goes); drops the versions left without one.
   void PurgePendingReplicas(MetadataShard& shard,
@@ -198,6 +214,12 @@ class DirectoryImpl {
   ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
   // Describe into *d, reusing its strings' capacity.
   void DescribeInto(const ObjectMetadata& meta, const Replica& r, ReplicaDescriptor* d) const;
+  // Tasks (directory_tasks.cc): the object checks of CreateTask and
+  // TaskStart (see directory.h for the codes); the targets' ranges, all or
+  // none; whether TaskEnd may attach a task's ranges.
+  ErrorCode CheckTask(const ObjectMetadata* meta, const TaskSpec& spec) const;
+  ErrorCode ReserveTargets(const TaskSpec& spec, uint64_t size, std::vector<TaskReservation>* out);
+  bool TaskAttachable(const ObjectMetadata* meta, const TaskEntry& task) const;
   // One attempt of PutStart (which evicts and retries once on no room).
   Result<std::vector<ReplicaDescriptor>> TryPutStart(const UUID& client, std::string_view tenant,
                                                      std::string_view key, uint64_t size,
@@ -280,7 +302,7 @@ class DirectoryImpl {
   // Unmount's first step after marking segments unmounting: drops their
   // promotions in flight (before their replicas are purged and they are
   // erased; see PromotionTable).
-  void DropPromotionsOn(const std::vector<SegmentEntry*>& segments);
+  void DropReservationsOn(const std::vector<SegmentEntry*>& segments);
   // Unmount's step after the purge, before the erase: drops the retired
   // ranges in the segments. After, not before, the purge: a PutEnd swapping
   // in a new version retires the old one's range while its shard still
@@ -310,6 +332,7 @@ class DirectoryImpl {
   SegmentTable segments_;
   ClientRegistry clients_;
   PromotionTable promotions_;
+  TaskTable tasks_{kMaxUnfinishedTasks, kMaxFinishedTasks};
   ChangeFeed feed_;
   RetiredRanges retired_;
   const uint64_t initial_view_version_;

@@ -13,7 +13,7 @@ ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment
   // only be refused by the new process).
   std::vector<SegmentEntry*> superseded = segments_.BeginUnmountSuperseded(client, segment);
   if (!superseded.empty()) {
-    DropPromotionsOn(superseded);
+    DropReservationsOn(superseded);
     PurgeOwners({superseded.begin(), superseded.end()});
     DropRetiredOn(superseded);
     for (SegmentEntry* s : superseded) segments_.Erase(s);
@@ -30,7 +30,7 @@ ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment
 ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_id) {
   auto entry = segments_.BeginUnmount(client, segment_id);
   if (!entry.ok()) return entry.error();
-  DropPromotionsOn({*entry});
+  DropReservationsOn({*entry});
   PurgeOwners({*entry});
   DropRetiredOn({*entry});
   segments_.Erase(*entry);
@@ -77,15 +77,18 @@ void DirectoryImpl::ExpireClients() {
       segments.push_back(s);
     }
   }
-  DropPromotionsOn(segments);
+  DropReservationsOn(segments);
   PurgeOwners(owners);
   DropRetiredOn(segments);
   for (SegmentEntry* s : segments) segments_.Erase(s);
   TouchSegments();
 }
 
-void DirectoryImpl::DropPromotionsOn(const std::vector<SegmentEntry*>& segments) {
-  if (!segments.empty()) promotions_.DropSegments({segments.begin(), segments.end()});
+void DirectoryImpl::DropReservationsOn(const std::vector<SegmentEntry*>& segments) {
+  if (segments.empty()) return;
+  // Promotions' and tasks' ranges go with their segment.
+  promotions_.DropSegments({segments.begin(), segments.end()});
+  tasks_.DropSegments({segments.begin(), segments.end()});
 }
 
 void DirectoryImpl::DropRetiredOn(const std::vector<SegmentEntry*>& segments) {

@@ -550,6 +550,7 @@ void DirectoryImpl::RunBackgroundOnce() {
   ExpireClients();
   ExpireInflightOffloads();
   ExpirePromotions();
+  ExpireTasks();
   ReleaseRetired();
   // A master that is not the serving leader drops no object on its own:
   // the leader's reclaims and evictions reach it as changes (docs/ha.md).

@@ -194,12 +194,16 @@ SegmentsState DirectoryImpl::ExportSegments() const {
   out.segments = segments_.Export();
   // Ranges held outside any object are exported free: a restored master
   // knows no promotion in flight (a late PromoteEnd then finds nothing and
-  // is refused), no pending upsert version (like an unfinished put: its
+  // is refused), no copy/move task (a late TaskEnd: TASK_NOT_FOUND, nothing
+  // attached), no pending upsert version (like an unfinished put: its
   // PutEnd finds the old version and the writer's client retries) and no
   // retired range (the readers of a replaced version are long gone once a
   // master restarted: their leases were granted by the old process).
   for (const InflightPromotion& p : promotions_.Export()) {
     ExportFree(p.segment, p.offset, p.size, &out.segments);
+  }
+  for (const TaskReservation& r : tasks_.Export()) {
+    ExportFree(r.segment, r.offset, r.size, &out.segments);
   }
   for (const RetiredRange& r : retired_.Export()) {
     ExportFree(r.segment, r.offset, r.size, &out.segments);
@@ -439,6 +443,7 @@ void DirectoryImpl::Clear() {
   }
   key_count_ = 0;
   promotions_.Clear();
+  tasks_.Clear();
   retired_.Clear();
   segments_.Clear();
   clients_.Clear();

@@ -68,17 +68,21 @@ void DirectoryImpl::DropPending(TenantState& state, std::string_view key) {
 
 void DirectoryImpl::RetireVersion(const ObjectMetadata& old, int64_t now) {
   for (const Replica& r : old.replicas) {
-    if (!r.is_memory()) continue;  // LOCAL_DISK: the next offload overwrites the node's copy
-    int64_t until = old.lease_deadline_ms.load();
-    // A node copying the old bytes to its SSD (offload pin) reads them too.
-    if (r.refcnt > 0) until = std::max(until, now + kOffloadTimeoutMs);
-    if (until <= now) {
-      FreeReplica(old, r);  // nobody may be reading: free at once
-      continue;
-    }
-    auto* segment = const_cast<SegmentEntry*>(r.segment());
-    retired_.Add({segment, r.offset, old.size, segment->AlignedSize(old.size), until});
+    if (r.is_memory()) RetireReplica(old, r, now);
+    // LOCAL_DISK: the next offload overwrites the node's copy.
   }
+}
+
+void DirectoryImpl::RetireReplica(const ObjectMetadata& meta, const Replica& r, int64_t now) {
+  int64_t until = meta.lease_deadline_ms.load();
+  // A node copying the old bytes to its SSD (offload pin) reads them too.
+  if (r.refcnt > 0) until = std::max(until, now + kOffloadTimeoutMs);
+  if (until <= now) {
+    FreeReplica(meta, r);  // nobody may be reading: free at once
+    return;
+  }
+  auto* segment = const_cast<SegmentEntry*>(r.segment());
+  retired_.Add({segment, r.offset, meta.size, segment->AlignedSize(meta.size), until});
 }
 
 void DirectoryImpl::PurgePendingReplicas(MetadataShard& shard,

@@ -229,6 +229,26 @@ Result<Placement> SegmentTable::AllocateOwned(const UUID& owner, uint64_t size) 
   return ErrorCode::NO_AVAILABLE_HANDLE;
 }
 
+Result<Placement> SegmentTable::AllocateNamed(std::string_view name, uint64_t size) {
+  ReaderLock lock(&mu_);
+  bool named = false;
+  for (SegmentEntry* seg : order_) {
+    if (seg->segment.name != name) continue;
+    named = true;
+    uint64_t offset = 0;
+    if (TryAllocate(seg, size, &offset)) return Placement{seg, offset};
+  }
+  return named ? ErrorCode::NO_AVAILABLE_HANDLE : ErrorCode::SEGMENT_NOT_FOUND;
+}
+
+bool SegmentTable::HasNamed(std::string_view name) const {
+  ReaderLock lock(&mu_);
+  for (const SegmentEntry* seg : order_) {
+    if (seg->segment.name == name && !seg->unmounting.load()) return true;
+  }
+  return false;
+}
+
 bool SegmentTable::CouldEverPlace(uint32_t count, uint64_t size) const {
   ReaderLock lock(&mu_);
   uint32_t able = 0;

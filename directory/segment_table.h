@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -81,6 +82,12 @@ class SegmentTable {
   // Places one range of `size` bytes on a segment of `owner` (mount order);
   // NO_AVAILABLE_HANDLE when none has room.
   Result<Placement> AllocateOwned(const UUID& owner, uint64_t size);
+  // Places one range of `size` bytes on a segment named `name` (mount
+  // order; copy tasks). SEGMENT_NOT_FOUND when no mounted segment has that
+  // name; NO_AVAILABLE_HANDLE when none of them has room.
+  Result<Placement> AllocateNamed(std::string_view name, uint64_t size);
+  // Whether a mounted (not unmounting) segment is named `name`.
+  bool HasNamed(std::string_view name) const;
   void Free(SegmentEntry* segment, uint64_t offset, uint64_t size);
   // Whether `count` replicas of `size` bytes could be placed if every
   // segment were empty: that many mounted segments (not unmounting) are each

@@ -68,14 +68,15 @@ TEST(LeadershipGate, FencedRefusesOnlyMutationsAndAsksOncePerMutation) {
 TEST(LeadershipGate, MethodKindsAreTheDocumentedOnes) {
   const std::set<std::string> reads = {"GetReplicaList", "ExistKey", "Stat", "ListKeys",
                                        "CountKeys", "GroupMembers", "BatchGetReplicaList",
-                                       "BatchExistKey"};
+                                       "BatchExistKey", "QueryTask"};
   for (int i = 0; i < master_internal::kMethodCount; ++i) {
     const std::string name = kMethodNames[i];
     CallKind expected = CallKind::kMutation;
     if (reads.count(name)) expected = CallKind::kRead;
     if (name == "Ping") expected = CallKind::kLiveness;
-    // Space for an unfinished put or promotion: state a standby drops.
-    if (name == "PutStart" || name == "BatchPutStart" || name == "PromoteStart") {
+    // Space for an unfinished put, promotion or task: state a standby drops.
+    if (name == "PutStart" || name == "BatchPutStart" || name == "PromoteStart" ||
+        name == "TaskStart") {
       expected = CallKind::kAllocation;
     }
     if (name == "AuthChallenge" || name == "Authenticate") expected = CallKind::kHandshake;

@@ -16,6 +16,7 @@
 #include "replication/replication_leader.h"
 #include "service/metrics.h"
 #include "rpc/rpc_convert.h"
+#include "rpc/task_convert.h"
 #include "directory/directory.h"
 #include "schemas/master.capnp.h"
 
@@ -403,6 +404,56 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     return Serve(kEvictDiskReplica, ctx, [&](auto p) {
       return dir_.EvictDiskReplica(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
                                    View(p.getKey()));
+    });
+  }
+
+  // --- copy and move tasks -----------------------------------------------------
+
+  kj::Promise<void> createTask(CreateTaskContext ctx) override {
+    return Serve(kCreateTask, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
+      TaskSpec spec;
+      ErrorCode code = rpcconv::DecodeEnum(p.getType(), &spec.type);
+      if (code == ErrorCode::OK) code = rpcconv::DecodeTexts(p.getTargets(), s_.max_batch, &spec.targets);
+      if (code != ErrorCode::OK) return code;
+      spec.key = View(p.getKey());
+      spec.source = View(p.getSource());
+      auto r = dir_.CreateTask(rpcconv::Decode(p.getClientId()), View(p.getTenant()), spec);
+      if (!r.ok()) return r.error();
+      rpcconv::Encode(*r, ctx.getResults(kSmallReply).initTaskId());
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> queryTask(QueryTaskContext ctx) override {
+    return Serve(kQueryTask, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
+      auto r = dir_.QueryTask(View(p.getTenant()), rpcconv::Decode(p.getTaskId()));
+      if (!r.ok()) return r.error();
+      rpcconv::Encode(*r, ctx.getResults(capnp::MessageSize{64, 0}).initTask());
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> taskStart(TaskStartContext ctx) override {
+    return Serve(kTaskStart, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
+      auto r = dir_.TaskStart(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
+                              rpcconv::Decode(p.getTaskId()));
+      if (!r.ok()) return r.error();
+      auto out = ctx.getResults(capnp::MessageSize{16 + ReplicasWords(r->targets), 0});
+      out.setKey(rpcconv::AsText(r->key));
+      out.setSize(r->size);
+      rpcconv::EncodeReplicas(r->targets, out.initReplicas(r->targets.size()));
+      return ErrorCode::OK;
+    });
+  }
+
+  kj::Promise<void> taskEnd(TaskEndContext ctx) override {
+    return Serve(kTaskEnd, ctx, [&](auto p) {
+      if (ErrorCode c = InScope({View(p.getTenant())}); c != ErrorCode::OK) return c;
+      return dir_.TaskEnd(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
+                          rpcconv::Decode(p.getTaskId()), ErrorCodeFromInt(p.getCopied()));
     });
   }
 

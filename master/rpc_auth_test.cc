@@ -286,6 +286,16 @@ std::vector<Call> EveryCall() {
        [](MasterClient& m, auto& t) { return CodeOf(m.PromoteStart({{t, "k", 64}})); }},
       {"promoteEnd", kRoleNode,
        [](MasterClient& m, auto& t) { return CodeOf(m.PromoteEnd({{t, "k", false}})); }},
+      {"createTask", kClient,
+       [](MasterClient& m, auto& t) {
+         return CodeOf(m.CreateTask(t, {TaskType::REPLICA_COPY, "k", "", {"s"}}));
+       }},
+      {"queryTask", kClient,
+       [](MasterClient& m, auto& t) { return CodeOf(m.QueryTask(t, UUID::Generate())); }},
+      {"taskStart", kClient,
+       [](MasterClient& m, auto& t) { return CodeOf(m.TaskStart(t, UUID::Generate())); }},
+      {"taskEnd", kClient,
+       [](MasterClient& m, auto& t) { return m.TaskEnd(t, UUID::Generate(), ErrorCode::OK); }},
   };
 }
 

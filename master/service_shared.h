@@ -83,6 +83,10 @@ constexpr CallKind kAllocs = CallKind::kAllocation;
   X(kNotifyOffloadFailure, "NotifyOffloadFailure", kNode, kWrites)                     \
   X(kPromoteStart, "PromoteStart", kNode, kAllocs)                                     \
   X(kPromoteEnd, "PromoteEnd", kNode, kWrites)                                         \
+  X(kCreateTask, "CreateTask", kClient, kWrites)                                       \
+  X(kQueryTask, "QueryTask", kClient, kReads)                                          \
+  X(kTaskStart, "TaskStart", kClient, kAllocs)                                         \
+  X(kTaskEnd, "TaskEnd", kClient, kWrites)                                             \
   X(kAuthChallenge, "AuthChallenge", kOpen, kAuthCall)                                 \
   X(kAuthenticate, "Authenticate", kOpen, kAuthCall)
 

@@ -21,6 +21,7 @@
 #include "rpc/lookup_client.h"
 #include "rpc/master_target.h"
 #include "rpc/rpc_convert.h"
+#include "rpc/task_convert.h"
 #include "schemas/master.capnp.h"
 
 namespace shelfmark {
@@ -1048,6 +1049,97 @@ ErrorCode MasterClient::EvictDiskReplica(std::string_view tenant, std::string_vi
             capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
         rpcconv::Encode(impl_->options.client_id, req.initClientId());
         SetTenantKey(req, tenant, key);
+        return req;
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+// --- copy and move tasks -------------------------------------------------------
+
+namespace {
+
+// The tenant and task id of a task call; `client` too for the executor's
+// calls (TaskStart, TaskEnd).
+template <typename Params>
+void SetTask(Params& p, const UUID* client, std::string_view tenant, const UUID& id) {
+  if constexpr (requires { p.initClientId(); }) {
+    if (client != nullptr) rpcconv::Encode(*client, p.initClientId());
+  }
+  CopyText(p.initTenant(tenant.size()), tenant);
+  rpcconv::Encode(id, p.initTaskId());
+}
+
+}  // namespace
+
+Result<UUID> MasterClient::CreateTask(std::string_view tenant, const TaskSpec& spec) {
+  using Ret = Result<UUID>;
+  size_t words = 24 + (tenant.size() + spec.key.size() + spec.source.size()) / 8;
+  for (const std::string& t : spec.targets) words += 2 + t.size() / 8;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.createTaskRequest(capnp::MessageSize{words, 0});
+        rpcconv::Encode(impl_->options.client_id, req.initClientId());
+        SetTenantKey(req, tenant, spec.key);
+        req.setType(rpcconv::EncodeEnum(spec.type));
+        CopyText(req.initSource(spec.source.size()), spec.source);
+        rpcconv::EncodeTexts(spec.targets, req.initTargets(spec.targets.size()));
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        return rpcconv::Decode(r.getTaskId());
+      });
+}
+
+Result<TaskInfo> MasterClient::QueryTask(std::string_view tenant, const UUID& id) {
+  using Ret = Result<TaskInfo>;
+  return impl_->Call<Ret>(
+      true,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.queryTaskRequest(capnp::MessageSize{16 + tenant.size() / 8, 0});
+        SetTask(req, nullptr, tenant, id);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        TaskInfo info;
+        if (rpcconv::Decode(r.getTask(), &info) != ErrorCode::OK) return ErrorCode::RPC_FAIL;
+        return info;
+      });
+}
+
+Result<TaskGrant> MasterClient::TaskStart(std::string_view tenant, const UUID& id) {
+  using Ret = Result<TaskGrant>;
+  return impl_->Call<Ret>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.taskStartRequest(capnp::MessageSize{24 + tenant.size() / 8, 0});
+        SetTask(req, &impl_->options.client_id, tenant, id);
+        return req;
+      },
+      [](auto r) -> Ret {
+        ErrorCode code = ReplyCode(r);
+        if (code != ErrorCode::OK) return code;
+        TaskGrant grant;
+        grant.key.assign(r.getKey().cStr(), r.getKey().size());
+        grant.size = r.getSize();
+        if (rpcconv::DecodeReplicas(r.getReplicas(), &grant.targets) != ErrorCode::OK) {
+          return ErrorCode::RPC_FAIL;
+        }
+        return grant;
+      });
+}
+
+ErrorCode MasterClient::TaskEnd(std::string_view tenant, const UUID& id, ErrorCode copied) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        auto req = m.taskEndRequest(capnp::MessageSize{24 + tenant.size() / 8, 0});
+        SetTask(req, &impl_->options.client_id, tenant, id);
+        req.setCopied(static_cast<int32_t>(copied));
         return req;
       },
       [](auto r) { return ReplyCode(r); });

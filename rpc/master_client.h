@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/task_types.h"
 #include "common/uuid.h"
 #include "common/types.h"
 
@@ -139,6 +140,13 @@ class MasterClient {
   // order.
   Result<std::vector<PromoteGrant>> PromoteStart(const std::vector<PromoteRequest>& items);
   Result<std::vector<ErrorCode>> PromoteEnd(const std::vector<PromoteResult>& items);
+
+  // Copy and move tasks (Directory::CreateTask .. TaskEnd for the codes);
+  // this client is the task's creator and executor.
+  Result<UUID> CreateTask(std::string_view tenant, const TaskSpec& spec);
+  Result<TaskInfo> QueryTask(std::string_view tenant, const UUID& id);
+  Result<TaskGrant> TaskStart(std::string_view tenant, const UUID& id);
+  ErrorCode TaskEnd(std::string_view tenant, const UUID& id, ErrorCode copied);
 
  private:
   // The Cap'n Proto forms of the two lookups (the lookup channel's fallback).

@@ -224,6 +224,34 @@ struct ExistKeyResult {
   exists @1 :Bool;                       # meaningful when code == OK
 }
 
+# Copy and move tasks (Mooncake's create_copy_task / create_move_task /
+# query_task; docs/directory.md "Copy and move tasks"). Numbers as Mooncake's.
+enum TaskType {
+  replicaCopy @0;
+  replicaMove @1;
+}
+
+enum TaskStatus {
+  pending @0;
+  processing @1;
+  success @2;
+  failed @3;
+}
+
+struct TaskInfo {
+  id @0 :Uuid;
+  type @1 :TaskType;
+  status @2 :TaskStatus;
+  key @3 :Text;
+  source @4 :Text;                  # a move's source segment name; "" for a copy
+  targets @5 :List(Text);           # segment names
+  createdAtMsEpoch @6 :Int64;
+  lastUpdatedAtMsEpoch @7 :Int64;
+  assignedClient @8 :Uuid;          # the client that runs it (its creator)
+  error @9 :Int32;                  # FAILED: why (ErrorCode)
+  message @10 :Text;                # FAILED: the code's name
+}
+
 interface MasterService {
   # --- segments and clients ---------------------------------------------------
   mountSegment @0 (clientId :Uuid, segment :Segment) -> (code :Int32, leader :Text);
@@ -308,6 +336,21 @@ interface MasterService {
   # replica (or an abandoned one's range was given back).
   promoteEnd @27 (clientId :Uuid, items :List(PromoteResult))
       -> (code :Int32, codes :List(Int32), leader :Text);
+
+  # --- copy and move tasks (directory/directory.h for the codes) ----------------
+  # A copy names one or more targets and source ""; a move one source and one
+  # target. The task is the creating client's to run: taskStart reserves one
+  # range per target (replicas in target order), the client writes the
+  # object's bytes there, taskEnd (copied: OK, or why the copy failed)
+  # attaches them as COMPLETE replicas or gives them back.
+  createTask @30 (clientId :Uuid, tenant :Text, type :TaskType, key :Text, source :Text,
+                  targets :List(Text))
+      -> (code :Int32, taskId :Uuid, leader :Text);
+  queryTask @31 (tenant :Text, taskId :Uuid) -> (code :Int32, task :TaskInfo, leader :Text);
+  taskStart @32 (clientId :Uuid, tenant :Text, taskId :Uuid)
+      -> (code :Int32, key :Text, size :UInt64, replicas :List(ReplicaDescriptor), leader :Text);
+  taskEnd @33 (clientId :Uuid, tenant :Text, taskId :Uuid, copied :Int32)
+      -> (code :Int32, leader :Text);
 
   # --- authentication (auth/proof.h, docs/security.md) -------------------------
   # A fresh 32-byte nonce for this connection's handshake (each call replaces

@@ -16,6 +16,7 @@ import os
 import _shelfmark as _native
 
 from mooncake._segments import SegmentsMixin
+from mooncake._tasks import QueryTaskResponse, TaskStatus, TaskType, TasksMixin
 from mooncake._tensor import TensorMixin
 from mooncake._zero_copy import ZeroCopyMixin
 from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig
@@ -23,7 +24,7 @@ from shelfmark._util import as_buffer, store_options
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "ReplicaStatus",
            "ReplicaDescriptor", "MemoryDescriptor", "DiskDescriptor", "BufferDescriptor",
-           "BufferHandle", "MooncakeConfig"]
+           "BufferHandle", "MooncakeConfig", "TaskType", "TaskStatus", "QueryTaskResponse"]
 
 BufferHandle = _native.BufferHandle
 
@@ -39,6 +40,8 @@ _TO_MOONCAKE = {
     -1400: -1000,  # ETCD_OPERATION_ERROR (Shelfmark's -1000 is ILLEGAL_CLIENT; docs/ha.md)
     -1401: -1001,  # ETCD_KEY_NOT_EXIST
     -1402: -1002,  # ETCD_TRANSACTION_FAIL
+    -1420: -1400,  # TASK_NOT_FOUND (Shelfmark's -1400 is ETCD_OPERATION_ERROR)
+    -1421: -1401,  # TASK_PENDING_LIMIT_EXCEEDED
 }
 _SHELFMARK_ONLY = frozenset(_TO_MOONCAKE)
 
@@ -265,7 +268,7 @@ class ReplicaDescriptor:
             self.status.name, "MEMORY" if self._info.memory else "LOCAL_DISK", self._info.endpoint)
 
 
-class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin):
+class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksMixin):
     """Mooncake's store client. Every method answers as Mooncake's does:
     0 / a size / 1-0 for success, a negative Mooncake error code otherwise
     (-600 INVALID_PARAMS before setup() or after close())."""
@@ -351,6 +354,7 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin):
         return _c(self._store.setup(o))
 
     def close(self):
+        self._stop_tasks()  # the tasks this store runs end first
         return self._store.close()
 
     def get_hostname(self):

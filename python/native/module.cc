@@ -14,6 +14,7 @@
 
 #include "common/error_code.h"
 #include "python/native/sessions.h"
+#include "python/native/tasks.h"
 #include "python/native/store.h"
 #include "transport/rdma_plugin.h"
 
@@ -271,7 +272,37 @@ PYBIND11_MODULE(_shelfmark, m) {
         return CodeAndId(
             [&](std::string* id) { return s.MountSegment(path, offset, size, protocol, id); });
       })
-      .def("unmount_segments", &Store::UnmountSegments, Release());
+      .def("unmount_segments", &Store::UnmountSegments, Release())
+      // copy and move tasks (python/native/tasks.h): type 0 copy, 1 move
+      .def("create_task", [](Store& s, int type, const std::string& key, const std::string& source,
+                             const std::vector<std::string>& targets) {
+        if (type != 0 && type != 1) return py::make_tuple(static_cast<int>(ErrorCode::INVALID_PARAMS), "");
+        const TaskSpec spec{static_cast<TaskType>(type), key, source, targets};
+        return CodeAndId([&](std::string* id) { return CreateTask(s, spec, id); });
+      })
+      .def("run_task", [](Store& s, const std::string& id) { return RunTask(s, id); }, Release())
+      .def("query_task", [](Store& s, const std::string& id) {
+        TaskInfo info;
+        int rc;
+        {
+          py::gil_scoped_release release;
+          rc = QueryTask(s, id, &info);
+        }
+        py::dict d;
+        if (rc != 0) return py::make_tuple(rc, py::none());
+        d["id"] = info.id.ToString();
+        d["type"] = static_cast<int>(info.type);
+        d["status"] = static_cast<int>(info.status);
+        d["key"] = info.key;
+        d["source"] = info.source;
+        d["targets"] = info.targets;
+        d["created_at_ms_epoch"] = info.created_at_ms_epoch;
+        d["last_updated_at_ms_epoch"] = info.last_updated_at_ms_epoch;
+        d["assigned_client"] = info.assigned_client.ToString();
+        d["error"] = static_cast<int>(info.error);
+        d["message"] = info.message;
+        return py::make_tuple(0, py::object(d));
+      });
 
   // Mooncake's put and get sessions over a NativeStore (kept alive by them).
   py::class_<Sessions>(m, "NativeSessions")

@@ -52,6 +52,8 @@ def test_codes_mooncake_numbers_differently():
     assert store._cs([0, -1002]) == [0, -1010]
     # Shelfmark's etcd codes (-1400..-1402) answer Mooncake's (-1000..-1002).
     assert [store._c(c) for c in (-1400, -1401, -1402)] == [-1000, -1001, -1002]
+    # Its task codes (-1420, -1421) answer Mooncake's (-1400, -1401).
+    assert [store._c(c) for c in (-1420, -1421)] == [-1400, -1401]
     assert store._c(-1410) == -1410  # NOT_LEADER: Mooncake has no such code
 
 
