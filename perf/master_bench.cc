@@ -64,7 +64,10 @@ class MasterBench {
   // (exclusive) or the phase ends.
   WorkerFactory PutWorkers(const BenchKeys& keys, std::atomic<uint64_t>* next, uint64_t limit,
                            int64_t batch, std::atomic<bool>* capped) const;
-  WorkerFactory GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch) const;
+  // Lookups (`exist` false: GetReplicaList; true: ExistKey) of random ids
+  // below `id_count`, `batch` keys a call.
+  WorkerFactory GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch,
+                           bool exist) const;
   WorkerFactory RemoveWorkers(const BenchKeys& keys, std::atomic<uint64_t>* next,
                               uint64_t limit) const;
   // Removes ids [--keep_keys, count) with force.
@@ -192,17 +195,29 @@ WorkerFactory MasterBench::PutWorkers(const BenchKeys& keys, std::atomic<uint64_
   };
 }
 
-WorkerFactory MasterBench::GetWorkers(const BenchKeys& keys, uint64_t id_count,
-                                      int64_t batch) const {
-  return [this, &keys, id_count, batch](size_t index) -> Result<StepFn> {
+WorkerFactory MasterBench::GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch,
+                                      bool exist) const {
+  return [this, &keys, id_count, batch, exist](size_t index) -> Result<StepFn> {
     auto client = Connect();
     if (!client.ok()) return client.error();
     auto names = std::make_shared<std::vector<std::string>>(static_cast<size_t>(batch));
     auto rng = std::make_shared<std::mt19937_64>(0x5eed + index * 7919);
-    return StepFn([this, c = *client, names, rng, &keys, id_count, batch]() -> Step {
+    return StepFn([this, c = *client, names, rng, &keys, id_count, batch, exist]() -> Step {
       std::uniform_int_distribution<uint64_t> pick(0, id_count - 1);
       for (auto& name : *names) keys.Make(pick(*rng), &name);
       Step s;
+      // An existence check counts as OK only when the key is there.
+      if (exist && batch == 1) {
+        auto there = c->ExistKey(o_.tenant, (*names)[0]);
+        (there.ok() && *there ? s.ok : s.errors) += 1;
+        return s;
+      }
+      if (exist) {
+        auto there = c->BatchExistKey(o_.tenant, *names);
+        if (!there.ok()) return Step{.errors = static_cast<uint64_t>(batch)};
+        for (const auto& one : *there) (one.ok() && *one ? s.ok : s.errors) += 1;
+        return s;
+      }
       if (batch == 1) {
         (c->GetReplicaList(o_.tenant, (*names)[0]).ok() ? s.ok : s.errors) += 1;
         return s;
@@ -279,9 +294,17 @@ bool MasterBench::RunThroughput() {
   if (!InterruptFlag().load() && put_out.ok > 0) {
     PhaseSpec get{.label = "get_replica_list" + shape, .workers = conns, .seconds = o_.seconds,
                   .stop = &InterruptFlag()};
-    PhaseOutcome get_out = RunPhase(get, GetWorkers(keys, attempted, o_.batch));
+    PhaseOutcome get_out = RunPhase(get, GetWorkers(keys, attempted, o_.batch, false));
     if (get_out.setup_error == ErrorCode::OK) {
       Emit(ResultOf("get_replica_list", o_.batch, conns, &get_out));
+    }
+  }
+  if (!InterruptFlag().load() && put_out.ok > 0) {
+    PhaseSpec exist{.label = "exist_key" + shape, .workers = conns, .seconds = o_.seconds,
+                    .stop = &InterruptFlag()};
+    PhaseOutcome exist_out = RunPhase(exist, GetWorkers(keys, attempted, o_.batch, true));
+    if (exist_out.setup_error == ErrorCode::OK) {
+      Emit(ResultOf("exist_key", o_.batch, conns, &exist_out));
     }
   }
   RemoveUnkept(keys, attempted, std::max<size_t>(conns, 4));
