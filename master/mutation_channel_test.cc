@@ -192,12 +192,7 @@ constexpr const char* kTokens =
 
 class MutationChannelAuthTest : public MutationChannelTest {
  protected:
-  void Configure(RpcServerOptions& options) override {
-    std::string error;
-    auto table = auth::TokenTable::Parse(kTokens, &error);
-    ASSERT_TRUE(table.ok()) << error;
-    options.tokens = *table;
-  }
+  void Configure(RpcServerOptions& options) override { UseTokens(kTokens, options); }
 };
 
 TEST_F(MutationChannelAuthTest, RolesTenantsAndForceHold) {

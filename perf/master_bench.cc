@@ -291,21 +291,14 @@ bool MasterBench::RunThroughput() {
   put_result.capped = capped.load();
   Emit(put_result);
 
-  if (!InterruptFlag().load() && put_out.ok > 0) {
-    PhaseSpec get{.label = "get_replica_list" + shape, .workers = conns, .seconds = o_.seconds,
-                  .stop = &InterruptFlag()};
-    PhaseOutcome get_out = RunPhase(get, GetWorkers(keys, attempted, o_.batch, false));
-    if (get_out.setup_error == ErrorCode::OK) {
-      Emit(ResultOf("get_replica_list", o_.batch, conns, &get_out));
-    }
-  }
-  if (!InterruptFlag().load() && put_out.ok > 0) {
-    PhaseSpec exist{.label = "exist_key" + shape, .workers = conns, .seconds = o_.seconds,
-                    .stop = &InterruptFlag()};
-    PhaseOutcome exist_out = RunPhase(exist, GetWorkers(keys, attempted, o_.batch, true));
-    if (exist_out.setup_error == ErrorCode::OK) {
-      Emit(ResultOf("exist_key", o_.batch, conns, &exist_out));
-    }
+  // Lookups, then existence checks, of what was put.
+  for (const bool exist : {false, true}) {
+    if (InterruptFlag().load() || put_out.ok == 0) break;
+    const std::string op = exist ? "exist_key" : "get_replica_list";
+    PhaseSpec read{.label = op + shape, .workers = conns, .seconds = o_.seconds,
+                   .stop = &InterruptFlag()};
+    PhaseOutcome read_out = RunPhase(read, GetWorkers(keys, attempted, o_.batch, exist));
+    if (read_out.setup_error == ErrorCode::OK) Emit(ResultOf(op, o_.batch, conns, &read_out));
   }
   RemoveUnkept(keys, attempted, std::max<size_t>(conns, 4));
   return true;
