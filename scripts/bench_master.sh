@@ -187,7 +187,7 @@ for op in get_replica_list put; do
       "$(echo "$line" | json_field p50_us) ($(echo "$line" | json_field keys_per_s | cut -d. -f1))"
   done
 done
-grep '"op":"memory"' "$out" | while IFS= read -r line; do
+{ grep '"op":"memory"' "$out" || true; } | while IFS= read -r line; do
   printf "%-52s %15s\n" "bytes/object at $(echo "$line" | json_field objects) objects (beyond key)" \
     "$(echo "$line" | json_field bytes_per_object) ($(echo "$line" | json_field overhead_beyond_key_bytes))"
 done
