@@ -248,22 +248,7 @@ Result<std::vector<Result<GetReplicaListResponse>>> DecodeBatchGetReply(std::str
   wire::Reader r(body.data(), body.size());
   const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
   if (code != ErrorCode::OK) return r.done() ? code : ErrorCode::RPC_FAIL;
-  const uint32_t count = r.Get<uint32_t>();
-  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
-  std::vector<Result<GetReplicaListResponse>> items;
-  items.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const ErrorCode item_code = ErrorCodeFromInt(r.Get<int32_t>());
-    if (item_code != ErrorCode::OK) {
-      items.emplace_back(item_code);
-      continue;
-    }
-    GetReplicaListResponse response;
-    if (!GetResponse(r, &response)) return ErrorCode::RPC_FAIL;
-    items.emplace_back(std::move(response));
-  }
-  if (!r.done()) return ErrorCode::RPC_FAIL;
-  return items;
+  return GetItems<GetReplicaListResponse>(r, expected, GetResponse);
 }
 
 }  // namespace shelfmark

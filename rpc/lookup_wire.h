@@ -160,6 +160,28 @@ bool GetEnum(wire::Reader& r, uint8_t max, E* out) {
 }
 void PutReplica(wire::Appender& a, const ReplicaDescriptor& d);
 bool GetReplica(wire::Reader& r, ReplicaDescriptor* d);
+// A batch reply's items after its OK code: count u32 (must be `expected`) |
+// count x (code i32 | a T, read by get_one(r, &t), when the code is OK);
+// RPC_FAIL when malformed or followed by anything.
+template <typename T, typename GetOne>
+Result<std::vector<Result<T>>> GetItems(wire::Reader& r, size_t expected, GetOne&& get_one) {
+  const uint32_t count = r.Get<uint32_t>();
+  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
+  std::vector<Result<T>> items;
+  items.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
+    if (code != ErrorCode::OK) {
+      items.emplace_back(code);
+      continue;
+    }
+    T value{};
+    if (!get_one(r, &value)) return ErrorCode::RPC_FAIL;
+    items.emplace_back(std::move(value));
+  }
+  if (!r.done()) return ErrorCode::RPC_FAIL;
+  return items;
+}
 // `count` keys into out->keys; false when over `max_batch` or the bytes left.
 bool GetKeys(wire::Reader& r, size_t max_batch, std::vector<std::string_view>* keys);
 }  // namespace lookup_wire_internal

@@ -285,22 +285,7 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> DecodeBatchPutStartR
   wire::Reader r(body.data(), body.size());
   ErrorCode code;
   if (!ReplyHead(r, &code)) return code;
-  const uint32_t count = r.Get<uint32_t>();
-  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
-  std::vector<Result<std::vector<ReplicaDescriptor>>> items;
-  items.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const ErrorCode item = ErrorCodeFromInt(r.Get<int32_t>());
-    if (item != ErrorCode::OK) {
-      items.emplace_back(item);
-      continue;
-    }
-    std::vector<ReplicaDescriptor> replicas;
-    if (!GetReplicas(r, &replicas)) return ErrorCode::RPC_FAIL;
-    items.emplace_back(std::move(replicas));
-  }
-  if (!r.done()) return ErrorCode::RPC_FAIL;
-  return items;
+  return GetItems<std::vector<ReplicaDescriptor>>(r, expected, GetReplicas);
 }
 
 ErrorCode DecodeCodeReply(std::string_view body) {
@@ -334,18 +319,7 @@ Result<std::vector<Result<bool>>> DecodeBatchExistReply(std::string_view body, s
   wire::Reader r(body.data(), body.size());
   ErrorCode code;
   if (!ReplyHead(r, &code)) return code;
-  const uint32_t count = r.Get<uint32_t>();
-  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
-  std::vector<Result<bool>> items;
-  items.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const ErrorCode item = ErrorCodeFromInt(r.Get<int32_t>());
-    bool exists = false;
-    if (item == ErrorCode::OK && !GetBool(r, &exists)) return ErrorCode::RPC_FAIL;
-    items.emplace_back(item == ErrorCode::OK ? Result<bool>(exists) : Result<bool>(item));
-  }
-  if (!r.done()) return ErrorCode::RPC_FAIL;
-  return items;
+  return GetItems<bool>(r, expected, GetBool);
 }
 
 }  // namespace shelfmark
