@@ -18,6 +18,7 @@
 #include "rpc/lookup_client.h"
 #include "rpc/master_client.h"
 #include "testing/process_util.h"
+#include "testing/temp_dir.h"
 #include "directory/directory_test_util.h"
 #include "testing/wait_for.h"
 
@@ -44,10 +45,12 @@ int ThreadCount() {
 }
 
 TEST(PutKillProcess, AKilledPutIsNeverVisibleAndIsReclaimedAfterTheDiscardTimeout) {
+  // A fresh log: StartMaster reads the ports the master prints there.
+  testing::TempDir dir("put_kill");
   testing::ServicePorts ports;
   auto master = testing::StartMaster(
       SHELFMARK_MASTER_BIN, {"--put_start_discard_timeout_sec=1", "--client_ttl=600"},
-      ::testing::TempDir() + "put_kill_master.log", &ports);
+      dir.Join("master.log"), &ports);
   ASSERT_NE(master, nullptr);
   MasterClientOptions options;
   options.address = "127.0.0.1:" + std::to_string(ports.rpc);
