@@ -102,10 +102,10 @@ TEST_F(LookupChannelTest, MasterClientUsesTheChannelAndCapnpStillServes) {
   auto r = client.GetReplicaList("", "k");
   ASSERT_TRUE(r.ok()) << ErrorCodeName(r.error());
   EXPECT_EQ(r->replicas.size(), 1u);
-  // The same client's other calls (Cap'n Proto) share the port.
-  auto exists = client.ExistKey("", "k");
-  ASSERT_TRUE(exists.ok());
-  EXPECT_TRUE(*exists);
+  // The same client's other calls (Stat: Cap'n Proto) share the port.
+  auto info = client.Stat("", "k");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->key, "k");
   // One connection per protocol.
   int open = 0;
   for (int c : server_->OpenConnections()) open += c;
@@ -280,12 +280,7 @@ constexpr const char* kTokens =
 
 class LookupChannelAuthTest : public LookupChannelTest {
  protected:
-  void Configure(RpcServerOptions& options) override {
-    std::string error;
-    auto table = auth::TokenTable::Parse(kTokens, &error);
-    ASSERT_TRUE(table.ok()) << error;
-    options.tokens = *table;
-  }
+  void Configure(RpcServerOptions& options) override { UseTokens(kTokens, options); }
   // Puts through an authenticated Cap'n Proto client.
   void PutWithToken(const std::string& key, const std::string& tenant) {
     MasterClientOptions o = ClientOptions();

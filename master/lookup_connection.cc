@@ -36,6 +36,10 @@ kj::Promise<void> LookupConnection::ReadAtLeast(size_t min) {
 
 kj::Promise<void> LookupConnection::AnswerComplete() {
   out_.clear();
+  return AnswerMore();
+}
+
+kj::Promise<void> LookupConnection::AnswerMore() {
   size_t pos = 0;
   size_t need = kLookupHeaderBytes;  // bytes the next frame needs beyond `pos`
   bool keep = true;
@@ -50,9 +54,18 @@ kj::Promise<void> LookupConnection::AnswerComplete() {
     keep = session_->Handle(std::string_view(in_.data() + pos + kLookupHeaderBytes, body), &out_);
     pos += need;
     need = kLookupHeaderBytes;
+    if (session_->pending()) break;
   }
   std::memmove(in_.data(), in_.data() + pos, have_ - pos);
   have_ -= pos;
+  if (session_->pending()) {
+    // A mutation waits for its standbys: its reply is settled before any
+    // later frame is answered (replies stay in request order).
+    return session_->WaitPending().then([this]() -> kj::Promise<void> {
+      session_->FinishPending(&out_);
+      return AnswerMore();
+    });
+  }
   if (!keep) stream_->AbortAfterNextWrite();
   if (out_.empty()) {
     if (!keep) {

@@ -3,7 +3,8 @@
 // frame that has arrived with one write (a client may pipeline), and loops.
 // A reply is written in the same turn its request completes: no thread
 // hand-off, one read and one write per request when requests come one by
-// one.
+// one. A mutation that waits for its standbys (master/replication_wait.h)
+// holds the frames after it until its reply is settled.
 //
 // Limits: the stream is the connection's GuardedStream, whose frame meter
 // knows lookup frames, so request size, the server's request budget, slow
@@ -43,6 +44,9 @@ class LookupConnection {
   // Answers every whole frame in the buffer; then writes the replies and
   // reads on (or ends the connection).
   kj::Promise<void> AnswerComplete();
+  // The same, appending to the replies already in out_ (after a reply that
+  // waited for replication, LookupSession::pending).
+  kj::Promise<void> AnswerMore();
 
   kj::Own<GuardedStream> stream_;
   std::unique_ptr<LookupSession> session_;

@@ -12,6 +12,7 @@
 
 #include "master/connection_auth.h"
 #include "master/lookup_session.h"
+#include "master/replication_wait.h"
 #include "master/service_shared.h"
 #include "replication/replication_leader.h"
 #include "service/metrics.h"
@@ -492,12 +493,8 @@ class MasterServiceImpl final : public wire::MasterService::Server {
   // Runs one call after the connection's role check (auth_.Admit) and the
   // leadership gate (NOT_LEADER on a standby, and for a mutation on a fenced
   // leader); records the per-method metrics.
-  // A mutation that succeeded on a leader with hot standbys is answered once
-  // enough standbys hold it (ReplicationLeader::WhenReplicated), and only
-  // if this master may still acknowledge then (the fence is checked again:
-  // a leader cut off from etcd and its standbys never acknowledges a change
-  // that exists only here); else NOT_LEADER, and the caller asks the new
-  // leader, where the change does not exist.
+  // A mutation that succeeded waits for its replication
+  // (master/replication_wait.h).
   template <typename Context, typename Fn>
   kj::Promise<void> Serve(Method method, Context& ctx, Fn&& fn) {
     const auto start = std::chrono::steady_clock::now();
@@ -510,20 +507,14 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       // An unauthenticated caller gets this one answer, then the connection ends.
       if (code == ErrorCode::UNAUTHENTICATED) close_after_reply_();
     }
-    const CallKind kind = kMethodKinds[method];
-    if (code == ErrorCode::OK && Mutates(kind) && s_.replication != nullptr) {
-      // An allocation's own state is dropped by a loaded standby; what it
-      // must not outrun is the removal of what its ranges held.
-      const uint64_t seq =
-          kind == CallKind::kAllocation ? s_.directory.FreeSeq() : s_.directory.ChangeSeq();
-      std::optional<kj::Promise<void>> waited = WaitReplicated(seq);
+    const std::optional<uint64_t> seq =
+        code == ErrorCode::OK ? ReplicationSeq(s_, kMethodKinds[method]) : std::nullopt;
+    if (seq) {
+      std::optional<kj::Promise<void>> waited = WaitReplicated(s_, *seq);
       if (waited) {
         // `ctx` is the method's parameter: the continuation holds a copy.
-        // Released without being replicated (the leader was fenced):
-        // NOT_LEADER, even if the fence holds again by now.
-        return kj::mv(*waited).then([this, reply = ctx, method, start, seq]() mutable {
-          ErrorCode code = s_.replication->Replicated(seq) ? s_.gate.Admit(CallKind::kMutation)
-                                                            : ErrorCode::NOT_LEADER;
+        return kj::mv(*waited).then([this, reply = ctx, method, start, seq = *seq]() mutable {
+          const ErrorCode code = AfterReplicated(s_, seq);
           if (code != ErrorCode::OK) Refuse(reply, code);
           RecordCall(s_, method, code, start);
         });
@@ -545,18 +536,6 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       const std::string leader = s_.gate.leader_hint();
       if (!leader.empty()) results.setLeader(leader);
     }
-  }
-
-  // A promise fulfilled once the directory's changes up to `seq` are
-  // replicated; null when they already are (or nothing waits).
-  std::optional<kj::Promise<void>> WaitReplicated(uint64_t seq) {
-    auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
-    auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(
-        kj::mv(paf.fulfiller));
-    if (s_.replication->WhenReplicated(seq, [fulfiller] { (*fulfiller)->fulfill(); })) {
-      return std::nullopt;
-    }
-    return kj::mv(paf.promise);
   }
 
   // Runs `fn(params)`, which decodes, calls the directory, fills the payload

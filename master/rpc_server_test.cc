@@ -709,7 +709,13 @@ TEST_F(RpcServerTest, MetricsCountRequestsAndFailures) {
   EXPECT_EQ(Metric("shelfmark_master_rpc_failures_total", "BatchPutStart"), 0);
   EXPECT_EQ(Metric("shelfmark_master_rpc_latency_seconds_count", "NotifyOffloadSuccess"), 0);
 
-  MasterClient client(ClientOptions());
+  // Cap'n Proto alone: the framed channel cannot carry a batch whose sizes
+  // do not match its keys (its client refuses it unsent); its calls are
+  // counted under the same methods (lookup_channel_test,
+  // mutation_channel_test).
+  MasterClientOptions capnp_only = ClientOptions();
+  capnp_only.lookup_channel = false;
+  MasterClient client(capnp_only);
   ASSERT_TRUE(client.Ping().ok());
   ASSERT_TRUE(client.Ping().ok());
   EXPECT_EQ(client.GetReplicaList("", "missing").error(), ErrorCode::OBJECT_NOT_FOUND);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "auth/token_table.h"
 #include "common/clock.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
@@ -73,6 +74,14 @@ class RpcServerFixture : public ::testing::Test {
     auto started = client.PutStart(tenant, key, size, config);
     ASSERT_TRUE(started.ok()) << key << ": " << ErrorCodeName(started.error());
     ASSERT_EQ(client.PutEnd(tenant, key), ErrorCode::OK) << key;
+  }
+
+  // Sets `options.tokens` from a token file's text (auth/token_table.h).
+  static void UseTokens(const char* text, RpcServerOptions& options) {
+    std::string error;
+    auto table = auth::TokenTable::Parse(text, &error);
+    ASSERT_TRUE(table.ok()) << error;
+    options.tokens = *table;
   }
 
   double Metric(const std::string& name, const std::string& method) {

@@ -2,7 +2,9 @@
 // tag) to replication: a real ReplicationStandby copies the directory
 // through the port while Cap'n Proto and lookup channel clients are served
 // beside it; mutations are answered once it holds them, a put's start only
-// once it holds the frees the start may reuse.
+// once it holds the frees the start may reuse. (MasterClient sends its
+// puts and removes on the framed channel: these waits are the channel's,
+// master/lookup_session.h, "Replication".)
 #include <gtest/gtest.h>
 
 #include <future>

@@ -64,7 +64,10 @@ class MasterBench {
   // (exclusive) or the phase ends.
   WorkerFactory PutWorkers(const BenchKeys& keys, std::atomic<uint64_t>* next, uint64_t limit,
                            int64_t batch, std::atomic<bool>* capped) const;
-  WorkerFactory GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch) const;
+  // Lookups (`exist` false: GetReplicaList; true: ExistKey) of random ids
+  // below `id_count`, `batch` keys a call.
+  WorkerFactory GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch,
+                           bool exist) const;
   WorkerFactory RemoveWorkers(const BenchKeys& keys, std::atomic<uint64_t>* next,
                               uint64_t limit) const;
   // Removes ids [--keep_keys, count) with force.
@@ -192,17 +195,29 @@ WorkerFactory MasterBench::PutWorkers(const BenchKeys& keys, std::atomic<uint64_
   };
 }
 
-WorkerFactory MasterBench::GetWorkers(const BenchKeys& keys, uint64_t id_count,
-                                      int64_t batch) const {
-  return [this, &keys, id_count, batch](size_t index) -> Result<StepFn> {
+WorkerFactory MasterBench::GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch,
+                                      bool exist) const {
+  return [this, &keys, id_count, batch, exist](size_t index) -> Result<StepFn> {
     auto client = Connect();
     if (!client.ok()) return client.error();
     auto names = std::make_shared<std::vector<std::string>>(static_cast<size_t>(batch));
     auto rng = std::make_shared<std::mt19937_64>(0x5eed + index * 7919);
-    return StepFn([this, c = *client, names, rng, &keys, id_count, batch]() -> Step {
+    return StepFn([this, c = *client, names, rng, &keys, id_count, batch, exist]() -> Step {
       std::uniform_int_distribution<uint64_t> pick(0, id_count - 1);
       for (auto& name : *names) keys.Make(pick(*rng), &name);
       Step s;
+      // An existence check counts as OK only when the key is there.
+      if (exist && batch == 1) {
+        auto there = c->ExistKey(o_.tenant, (*names)[0]);
+        (there.ok() && *there ? s.ok : s.errors) += 1;
+        return s;
+      }
+      if (exist) {
+        auto there = c->BatchExistKey(o_.tenant, *names);
+        if (!there.ok()) return Step{.errors = static_cast<uint64_t>(batch)};
+        for (const auto& one : *there) (one.ok() && *one ? s.ok : s.errors) += 1;
+        return s;
+      }
       if (batch == 1) {
         (c->GetReplicaList(o_.tenant, (*names)[0]).ok() ? s.ok : s.errors) += 1;
         return s;
@@ -276,13 +291,14 @@ bool MasterBench::RunThroughput() {
   put_result.capped = capped.load();
   Emit(put_result);
 
-  if (!InterruptFlag().load() && put_out.ok > 0) {
-    PhaseSpec get{.label = "get_replica_list" + shape, .workers = conns, .seconds = o_.seconds,
-                  .stop = &InterruptFlag()};
-    PhaseOutcome get_out = RunPhase(get, GetWorkers(keys, attempted, o_.batch));
-    if (get_out.setup_error == ErrorCode::OK) {
-      Emit(ResultOf("get_replica_list", o_.batch, conns, &get_out));
-    }
+  // Lookups, then existence checks, of what was put.
+  for (const bool exist : {false, true}) {
+    if (InterruptFlag().load() || put_out.ok == 0) break;
+    const std::string op = exist ? "exist_key" : "get_replica_list";
+    PhaseSpec read{.label = op + shape, .workers = conns, .seconds = o_.seconds,
+                   .stop = &InterruptFlag()};
+    PhaseOutcome read_out = RunPhase(read, GetWorkers(keys, attempted, o_.batch, exist));
+    if (read_out.setup_error == ErrorCode::OK) Emit(ResultOf(op, o_.batch, conns, &read_out));
   }
   RemoveUnkept(keys, attempted, std::max<size_t>(conns, 4));
   return true;

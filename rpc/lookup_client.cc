@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "auth/proof.h"
 #include "common/host_port.h"
 #include "rpc/lookup_wire.h"
+#include "rpc/mutation_wire.h"
 
 namespace shelfmark {
 namespace {
@@ -74,7 +76,11 @@ ErrorCode LookupClient::EnsureConnected() {
     return ErrorCode::RPC_FAIL;
   }
   have_ = 0;
-  const ErrorCode code = options_.token.empty() ? ErrorCode::OK : Handshake();
+  // Without a token the challenge is still asked until the master has
+  // answered once: it proves the master speaks the channel before any
+  // request that changes state is sent.
+  const bool handshake = !options_.token.empty() || !ever_answered_;
+  const ErrorCode code = handshake ? Handshake() : ErrorCode::OK;
   if (code != ErrorCode::OK) fd_.Reset();
   return code;
 }
@@ -88,7 +94,10 @@ ErrorCode LookupClient::Handshake() {
   if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
   auto challenge = DecodeChallengeReply(Body(body));
   if (!challenge.ok()) return challenge.error();
-  if (!challenge->required) return ErrorCode::OK;
+  // Without a token there is nothing to prove: the call goes out and the
+  // master refuses it (UNAUTHENTICATED, counted as a refused call), as
+  // over Cap'n Proto.
+  if (!challenge->required || options_.token.empty()) return ErrorCode::OK;
   if (challenge->server_nonce.size() != auth::kNonceBytes) return ErrorCode::RPC_FAIL;
   const auth::Nonce client_nonce = auth::NewNonce();
   const std::string_view server_nonce = challenge->server_nonce;
@@ -144,31 +153,118 @@ std::string_view LookupClient::Body(uint32_t body_bytes) const {
   return std::string_view(in_.data() + kLookupHeaderBytes, body_bytes);
 }
 
+template <typename Ret, typename Append, typename Decode>
+Ret LookupClient::Exchange(Deadline deadline, Append&& append, Decode&& decode) {
+  Begin(deadline);
+  request_sent_ = false;
+  if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
+  out_.clear();
+  append(&out_);
+  request_sent_ = true;
+  uint32_t body = 0;
+  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
+  Ret reply = decode(Body(body));
+  const bool malformed = [&] {
+    if constexpr (std::is_same_v<Ret, ErrorCode>) {
+      return reply == ErrorCode::RPC_FAIL;
+    } else {
+      return !reply.ok() && reply.error() == ErrorCode::RPC_FAIL;
+    }
+  }();
+  if (malformed) fd_.Reset();
+  return reply;
+}
+
 Result<GetReplicaListResponse> LookupClient::GetReplicaList(std::string_view tenant,
                                                             std::string_view key,
                                                             Deadline deadline) {
-  Begin(deadline);
-  if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
-  out_.clear();
-  AppendGetRequest(tenant, key, &out_);
-  uint32_t body = 0;
-  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
-  auto reply = DecodeGetReply(Body(body));
-  if (!reply.ok() && reply.error() == ErrorCode::RPC_FAIL) fd_.Reset();
-  return reply;
+  return Exchange<Result<GetReplicaListResponse>>(
+      deadline, [&](std::string* out) { AppendGetRequest(tenant, key, out); }, DecodeGetReply);
 }
 
 Result<std::vector<Result<GetReplicaListResponse>>> LookupClient::BatchGetReplicaList(
     std::string_view tenant, const std::vector<std::string>& keys, Deadline deadline) {
-  Begin(deadline);
-  if (ErrorCode code = EnsureConnected(); code != ErrorCode::OK) return code;
-  out_.clear();
-  AppendBatchGetRequest(tenant, keys, &out_);
-  uint32_t body = 0;
-  if (ErrorCode code = RoundTrip(&body); code != ErrorCode::OK) return code;
-  auto reply = DecodeBatchGetReply(Body(body), keys.size());
-  if (!reply.ok() && reply.error() == ErrorCode::RPC_FAIL) fd_.Reset();
-  return reply;
+  return Exchange<Result<std::vector<Result<GetReplicaListResponse>>>>(
+      deadline, [&](std::string* out) { AppendBatchGetRequest(tenant, keys, out); },
+      [&](std::string_view body) { return DecodeBatchGetReply(body, keys.size()); });
+}
+
+Result<std::vector<ReplicaDescriptor>> LookupClient::PutStart(const UUID& client,
+                                                              std::string_view tenant,
+                                                              std::string_view key, uint64_t size,
+                                                              const PutConfig& config,
+                                                              Deadline deadline) {
+  return Exchange<Result<std::vector<ReplicaDescriptor>>>(
+      deadline,
+      [&](std::string* out) { AppendPutStartRequest(client, tenant, key, size, config, out); },
+      DecodePutStartReply);
+}
+
+ErrorCode LookupClient::PutFinish(bool end, const UUID& client, std::string_view tenant,
+                                  std::string_view key, ReplicaType type, Deadline deadline) {
+  const LookupOp op = end ? LookupOp::kPutEnd : LookupOp::kPutRevoke;
+  return Exchange<ErrorCode>(
+      deadline,
+      [&](std::string* out) { AppendPutFinishRequest(op, client, tenant, key, type, out); },
+      DecodeCodeReply);
+}
+
+Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> LookupClient::BatchPutStart(
+    const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& sizes, const PutConfig& config,
+    const std::vector<uint64_t>& checksums, Deadline deadline) {
+  // The master refuses mismatched lengths whole (as over Cap'n Proto); the
+  // frame cannot carry them, so they are refused here.
+  if (sizes.size() != keys.size() || (!checksums.empty() && checksums.size() != keys.size())) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  return Exchange<Result<std::vector<Result<std::vector<ReplicaDescriptor>>>>>(
+      deadline,
+      [&](std::string* out) {
+        AppendBatchPutStartRequest(client, tenant, keys, sizes, config, checksums, out);
+      },
+      [&](std::string_view body) { return DecodeBatchPutStartReply(body, keys.size()); });
+}
+
+Result<std::vector<ErrorCode>> LookupClient::BatchPutFinish(bool end, const UUID& client,
+                                                            std::string_view tenant,
+                                                            const std::vector<std::string>& keys,
+                                                            Deadline deadline) {
+  const LookupOp op = end ? LookupOp::kBatchPutEnd : LookupOp::kBatchPutRevoke;
+  return Exchange<Result<std::vector<ErrorCode>>>(
+      deadline,
+      [&](std::string* out) { AppendBatchPutFinishRequest(op, client, tenant, keys, out); },
+      [&](std::string_view body) { return DecodeCodesReply(body, keys.size()); });
+}
+
+Result<bool> LookupClient::ExistKey(std::string_view tenant, std::string_view key,
+                                    Deadline deadline) {
+  return Exchange<Result<bool>>(
+      deadline, [&](std::string* out) { AppendExistRequest(tenant, key, out); },
+      DecodeExistReply);
+}
+
+Result<std::vector<Result<bool>>> LookupClient::BatchExistKey(std::string_view tenant,
+                                                              const std::vector<std::string>& keys,
+                                                              Deadline deadline) {
+  return Exchange<Result<std::vector<Result<bool>>>>(
+      deadline, [&](std::string* out) { AppendBatchExistRequest(tenant, keys, out); },
+      [&](std::string_view body) { return DecodeBatchExistReply(body, keys.size()); });
+}
+
+ErrorCode LookupClient::Remove(std::string_view tenant, std::string_view key, bool force,
+                               Deadline deadline) {
+  return Exchange<ErrorCode>(
+      deadline, [&](std::string* out) { AppendRemoveRequest(tenant, key, force, out); },
+      DecodeCodeReply);
+}
+
+Result<std::vector<ErrorCode>> LookupClient::BatchRemove(std::string_view tenant,
+                                                         const std::vector<std::string>& keys,
+                                                         bool force, Deadline deadline) {
+  return Exchange<Result<std::vector<ErrorCode>>>(
+      deadline, [&](std::string* out) { AppendBatchRemoveRequest(tenant, keys, force, out); },
+      [&](std::string_view body) { return DecodeCodesReply(body, keys.size()); });
 }
 
 }  // namespace shelfmark

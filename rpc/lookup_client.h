@@ -1,5 +1,6 @@
 // LookupClient: the client side of the master's lookup channel
-// (rpc/lookup_wire.h): GetReplicaList and its batch form over a plain
+// (rpc/lookup_wire.h, rpc/mutation_wire.h): GetReplicaList, PutStart,
+// PutEnd, PutRevoke, ExistKey, Remove and their batch forms over a plain
 // blocking TCP connection to the master's RPC port. The calling thread
 // sends the request and blocks in recv() for the reply: one send and one
 // receive per lookup, no event loop and no other thread in between.
@@ -7,7 +8,9 @@
 // Connection: made on first use (and again after any failure); with a
 // token, the same challenge-response proof as the Cap'n Proto handshake
 // (auth/proof.h; the master proves itself back) runs before the first
-// lookup. Failures: RPC_FAIL for transport errors, timeouts and malformed
+// lookup. A new connection always starts with the challenge (a token or
+// not) until the master has answered once, so a master that does not
+// speak the channel is found out before any mutation is sent. Failures: RPC_FAIL for transport errors, timeouts and malformed
 // replies, after which the connection is closed; the master's own codes
 // otherwise (UNAUTHENTICATED, PERMISSION_DENIED, ...).
 // Time: each call ends by its deadline, connect, handshake, send and
@@ -51,9 +54,39 @@ class LookupClient {
       std::string_view tenant, const std::vector<std::string>& keys,
       Deadline deadline = std::nullopt);
 
+  Result<std::vector<ReplicaDescriptor>> PutStart(const UUID& client, std::string_view tenant,
+                                                  std::string_view key, uint64_t size,
+                                                  const PutConfig& config,
+                                                  Deadline deadline = std::nullopt);
+  // PutEnd (`end`) or PutRevoke.
+  ErrorCode PutFinish(bool end, const UUID& client, std::string_view tenant,
+                      std::string_view key, ReplicaType type, Deadline deadline = std::nullopt);
+  Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> BatchPutStart(
+      const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& sizes, const PutConfig& config,
+      const std::vector<uint64_t>& checksums, Deadline deadline = std::nullopt);
+  // BatchPutEnd (`end`) or BatchPutRevoke.
+  Result<std::vector<ErrorCode>> BatchPutFinish(bool end, const UUID& client,
+                                                std::string_view tenant,
+                                                const std::vector<std::string>& keys,
+                                                Deadline deadline = std::nullopt);
+  Result<bool> ExistKey(std::string_view tenant, std::string_view key,
+                        Deadline deadline = std::nullopt);
+  Result<std::vector<Result<bool>>> BatchExistKey(std::string_view tenant,
+                                                  const std::vector<std::string>& keys,
+                                                  Deadline deadline = std::nullopt);
+  ErrorCode Remove(std::string_view tenant, std::string_view key, bool force,
+                   Deadline deadline = std::nullopt);
+  Result<std::vector<ErrorCode>> BatchRemove(std::string_view tenant,
+                                             const std::vector<std::string>& keys, bool force,
+                                             Deadline deadline = std::nullopt);
+
   // True once any reply arrived on this client (the master speaks the
   // channel); MasterClient falls back to Cap'n Proto while it is false.
   bool ever_answered() const { return ever_answered_; }
+  // Whether the last call's request may have reached the master (its send
+  // began): a mutation that failed after that is not repeated elsewhere.
+  bool request_sent() const { return request_sent_; }
 
  private:
   // Starts a call: its deadline, `deadline` or call_timeout_ms from now.
@@ -72,6 +105,10 @@ class LookupClient {
   ErrorCode RoundTrip(uint32_t* body_bytes);
   bool ReceiveAtLeast(size_t bytes);
   std::string_view Body(uint32_t body_bytes) const;
+  // One call: connects (Begin, EnsureConnected), has `append(&out_)` write
+  // the request frame, and decodes the reply body with `decode`.
+  template <typename Ret, typename Append, typename Decode>
+  Ret Exchange(Deadline deadline, Append&& append, Decode&& decode);
 
   LookupClientOptions options_;
   UniqueFd fd_;
@@ -81,6 +118,7 @@ class LookupClient {
   Clock::time_point deadline_{};  // of the call in progress
   int armed_ms_ = 0;  // the socket's send and receive time-outs (0: not set)
   bool ever_answered_ = false;
+  bool request_sent_ = false;
 };
 
 }  // namespace shelfmark

@@ -3,14 +3,10 @@
 #include <cstring>
 
 #include "common/wire_bytes.h"
+#include "rpc/mutation_wire.h"
 
 namespace shelfmark {
-namespace {
-
-// The smallest encodings, for bounding counts by the bytes left.
-constexpr size_t kMinKeyBytes = 4;       // an empty length-prefixed string
-constexpr size_t kMinItemBytes = 4;      // a code alone
-constexpr size_t kMinReplicaBytes = 10;  // id, status, type
+namespace lookup_wire_internal {
 
 void PutUuid(wire::Appender& a, const UUID& id) { a.Put(id.hi).Put(id.lo); }
 UUID GetUuid(wire::Reader& r) {
@@ -32,6 +28,7 @@ void PutReplica(wire::Appender& a, const ReplicaDescriptor& d) {
   }
 }
 
+namespace {
 void PutResponse(wire::Appender& a, const GetReplicaListResponse& r) {
   a.Put(r.size).Put(static_cast<uint8_t>(r.checksum.has_value())).Put(r.checksum.value_or(0));
   a.Put(static_cast<uint8_t>(r.data_type)).Put(r.lease_ttl_ms);
@@ -39,13 +36,7 @@ void PutResponse(wire::Appender& a, const GetReplicaListResponse& r) {
   for (const ReplicaDescriptor& d : r.replicas) PutReplica(a, d);
 }
 
-// Reads an enum stored as u8 whose values run 0..max; false when out of range.
-template <typename E>
-bool GetEnum(wire::Reader& r, uint8_t max, E* out) {
-  const uint8_t v = r.Get<uint8_t>();
-  *out = static_cast<E>(v);
-  return v <= max;
-}
+}  // namespace
 
 bool GetReplica(wire::Reader& r, ReplicaDescriptor* d) {
   d->id = r.Get<uint64_t>();
@@ -67,6 +58,15 @@ bool GetReplica(wire::Reader& r, ReplicaDescriptor* d) {
   return true;
 }
 
+bool GetKeys(wire::Reader& r, size_t max_batch, std::vector<std::string_view>* keys) {
+  const uint32_t count = r.Get<uint32_t>();
+  if (count > max_batch || count > r.left() / kMinKeyBytes) return false;
+  keys->clear();
+  for (uint32_t i = 0; i < count; ++i) keys->push_back(r.BytesView());
+  return true;
+}
+
+namespace {
 bool GetResponse(wire::Reader& r, GetReplicaListResponse* out) {
   out->size = r.Get<uint64_t>();
   const uint8_t has_checksum = r.Get<uint8_t>();
@@ -85,6 +85,9 @@ bool GetResponse(wire::Reader& r, GetReplicaListResponse* out) {
 }
 
 }  // namespace
+}  // namespace lookup_wire_internal
+
+using namespace lookup_wire_internal;  // NOLINT: this file's own helpers
 
 size_t BeginLookupFrame(std::string* out) {
   const size_t start = out->size();
@@ -151,16 +154,12 @@ ErrorCode DecodeLookupRequest(std::string_view body, size_t max_batch, LookupReq
       out->tenant = r.BytesView();
       out->key = r.BytesView();
       break;
-    case LookupOp::kBatchGet: {
+    case LookupOp::kBatchGet:
       out->tenant = r.BytesView();
-      const uint32_t count = r.Get<uint32_t>();
-      if (count > max_batch || count > r.left() / kMinKeyBytes) return ErrorCode::INVALID_PARAMS;
-      out->keys.clear();
-      for (uint32_t i = 0; i < count; ++i) out->keys.push_back(r.BytesView());
+      if (!GetKeys(r, max_batch, &out->keys)) return ErrorCode::INVALID_PARAMS;
       break;
-    }
     default:
-      return ErrorCode::INVALID_PARAMS;
+      if (!DecodeMutationPayload(out->op, r, max_batch, out)) return ErrorCode::INVALID_PARAMS;
   }
   return r.done() ? ErrorCode::OK : ErrorCode::INVALID_PARAMS;
 }
@@ -249,22 +248,7 @@ Result<std::vector<Result<GetReplicaListResponse>>> DecodeBatchGetReply(std::str
   wire::Reader r(body.data(), body.size());
   const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
   if (code != ErrorCode::OK) return r.done() ? code : ErrorCode::RPC_FAIL;
-  const uint32_t count = r.Get<uint32_t>();
-  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
-  std::vector<Result<GetReplicaListResponse>> items;
-  items.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const ErrorCode item_code = ErrorCodeFromInt(r.Get<int32_t>());
-    if (item_code != ErrorCode::OK) {
-      items.emplace_back(item_code);
-      continue;
-    }
-    GetReplicaListResponse response;
-    if (!GetResponse(r, &response)) return ErrorCode::RPC_FAIL;
-    items.emplace_back(std::move(response));
-  }
-  if (!r.done()) return ErrorCode::RPC_FAIL;
-  return items;
+  return GetItems<GetReplicaListResponse>(r, expected, GetResponse);
 }
 
 }  // namespace shelfmark

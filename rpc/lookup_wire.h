@@ -50,13 +50,32 @@
 #include "common/error_code.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "common/uuid.h"
+#include "common/wire_bytes.h"
 
 namespace shelfmark {
 
 inline constexpr uint32_t kLookupFrameTag = 0x4b4c4d53;  // "SMLK"
 inline constexpr size_t kLookupHeaderBytes = 8;
 
-enum class LookupOp : uint8_t { kChallenge = 1, kAuthenticate = 2, kGet = 3, kBatchGet = 4 };
+// Ops 1-4 are lookups and the handshake (this file); 5-14 are the
+// mutations and existence checks of rpc/mutation_wire.h.
+enum class LookupOp : uint8_t {
+  kChallenge = 1,
+  kAuthenticate = 2,
+  kGet = 3,
+  kBatchGet = 4,
+  kPutStart = 5,
+  kPutEnd = 6,
+  kPutRevoke = 7,
+  kBatchPutStart = 8,
+  kBatchPutEnd = 9,
+  kBatchPutRevoke = 10,
+  kExist = 11,
+  kBatchExist = 12,
+  kRemove = 13,
+  kBatchRemove = 14,
+};
 
 // --- frames ------------------------------------------------------------------
 // Appends a frame header to *out and returns where the frame starts;
@@ -78,12 +97,20 @@ void AppendBatchGetRequest(std::string_view tenant, const std::vector<std::strin
                            std::string* out);
 
 // A decoded request: views into the frame body it came from.
+// Mutation ops (rpc/mutation_wire.h) fill the fields their payload has.
 struct LookupRequest {
   LookupOp op = LookupOp::kGet;
   std::string_view client_nonce, proof;  // kAuthenticate
-  std::string_view tenant;               // kGet, kBatchGet
-  std::string_view key;                  // kGet
-  std::vector<std::string_view> keys;    // kBatchGet (capacity reused across calls)
+  std::string_view tenant;               // every op but the handshake's
+  std::string_view key;                  // single-key ops
+  std::vector<std::string_view> keys;    // batch ops (capacity reused across calls)
+  UUID client;                           // the put ops
+  uint64_t size = 0;                     // kPutStart
+  std::vector<uint64_t> sizes;           // kBatchPutStart
+  std::vector<uint64_t> checksums;       // kBatchPutStart (empty: none)
+  PutConfig config;                      // kPutStart, kBatchPutStart
+  ReplicaType type = ReplicaType::MEMORY;  // kPutEnd, kPutRevoke
+  bool force = false;                    // kRemove, kBatchRemove
 };
 // INVALID_PARAMS for a malformed body or a batch of more than `max_batch`
 // keys. Names are not validated here (the directory does that per key).
@@ -116,5 +143,47 @@ Result<GetReplicaListResponse> DecodeGetReply(std::string_view body);
 // RPC_FAIL also when the reply does not hold exactly `expected` items.
 Result<std::vector<Result<GetReplicaListResponse>>> DecodeBatchGetReply(std::string_view body,
                                                                         size_t expected);
+
+// The pieces rpc/mutation_wire.cc builds on (same encodings).
+namespace lookup_wire_internal {
+inline constexpr size_t kMinKeyBytes = 4;       // an empty length-prefixed string
+inline constexpr size_t kMinItemBytes = 4;      // a code alone
+inline constexpr size_t kMinReplicaBytes = 10;  // id, status, type
+void PutUuid(wire::Appender& a, const UUID& id);
+UUID GetUuid(wire::Reader& r);
+// Reads an enum stored as u8 whose values run 0..max; false when out of range.
+template <typename E>
+bool GetEnum(wire::Reader& r, uint8_t max, E* out) {
+  const uint8_t v = r.Get<uint8_t>();
+  *out = static_cast<E>(v);
+  return v <= max;
+}
+void PutReplica(wire::Appender& a, const ReplicaDescriptor& d);
+bool GetReplica(wire::Reader& r, ReplicaDescriptor* d);
+// A batch reply's items after its OK code: count u32 (must be `expected`) |
+// count x (code i32 | a T, read by get_one(r, &t), when the code is OK);
+// RPC_FAIL when malformed or followed by anything.
+template <typename T, typename GetOne>
+Result<std::vector<Result<T>>> GetItems(wire::Reader& r, size_t expected, GetOne&& get_one) {
+  const uint32_t count = r.Get<uint32_t>();
+  if (count != expected || count > r.left() / kMinItemBytes) return ErrorCode::RPC_FAIL;
+  std::vector<Result<T>> items;
+  items.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const ErrorCode code = ErrorCodeFromInt(r.Get<int32_t>());
+    if (code != ErrorCode::OK) {
+      items.emplace_back(code);
+      continue;
+    }
+    T value{};
+    if (!get_one(r, &value)) return ErrorCode::RPC_FAIL;
+    items.emplace_back(std::move(value));
+  }
+  if (!r.done()) return ErrorCode::RPC_FAIL;
+  return items;
+}
+// `count` keys into out->keys; false when over `max_batch` or the bytes left.
+bool GetKeys(wire::Reader& r, size_t max_batch, std::vector<std::string_view>* keys);
+}  // namespace lookup_wire_internal
 
 }  // namespace shelfmark

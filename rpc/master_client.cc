@@ -382,20 +382,24 @@ struct MasterClient::Impl {
   // while following hints (the channel's answer names no leader; the Cap'n
   // Proto call asks the same master, whose answer does), `fallback()` (the
   // Cap'n Proto call, which re-resolves and retries) answers instead. Both
-  // share one deadline: a lookup takes at most call_timeout_ms in all. A
+  // share one deadline: a call takes at most call_timeout_ms in all. A
   // channel that never answered means the master does not speak it: not
-  // tried again (until the leader changes).
+  // tried again (until the leader changes). A call that changes state
+  // (`read_only` false) whose request may have reached the master
+  // (LookupClient::request_sent) is not repeated after a transport failure,
+  // as Cap'n Proto does not repeat it (rpc/leader_retry.h): RPC_FAIL.
   template <typename Ret, typename ChannelCall, typename Fallback>
-  Ret Lookup(ChannelCall&& call, Fallback&& fallback) {
+  Ret Framed(bool read_only, ChannelCall&& call, Fallback&& fallback) {
     CallScope scope(*this);
     if (LookupClient* channel = Lookup()) {
       Ret r = call(*channel, deadline);
-      if (r.ok()) return r;
-      const ErrorCode code = r.error();
+      const ErrorCode code = CodeOf(r);
+      if (code == ErrorCode::OK) return r;
       if (code == ErrorCode::NOT_LEADER && target.follows_hints()) return fallback();
       if (code != ErrorCode::RPC_FAIL) return r;
       if (target.follows_leader()) target.Suspect();
       if (!channel->ever_answered()) lookup_unsupported = true;
+      if (!read_only && channel->request_sent()) return r;
     }
     return fallback();
   }
@@ -553,7 +557,10 @@ Result<std::vector<ReplicaDescriptor>> MasterClient::PutStart(std::string_view t
                                                               std::string_view key, uint64_t size,
                                                               const PutConfig& config) {
   using Ret = Result<std::vector<ReplicaDescriptor>>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      false, [&](LookupClient& c, auto deadline) { return c.PutStart(impl_->options.client_id, tenant, key, size, config, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.putStartRequest(
@@ -573,10 +580,14 @@ Result<std::vector<ReplicaDescriptor>> MasterClient::PutStart(std::string_view t
         }
         return out;
       });
+      });
 }
 
 ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, ReplicaType type) {
-  return impl_->Call<ErrorCode>(
+  return impl_->Framed<ErrorCode>(
+      false, [&](LookupClient& c, auto deadline) { return c.PutFinish(true, impl_->options.client_id, tenant, key, type, deadline); },
+      [&] {
+        return impl_->Call<ErrorCode>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.putEndRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
@@ -586,11 +597,15 @@ ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, Re
         return req;
       },
       [](auto r) { return ReplyCode(r); });
+      });
 }
 
 ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
                                   ReplicaType type) {
-  return impl_->Call<ErrorCode>(
+  return impl_->Framed<ErrorCode>(
+      false, [&](LookupClient& c, auto deadline) { return c.PutFinish(false, impl_->options.client_id, tenant, key, type, deadline); },
+      [&] {
+        return impl_->Call<ErrorCode>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req =
@@ -601,6 +616,7 @@ ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
         return req;
       },
       [](auto r) { return ReplyCode(r); });
+      });
 }
 
 // --- reads --------------------------------------------------------------------
@@ -608,7 +624,8 @@ ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
 Result<GetReplicaListResponse> MasterClient::GetReplicaList(std::string_view tenant,
                                                             std::string_view key) {
   using Ret = Result<GetReplicaListResponse>;
-  return impl_->Lookup<Ret>(
+  return impl_->Framed<Ret>(
+      true,
       [&](LookupClient& c, auto deadline) { return c.GetReplicaList(tenant, key, deadline); },
       [&] { return CapnpGetReplicaList(tenant, key); });
 }
@@ -635,7 +652,10 @@ Result<GetReplicaListResponse> MasterClient::CapnpGetReplicaList(std::string_vie
 
 Result<bool> MasterClient::ExistKey(std::string_view tenant, std::string_view key) {
   using Ret = Result<bool>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      true, [&](LookupClient& c, auto deadline) { return c.ExistKey(tenant, key, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       true,
       [&](wire::MasterService::Client& m) {
         auto req =
@@ -647,6 +667,7 @@ Result<bool> MasterClient::ExistKey(std::string_view tenant, std::string_view ke
         ErrorCode code = ReplyCode(r);
         if (code != ErrorCode::OK) return code;
         return static_cast<bool>(r.getExists());
+      });
       });
 }
 
@@ -727,7 +748,10 @@ Result<std::vector<std::string>> MasterClient::GroupMembers(std::string_view ten
 // --- removal ------------------------------------------------------------------
 
 ErrorCode MasterClient::Remove(std::string_view tenant, std::string_view key, bool force) {
-  return impl_->Call<ErrorCode>(
+  return impl_->Framed<ErrorCode>(
+      false, [&](LookupClient& c, auto deadline) { return c.Remove(tenant, key, force, deadline); },
+      [&] {
+        return impl_->Call<ErrorCode>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.removeRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
@@ -736,6 +760,7 @@ ErrorCode MasterClient::Remove(std::string_view tenant, std::string_view key, bo
         return req;
       },
       [](auto r) { return ReplyCode(r); });
+      });
 }
 
 Result<uint64_t> MasterClient::RemoveAll(std::string_view tenant, bool all_tenants, bool force) {
@@ -784,7 +809,10 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchP
     const std::vector<uint64_t>& checksums) {
   using Item = Result<std::vector<ReplicaDescriptor>>;
   using Ret = Result<std::vector<Item>>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      false, [&](LookupClient& c, auto deadline) { return c.BatchPutStart(impl_->options.client_id, tenant, keys, sizes, config, checksums, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.batchPutStartRequest(
@@ -810,12 +838,16 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchP
               return rpcconv::DecodeReplicas(item.getReplicas(), out);
             });
       });
+      });
 }
 
 Result<std::vector<ErrorCode>> MasterClient::BatchPutEnd(std::string_view tenant,
                                                          const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<ErrorCode>>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      false, [&](LookupClient& c, auto deadline) { return c.BatchPutFinish(true, impl_->options.client_id, tenant, keys, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.batchPutEndRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
@@ -829,12 +861,16 @@ Result<std::vector<ErrorCode>> MasterClient::BatchPutEnd(std::string_view tenant
         if (code != ErrorCode::OK) return code;
         return DecodeCodes(r.getCodes(), keys.size());
       });
+      });
 }
 
 Result<std::vector<ErrorCode>> MasterClient::BatchPutRevoke(
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<ErrorCode>>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      false, [&](LookupClient& c, auto deadline) { return c.BatchPutFinish(false, impl_->options.client_id, tenant, keys, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req =
@@ -849,12 +885,14 @@ Result<std::vector<ErrorCode>> MasterClient::BatchPutRevoke(
         if (code != ErrorCode::OK) return code;
         return DecodeCodes(r.getCodes(), keys.size());
       });
+      });
 }
 
 Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::BatchGetReplicaList(
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<Result<GetReplicaListResponse>>>;
-  return impl_->Lookup<Ret>(
+  return impl_->Framed<Ret>(
+      true,
       [&](LookupClient& c, auto deadline) { return c.BatchGetReplicaList(tenant, keys, deadline); },
       [&] { return CapnpBatchGetReplicaList(tenant, keys); });
 }
@@ -885,7 +923,10 @@ Result<std::vector<Result<GetReplicaListResponse>>> MasterClient::CapnpBatchGetR
 Result<std::vector<Result<bool>>> MasterClient::BatchExistKey(
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<Result<bool>>>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      true, [&](LookupClient& c, auto deadline) { return c.BatchExistKey(tenant, keys, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       true,
       [&](wire::MasterService::Client& m) {
         auto req =
@@ -902,13 +943,17 @@ Result<std::vector<Result<bool>>> MasterClient::BatchExistKey(
           return ErrorCode::OK;
         });
       });
+      });
 }
 
 Result<std::vector<ErrorCode>> MasterClient::BatchRemove(std::string_view tenant,
                                                          const std::vector<std::string>& keys,
                                                          bool force) {
   using Ret = Result<std::vector<ErrorCode>>;
-  return impl_->Call<Ret>(
+  return impl_->Framed<Ret>(
+      false, [&](LookupClient& c, auto deadline) { return c.BatchRemove(tenant, keys, force, deadline); },
+      [&] {
+        return impl_->Call<Ret>(
       false,
       [&](wire::MasterService::Client& m) {
         auto req = m.batchRemoveRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
@@ -921,6 +966,7 @@ Result<std::vector<ErrorCode>> MasterClient::BatchRemove(std::string_view tenant
         ErrorCode code = ReplyCode(r);
         if (code != ErrorCode::OK) return code;
         return DecodeCodes(r.getCodes(), keys.size());
+      });
       });
 }
 

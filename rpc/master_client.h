@@ -59,11 +59,13 @@ struct MasterClientOptions {
   // master proves it back. Empty: no handshake (a master with tokens then
   // answers every call UNAUTHENTICATED).
   std::string token{};
-  // GetReplicaList and BatchGetReplicaList go over the lookup channel
-  // (rpc/lookup_client.h: one send and one receive per lookup on the
-  // calling thread) instead of Cap'n Proto RPC. A master that does not
-  // speak it (it drops the connection before any answer) is then asked
-  // over Cap'n Proto, as is every lookup whose channel call fails.
+  // GetReplicaList, PutStart, PutEnd, PutRevoke, ExistKey, Remove and
+  // their batch forms go over the lookup channel (rpc/lookup_client.h: one
+  // send and one receive per call on the calling thread) instead of Cap'n
+  // Proto RPC. A master that does not speak it (it drops the connection
+  // before answering the channel's first challenge) is then asked over
+  // Cap'n Proto, as is every read whose channel call fails and every
+  // mutation whose request was not sent.
   bool lookup_channel = true;
 };
 

@@ -6,8 +6,13 @@
 # keys, DRAM per object, and Redis on the same machine as a baseline: GET
 # at one client (-c 1 -P 1, p50), pipelined GET of one key (-P 128 -c 16,
 # what redis-benchmark measures by default) and of 1,000,000 random keys
-# (-r, after SETting them), the same key counts as ours. Works on a fresh
-# Debian 12 machine.
+# (-r, after SETting them), the same key counts as ours. Then the write
+# path (issue 32's table): unbatched put (PutStart + PutEnd) p50 at one
+# connection and keys/s at 16, batched puts (128 keys a call, 16
+# connections) and existence checks at the same shapes, each over the
+# framed channel (the default) and over Cap'n Proto (the old path), against
+# redis-benchmark SET and EXISTS at the same shape (-c, -P) over 1,000,000
+# random keys. Works on a fresh Debian 12 machine.
 #
 # Usage: scripts/bench_master.sh [BUILD_DIR]
 #   BUILD_DIR  a built tree (default: scripts/build.sh's RelWithDebInfo tree)
@@ -115,6 +120,25 @@ redis_c1_p50_ms="$(redis-benchmark -p "$redis_port" -t get -c 1 -P 1 -n 50000 --
                    tr -d '"' | awk -F, '$1 == "GET" { print $5 }')"
 redis_c1_p50_us="$(awk -v m="${redis_c1_p50_ms:-0}" 'BEGIN{printf "%.1f", m*1000}')"
 echo "{\"bench\":\"redis\",\"variant\":\"c1\",\"op\":\"get\",\"p50_us\":$redis_c1_p50_us}" >>"$out"
+# The write path's baselines: SET and EXISTS at each of our shapes (CSV:
+# test,rps,avg,min,p50,...); EXISTS is a custom command, named by its text.
+# redis_csv NAME COMMAND-LABEL redis-benchmark flags...: one JSON line.
+redis_csv() {
+  local name="$1" op="$2" line rps p50_ms
+  shift 2
+  log "redis-benchmark $* ($name)"
+  line="$(redis-benchmark -p "$redis_port" --csv "$@" 2>/dev/null | tr -d '"' | tail -n 1)"
+  rps="$(echo "$line" | awk -F, '{print $2+0}')"
+  p50_ms="$(echo "$line" | awk -F, '{print $5+0}')"
+  echo "{\"bench\":\"redis\",\"variant\":\"$name\",\"op\":\"$op\",\"requests_per_s\":${rps:-0},\"p50_us\":$(awk -v m="${p50_ms:-0}" 'BEGIN{printf "%.1f", m*1000}')}" >>"$out"
+}
+redis_csv set_c1 set -t set -c 1 -P 1 -r 1000000 -n 50000
+redis_csv set_c16 set -t set -c 16 -P 1 -r 1000000 -n "$redis_requests"
+redis_csv set_p128_c16 set -t set -c 16 -P 128 -r 1000000 -n "$redis_requests"
+redis_csv exists_c1 exists -c 1 -P 1 -r 1000000 -n 50000 EXISTS "key:__rand_int__"
+redis_csv exists_c16 exists -c 16 -P 1 -r 1000000 -n "$redis_requests" EXISTS "key:__rand_int__"
+redis_csv exists_p128_c16 exists -c 16 -P 128 -r 1000000 -n "$redis_requests" \
+  EXISTS "key:__rand_int__"
 stop_pid "$redis_pid" || true
 redis_pid=""
 
@@ -163,10 +187,42 @@ for op in get_replica_list put; do
       "$(echo "$line" | json_field p50_us) ($(echo "$line" | json_field keys_per_s | cut -d. -f1))"
   done
 done
-grep '"op":"memory"' "$out" | while IFS= read -r line; do
+{ grep '"op":"memory"' "$out" || true; } | while IFS= read -r line; do
   printf "%-52s %15s\n" "bytes/object at $(echo "$line" | json_field objects) objects (beyond key)" \
     "$(echo "$line" | json_field bytes_per_object) ($(echo "$line" | json_field overhead_beyond_key_bytes))"
 done
+# The write path: ours over the framed channel and over Cap'n Proto (the
+# old path) against redis at the same shape.
+redis_field() { grep "\"variant\":\"$1\"" "$out" | json_field "$2"; }
+ours() {  # VARIANT OP BATCH CONNECTIONS FIELD
+  local v
+  v="$(pick "$1" "$2" "$3" "$4" | json_field "$5")"
+  echo "${v:-0}"
+}
+echo
+echo "=== write path (issue 32): framed channel vs Cap'n Proto vs redis, same run ==="
+printf "%-44s %12s %12s %12s %9s %9s\n" "measure" "channel" "capnp" "redis" "ch/redis" "ch/capnp"
+row() {  # LABEL OP BATCH CONNECTIONS FIELD REDIS-VARIANT REDIS-FIELD
+  local ch cp rd
+  ch="$(ours channel "$2" "$3" "$4" "$5")"
+  cp="$(ours capnp "$2" "$3" "$4" "$5")"
+  rd="$(redis_field "$6" "$7")"
+  printf "%-44s %12.1f %12.1f %12.1f %9s %9s\n" "$1" "$ch" "$cp" "${rd:-0}" \
+    "$(ratio "$ch" "${rd:-0}")" "$(ratio "$ch" "$cp")"
+}
+row "put batch=1 conns=1 p50 us (redis SET c=1)" put 1 1 p50_us set_c1 p50_us
+row "put batch=1 conns=16 keys/s (SET -c16)" put 1 16 keys_per_s set_c16 requests_per_s
+row "put batch=128 conns=16 keys/s (SET -P128 -c16)" put "$big_batch" 16 keys_per_s \
+  set_p128_c16 requests_per_s
+row "exist batch=1 conns=1 p50 us (EXISTS c=1)" exist_key 1 1 p50_us exists_c1 p50_us
+row "exist batch=1 conns=16 keys/s (EXISTS -c16)" exist_key 1 16 keys_per_s exists_c16 \
+  requests_per_s
+row "exist batch=128 conns=16 keys/s (-P128 -c16)" exist_key "$big_batch" 16 keys_per_s \
+  exists_p128_c16 requests_per_s
+p1="$(ours channel put 1 1 keys_per_s)"
+p16="$(ours channel put 1 16 keys_per_s)"
+printf "%-44s %12s\n" "unbatched put scaling, 16 conns / 1 conn" "$(ratio "$p16" "$p1")"
+
 errors="$(grep '"bench":"master"' "$out" | sed -n 's/.*"errors":\([0-9]*\).*/\1/p' | awk '{s+=$1} END{print s+0}')"
 printf "%-52s %15s\n" "non-OK answers in all master runs" "$errors"
 echo "JSON lines: $out"

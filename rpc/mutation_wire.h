@@ -1,0 +1,101 @@
+// The framed channel's mutation and existence messages (rpc/lookup_wire.h
+// frames them; docs/client.md, "The lookup channel"): the calls an engine
+// makes on every request besides lookups: PutStart, PutEnd, PutRevoke and
+// their batch forms (an upsert is a PutStart whose config says `replace`),
+// ExistKey and BatchExistKey, Remove and BatchRemove. Each mirrors the Cap'n
+// Proto method of the same name (schemas/master.capnp) field for field.
+//
+//   request payloads (after the op byte; uuid = hi u64 | lo u64):
+//     kPutStart       client uuid | tenant bytes | key bytes | size u64 | config
+//     kPutEnd         client uuid | tenant bytes | key bytes | type u8
+//     kPutRevoke      as kPutEnd
+//     kBatchPutStart  client uuid | tenant bytes | config | count u32 |
+//                     count x (key bytes | size u64) | has_checksums u8 |
+//                     (has_checksums: count x checksum u64)
+//     kBatchPutEnd    client uuid | tenant bytes | count u32 | count x key bytes
+//     kBatchPutRevoke as kBatchPutEnd
+//     kExist          tenant bytes | key bytes
+//     kBatchExist     tenant bytes | count u32 | count x key bytes
+//     kRemove         tenant bytes | key bytes | force u8
+//     kBatchRemove    tenant bytes | force u8 | count u32 | count x key bytes
+//   config = replica_num u32 | count u32 | count x preferred segment bytes |
+//            prefer_host bytes | has_checksum u8 | checksum u64 |
+//            data_type u8 | hard_pin u8 | soft_pin_ttl_ms i64 |
+//            group_id bytes | replace u8
+//   reply payloads (after the whole call's code i32, when it is OK):
+//     kPutStart       replicas
+//     kBatchPutStart  count u32 | count x (code i32 | replicas when OK)
+//     kPutEnd, kPutRevoke, kRemove: none
+//     kBatch{PutEnd,PutRevoke,Remove}: count u32 | count x code i32
+//     kExist          exists u8
+//     kBatchExist     count u32 | count x (code i32 | exists u8 when OK)
+//   replicas = count u32 | count x replica (rpc/lookup_wire.h)
+//
+// Decoding follows lookup_wire.h's rules: nothing out of bounds, counts
+// bounded by the bytes left, anything not exactly what the encoders write
+// is INVALID_PARAMS for a request and RPC_FAIL for a reply.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "common/uuid.h"
+#include "common/wire_bytes.h"
+#include "rpc/lookup_wire.h"
+
+namespace shelfmark {
+
+// --- requests (the client writes) --------------------------------------------
+void AppendPutStartRequest(const UUID& client, std::string_view tenant, std::string_view key,
+                           uint64_t size, const PutConfig& config, std::string* out);
+// kPutEnd or kPutRevoke.
+void AppendPutFinishRequest(LookupOp op, const UUID& client, std::string_view tenant,
+                            std::string_view key, ReplicaType type, std::string* out);
+void AppendBatchPutStartRequest(const UUID& client, std::string_view tenant,
+                                const std::vector<std::string>& keys,
+                                const std::vector<uint64_t>& sizes, const PutConfig& config,
+                                const std::vector<uint64_t>& checksums, std::string* out);
+// kBatchPutEnd or kBatchPutRevoke.
+void AppendBatchPutFinishRequest(LookupOp op, const UUID& client, std::string_view tenant,
+                                 const std::vector<std::string>& keys, std::string* out);
+void AppendExistRequest(std::string_view tenant, std::string_view key, std::string* out);
+void AppendBatchExistRequest(std::string_view tenant, const std::vector<std::string>& keys,
+                             std::string* out);
+void AppendRemoveRequest(std::string_view tenant, std::string_view key, bool force,
+                         std::string* out);
+void AppendBatchRemoveRequest(std::string_view tenant, const std::vector<std::string>& keys,
+                              bool force, std::string* out);
+
+// The payload of a mutation or existence op (its op byte already read) into
+// *out; false when malformed or a batch exceeds `max_batch`. The caller
+// checks that nothing follows (Reader::done).
+bool DecodeMutationPayload(LookupOp op, wire::Reader& r, size_t max_batch, LookupRequest* out);
+
+// --- replies (the master writes) ---------------------------------------------
+void AppendPutStartReply(const Result<std::vector<ReplicaDescriptor>>& result, std::string* out);
+void AppendBatchPutStartReply(const std::vector<Result<std::vector<ReplicaDescriptor>>>& results,
+                              std::string* out);
+void AppendCodesReply(const std::vector<ErrorCode>& codes, std::string* out);
+void AppendExistReply(const Result<bool>& result, std::string* out);
+void AppendBatchExistReply(const std::vector<Result<bool>>& results, std::string* out);
+
+// --- reply decoding (the client reads one reply frame's body) ----------------
+// The outer Result is the whole call's code, or RPC_FAIL when malformed;
+// batch forms also RPC_FAIL when the reply does not hold `expected` items.
+Result<std::vector<ReplicaDescriptor>> DecodePutStartReply(std::string_view body);
+Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> DecodeBatchPutStartReply(
+    std::string_view body, size_t expected);
+// A reply that is a code alone (kPutEnd, kPutRevoke, kRemove; any refusal).
+ErrorCode DecodeCodeReply(std::string_view body);
+Result<std::vector<ErrorCode>> DecodeCodesReply(std::string_view body, size_t expected);
+Result<bool> DecodeExistReply(std::string_view body);
+Result<std::vector<Result<bool>>> DecodeBatchExistReply(std::string_view body, size_t expected);
+
+}  // namespace shelfmark

@@ -1,0 +1,141 @@
+// The framed channel's mutation messages (rpc/mutation_wire.h): every
+// request decodes to what was encoded, every reply too, and anything cut
+// short or padded is refused (INVALID_PARAMS for a request, RPC_FAIL for a
+// reply).
+#include "rpc/mutation_wire.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace shelfmark {
+namespace {
+
+// The body of the one frame in `frame`.
+std::string_view Body(const std::string& frame) {
+  uint32_t body = 0;
+  EXPECT_TRUE(ParseLookupHeader(frame, &body));
+  EXPECT_EQ(frame.size(), kLookupHeaderBytes + body);
+  return std::string_view(frame).substr(kLookupHeaderBytes);
+}
+
+// Every proper prefix and one byte more are refused.
+void ExpectStrictRequest(std::string_view body) {
+  LookupRequest r;
+  for (size_t n = 0; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeLookupRequest(body.substr(0, n), 16, &r), ErrorCode::INVALID_PARAMS) << n;
+  }
+  std::string longer(body);
+  longer.push_back('\0');
+  EXPECT_EQ(DecodeLookupRequest(longer, 16, &r), ErrorCode::INVALID_PARAMS);
+}
+
+TEST(MutationWire, PutStartCarriesTheWholeConfig) {
+  PutConfig c;
+  c.replica_num = 3;
+  c.preferred_segments = {"a", "bb"};
+  c.prefer_host = "10.0.0.2";
+  c.checksum = 77;
+  c.data_type = DataType::TENSOR;
+  c.hard_pin = true;
+  c.soft_pin_ttl_ms = 1234;
+  c.group_id = "g";
+  c.replace = true;
+  const UUID id = UUID::Generate();
+  std::string frame;
+  AppendPutStartRequest(id, "t", "k", 4096, c, &frame);
+  LookupRequest r;
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.op, LookupOp::kPutStart);
+  EXPECT_EQ(r.client, id);
+  EXPECT_EQ(r.tenant, "t");
+  EXPECT_EQ(r.key, "k");
+  EXPECT_EQ(r.size, 4096u);
+  EXPECT_EQ(r.config.replica_num, 3u);
+  EXPECT_EQ(r.config.preferred_segments, c.preferred_segments);
+  EXPECT_EQ(r.config.prefer_host, c.prefer_host);
+  EXPECT_EQ(r.config.checksum, c.checksum);
+  EXPECT_EQ(r.config.data_type, DataType::TENSOR);
+  EXPECT_TRUE(r.config.hard_pin);
+  EXPECT_EQ(r.config.soft_pin_ttl_ms, 1234);
+  EXPECT_EQ(r.config.group_id, "g");
+  EXPECT_TRUE(r.config.replace);
+  ExpectStrictRequest(Body(frame));
+}
+
+TEST(MutationWire, BatchRequestsRoundTripAndRespectTheLimit) {
+  const UUID id = UUID::Generate();
+  std::string frame;
+  AppendBatchPutStartRequest(id, "t", {"a", "b"}, {1, 2}, {}, {5, 6}, &frame);
+  LookupRequest r;
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.keys, (std::vector<std::string_view>{"a", "b"}));
+  EXPECT_EQ(r.sizes, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(r.checksums, (std::vector<uint64_t>{5, 6}));
+  EXPECT_EQ(DecodeLookupRequest(Body(frame), 1, &r), ErrorCode::INVALID_PARAMS);
+  ExpectStrictRequest(Body(frame));
+
+  frame.clear();
+  AppendBatchRemoveRequest("t", {"x"}, true, &frame);
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.op, LookupOp::kBatchRemove);
+  EXPECT_TRUE(r.force);
+  EXPECT_EQ(r.keys, std::vector<std::string_view>{"x"});
+  ExpectStrictRequest(Body(frame));
+
+  frame.clear();
+  AppendPutFinishRequest(LookupOp::kPutRevoke, id, "", "k", ReplicaType::LOCAL_DISK, &frame);
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.op, LookupOp::kPutRevoke);
+  EXPECT_EQ(r.type, ReplicaType::LOCAL_DISK);
+  ExpectStrictRequest(Body(frame));
+}
+
+TEST(MutationWire, RepliesRoundTripAndMalformedOnesAreRpcFail) {
+  ReplicaDescriptor d;
+  d.id = 9;
+  d.type = ReplicaType::MEMORY;
+  d.memory.endpoint = "10.0.0.1:1";
+  d.memory.buffer_address = 0x1000;
+  d.memory.size = 64;
+  std::string frame;
+  AppendBatchPutStartReply({std::vector<ReplicaDescriptor>{d}, ErrorCode::OBJECT_ALREADY_EXISTS},
+                           &frame);
+  auto batch = DecodeBatchPutStartReply(Body(frame), 2);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE((*batch)[0].ok());
+  EXPECT_EQ((*batch)[0]->at(0).memory.buffer_address, 0x1000u);
+  EXPECT_EQ((*batch)[1].error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+  EXPECT_EQ(DecodeBatchPutStartReply(Body(frame), 3).error(), ErrorCode::RPC_FAIL);
+  const std::string_view body = Body(frame);
+  for (size_t n = 4; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeBatchPutStartReply(body.substr(0, n), 2).error(), ErrorCode::RPC_FAIL) << n;
+  }
+
+  frame.clear();
+  AppendBatchExistReply({true, false, ErrorCode::INVALID_KEY}, &frame);
+  auto exist = DecodeBatchExistReply(Body(frame), 3);
+  ASSERT_TRUE(exist.ok());
+  EXPECT_TRUE(*(*exist)[0]);
+  EXPECT_FALSE(*(*exist)[1]);
+  EXPECT_EQ((*exist)[2].error(), ErrorCode::INVALID_KEY);
+
+  frame.clear();
+  AppendCodesReply({ErrorCode::OK, ErrorCode::OBJECT_NOT_FOUND}, &frame);
+  auto codes = DecodeCodesReply(Body(frame), 2);
+  ASSERT_TRUE(codes.ok());
+  EXPECT_EQ(*codes, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OBJECT_NOT_FOUND}));
+
+  frame.clear();
+  AppendCodeReply(ErrorCode::NOT_LEADER, &frame);
+  EXPECT_EQ(DecodeCodeReply(Body(frame)), ErrorCode::NOT_LEADER);
+  EXPECT_EQ(DecodePutStartReply(Body(frame)).error(), ErrorCode::NOT_LEADER);
+  EXPECT_EQ(DecodeExistReply(Body(frame)).error(), ErrorCode::NOT_LEADER);
+  std::string padded(Body(frame));
+  padded.push_back('\0');
+  EXPECT_EQ(DecodeCodeReply(padded), ErrorCode::RPC_FAIL);
+}
+
+}  // namespace
+}  // namespace shelfmark
