@@ -16,6 +16,7 @@ import os
 import _shelfmark as _native
 
 from mooncake._segments import SegmentsMixin
+from mooncake._standalone import MooncakeHostMemAllocator, StandaloneMixin
 from mooncake._tensor import TensorMixin
 from mooncake._zero_copy import ZeroCopyMixin
 from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig
@@ -23,7 +24,7 @@ from shelfmark._util import as_buffer, store_options
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "ReplicaStatus",
            "ReplicaDescriptor", "MemoryDescriptor", "DiskDescriptor", "BufferDescriptor",
-           "BufferHandle", "MooncakeConfig"]
+           "BufferHandle", "MooncakeConfig", "MooncakeHostMemAllocator"]
 
 BufferHandle = _native.BufferHandle
 
@@ -265,7 +266,7 @@ class ReplicaDescriptor:
             self.status.name, "MEMORY" if self._info.memory else "LOCAL_DISK", self._info.endpoint)
 
 
-class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin):
+class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, StandaloneMixin):
     """Mooncake's store client. Every method answers as Mooncake's does:
     0 / a size / 1-0 for success, a negative Mooncake error code otherwise
     (-600 INVALID_PARAMS before setup() or after close())."""
@@ -348,7 +349,7 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin):
             cluster_id=cluster_id)
         o.http_server = bool(enable_client_http_server)
         o.http_port = int(client_http_port)
-        return _c(self._store.setup(o))
+        return _c(self._embedded().setup(o))
 
     def close(self):
         return self._store.close()
