@@ -36,4 +36,5 @@ wait_line "$work/service.err" "socket " >/dev/null || die "store service did not
 log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 SHELFMARK_CLUSTER_TOKEN="$token" PYTHONPATH="$build/python" "$python" \
   python/bench/service_batch.py --master="127.0.0.1:$rpc_port" --service="$work/store.sock" \
+  --service_segment=127.0.0.1:50052 \
   --rounds="${BENCH_ROUNDS:-8}" --objects="${BENCH_OBJECTS:-256}" --size="${BENCH_SIZE:-65536}"

@@ -107,21 +107,13 @@ std::vector<Out> ServiceClient::CallValues(std::string_view request, size_t n) {
   return std::vector<Out>(values.begin(), values.end());
 }
 
-int32_t ServiceClient::Call32(std::string_view request) {
+template <typename T>
+T ServiceClient::CallValue(std::string_view request) {
   MutexLock lock(&mu_);
   std::string answer;
   if (ErrorCode rc = Call(request, &answer); rc != ErrorCode::OK) return Code(rc);
   wire::Reader r(answer.data(), answer.size());
-  const int32_t value = r.Get<int32_t>();
-  return r.done() ? value : Code(ErrorCode::RPC_FAIL);
-}
-
-int64_t ServiceClient::Call64(std::string_view request) {
-  MutexLock lock(&mu_);
-  std::string answer;
-  if (ErrorCode rc = Call(request, &answer); rc != ErrorCode::OK) return Code(rc);
-  wire::Reader r(answer.data(), answer.size());
-  const int64_t value = r.Get<int64_t>();
+  const T value = r.Get<T>();
   return r.done() ? value : Code(ErrorCode::RPC_FAIL);
 }
 
@@ -146,7 +138,7 @@ int ServiceClient::UnregisterShm(uint64_t base) {
     MutexLock lock(&mu_);
     if (shms_.erase(base) == 0) return Code(ErrorCode::INVALID_PARAMS);
   }
-  return Call32(
+  return CallValue<int32_t>(
       wire::Writer().Put(static_cast<uint8_t>(Op::kUnregister)).Put(base).Take());
 }
 
@@ -155,7 +147,7 @@ int ServiceClient::Put(std::string_view key, std::string_view value, const PutCo
   w.Put(static_cast<uint8_t>(Op::kPut)).Bytes(key);
   PutPutConfig(w, config);
   w.Bytes(value);
-  return Call32(w.Take());
+  return CallValue<int32_t>(w.Take());
 }
 
 int ServiceClient::Get(std::string_view key, std::string* value) {
@@ -188,23 +180,46 @@ std::vector<int64_t> ServiceClient::BatchGetInto(const std::vector<Item>& items)
   return CallValues<int64_t, int64_t>(w.Take(), items.size());
 }
 
+std::vector<int> ServiceClient::BatchPutParts(const std::vector<PartsItem>& items,
+                                              const PutConfig& config) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kBatchPutParts));
+  PutPutConfig(w, config);
+  PutPartsItems(w, items);
+  return CallValues<int32_t, int>(w.Take(), items.size());
+}
+
+std::vector<int64_t> ServiceClient::BatchGetIntoParts(const std::vector<PartsItem>& items) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kBatchGetIntoParts));
+  PutPartsItems(w, items);
+  return CallValues<int64_t, int64_t>(w.Take(), items.size());
+}
+
 std::vector<int> ServiceClient::BatchIsExist(const std::vector<std::string>& keys) {
   wire::Writer w;
-  w.Put(static_cast<uint8_t>(Op::kBatchExist)).Put(static_cast<uint32_t>(keys.size()));
-  for (const std::string& key : keys) w.Bytes(key);
+  w.Put(static_cast<uint8_t>(Op::kBatchExist));
+  PutKeys(w, keys);
+  return CallValues<int32_t, int>(w.Take(), keys.size());
+}
+
+std::vector<int> ServiceClient::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kBatchRemove)).Put(static_cast<uint8_t>(force));
+  PutKeys(w, keys);
   return CallValues<int32_t, int>(w.Take(), keys.size());
 }
 
 int ServiceClient::Remove(std::string_view key, bool force) {
-  return Call32(wire::Writer()
+  return CallValue<int32_t>(wire::Writer()
                     .Put(static_cast<uint8_t>(Op::kRemove))
                     .Bytes(key)
                     .Put(static_cast<uint8_t>(force))
                     .Take());
 }
 
-int64_t ServiceClient::GetSize(std::string_view key) { return Call64(KeyRequest(Op::kGetSize, key)); }
+int64_t ServiceClient::GetSize(std::string_view key) { return CallValue<int64_t>(KeyRequest(Op::kGetSize, key)); }
 
-int ServiceClient::Health() { return Call32(Request(Op::kHealth)); }
+int ServiceClient::Health() { return CallValue<int32_t>(Request(Op::kHealth)); }
 
 }  // namespace shelfmark::storeservice

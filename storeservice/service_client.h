@@ -61,7 +61,10 @@ class ServiceClient {
   int Get(std::string_view key, std::string* value);
   std::vector<int> BatchPutFrom(const std::vector<Item>& items, const PutConfig& config);
   std::vector<int64_t> BatchGetInto(const std::vector<Item>& items);
+  std::vector<int> BatchPutParts(const std::vector<PartsItem>& items, const PutConfig& config);
+  std::vector<int64_t> BatchGetIntoParts(const std::vector<PartsItem>& items);
   std::vector<int> BatchIsExist(const std::vector<std::string>& keys);
+  std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
   int Remove(std::string_view key, bool force);
   int64_t GetSize(std::string_view key);
   int Health();
@@ -77,9 +80,9 @@ class ServiceClient {
   // Sends `request` (with `fd_to_pass`) and reads the answer, connecting
   // first when needed; OK or the code (the connection dropped on failure).
   ErrorCode Call(std::string_view request, std::string* answer, int fd_to_pass = -1) REQUIRES(mu_);
-  // Call, then the answer's one i32 or i64.
-  int32_t Call32(std::string_view request);
-  int64_t Call64(std::string_view request);
+  // Call, then the answer's one value (i32 or i64); the code on failure.
+  template <typename T>
+  T CallValue(std::string_view request);
   // Call, then the answer's n values of Wire (a batch op's), as Out; every
   // item the call's code when it failed.
   template <typename Wire, typename Out>

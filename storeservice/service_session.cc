@@ -79,6 +79,7 @@ int32_t ServiceSession::Unregister(uint64_t base) {
 }
 
 char* ServiceSession::Translate(uint64_t ptr, uint64_t size) const {
+  if (size == 0) return nullptr;
   auto it = mappings_.upper_bound(ptr);
   if (it == mappings_.begin()) return nullptr;
   --it;
@@ -87,45 +88,108 @@ char* ServiceSession::Translate(uint64_t ptr, uint64_t size) const {
   return it->second.local + offset;
 }
 
-std::string ServiceSession::BatchPutFrom(const PutConfig& config, const std::vector<Item>& items) {
-  std::vector<int32_t> codes(items.size(), Code(ErrorCode::INVALID_PARAMS));
+namespace {
+
+// Answers of a batch whose items are served only when their memory
+// translates: `translate(i)` adds item i to the call's inputs (true) or
+// refuses it (false: INVALID_PARAMS, untouched); `call()` answers the
+// items added, in order.
+template <typename T, typename Translate, typename Call>
+std::string Translated(size_t n, Translate translate, Call call) {
+  std::vector<T> answers(n, Code(ErrorCode::INVALID_PARAMS));
   std::vector<size_t> which;
+  for (size_t i = 0; i < n; ++i) {
+    if (translate(i)) which.push_back(i);
+  }
+  if (!which.empty()) {
+    const std::vector<T> got = call();
+    for (size_t j = 0; j < which.size(); ++j) answers[which[j]] = got[j];
+  }
+  return EncodeValues(answers);
+}
+
+std::vector<int32_t> Codes(const std::vector<ErrorCode>& codes) {
+  std::vector<int32_t> out;
+  for (ErrorCode c : codes) out.push_back(Code(c));
+  return out;
+}
+
+std::vector<int64_t> Sizes(const std::vector<Result<uint64_t>>& got) {
+  std::vector<int64_t> out;
+  for (const Result<uint64_t>& g : got) out.push_back(g.ok() ? static_cast<int64_t>(*g) : Code(g.error()));
+  return out;
+}
+
+}  // namespace
+
+std::string ServiceSession::BatchPutFrom(const PutConfig& config, const std::vector<Item>& items) {
   std::vector<std::string> keys;
   std::vector<ConstBuffer> buffers;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const char* local = items[i].size == 0 ? nullptr : Translate(items[i].ptr, items[i].size);
-    if (local == nullptr) continue;
-    which.push_back(i);
+  auto translate = [&](size_t i) {
+    const char* local = Translate(items[i].ptr, items[i].size);
+    if (local == nullptr) return false;
     keys.push_back(items[i].key);
     buffers.push_back(ConstBuffer{local, items[i].size});
-  }
-  if (!keys.empty()) {
-    const std::vector<ErrorCode> rcs =
-        client_->BatchPutFrom(tenant_, keys, buffers, WithChecksum(config));
-    for (size_t j = 0; j < which.size(); ++j) codes[which[j]] = Code(rcs[j]);
-  }
-  return EncodeValues(codes);
+    return true;
+  };
+  return Translated<int32_t>(items.size(), translate, [&] {
+    return Codes(client_->BatchPutFrom(tenant_, keys, buffers, WithChecksum(config)));
+  });
 }
 
 std::string ServiceSession::BatchGetInto(const std::vector<Item>& items) {
-  std::vector<int64_t> sizes(items.size(), Code(ErrorCode::INVALID_PARAMS));
-  std::vector<size_t> which;
   std::vector<std::string> keys;
   std::vector<MutableBuffer> dsts;
-  for (size_t i = 0; i < items.size(); ++i) {
-    char* local = items[i].size == 0 ? nullptr : Translate(items[i].ptr, items[i].size);
-    if (local == nullptr) continue;
-    which.push_back(i);
+  auto translate = [&](size_t i) {
+    char* local = Translate(items[i].ptr, items[i].size);
+    if (local == nullptr) return false;
     keys.push_back(items[i].key);
     dsts.push_back(MutableBuffer{local, items[i].size});
+    return true;
+  };
+  return Translated<int64_t>(items.size(), translate,
+                             [&] { return Sizes(client_->BatchGetInto(tenant_, keys, dsts)); });
+}
+
+template <typename Buffer>
+bool ServiceSession::TranslatePieces(const PartsItem& item, std::vector<Buffer>* out) const {
+  out->clear();
+  for (const Piece& p : item.pieces) {
+    char* local = Translate(p.ptr, p.size);
+    if (local == nullptr) return false;
+    out->push_back(Buffer{local, p.size});
   }
-  if (!keys.empty()) {
-    const std::vector<Result<uint64_t>> got = client_->BatchGetInto(tenant_, keys, dsts);
-    for (size_t j = 0; j < which.size(); ++j) {
-      sizes[which[j]] = got[j].ok() ? static_cast<int64_t>(*got[j]) : Code(got[j].error());
-    }
-  }
-  return EncodeValues(sizes);
+  return !out->empty();
+}
+
+std::string ServiceSession::BatchPutParts(const PutConfig& config,
+                                          const std::vector<PartsItem>& items) {
+  std::vector<std::string> keys;
+  std::vector<std::vector<ConstBuffer>> parts;
+  auto translate = [&](size_t i) {
+    std::vector<ConstBuffer> pieces;
+    if (!TranslatePieces(items[i], &pieces)) return false;
+    keys.push_back(items[i].key);
+    parts.push_back(std::move(pieces));
+    return true;
+  };
+  return Translated<int32_t>(items.size(), translate, [&] {
+    return Codes(client_->BatchPutParts(tenant_, keys, parts, WithChecksum(config)));
+  });
+}
+
+std::string ServiceSession::BatchGetIntoParts(const std::vector<PartsItem>& items) {
+  std::vector<std::string> keys;
+  std::vector<std::vector<MutableBuffer>> parts;
+  auto translate = [&](size_t i) {
+    std::vector<MutableBuffer> pieces;
+    if (!TranslatePieces(items[i], &pieces)) return false;
+    keys.push_back(items[i].key);
+    parts.push_back(std::move(pieces));
+    return true;
+  };
+  return Translated<int64_t>(items.size(), translate,
+                             [&] { return Sizes(client_->BatchGetIntoParts(tenant_, keys, parts)); });
 }
 
 std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueFd> fds) {
@@ -171,12 +235,26 @@ std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueF
       if (!GetItems(r, &items) || !r.done()) return invalid;
       return BatchGetInto(items);
     }
+    case Op::kBatchPutParts: {
+      PutConfig config;
+      std::vector<PartsItem> items;
+      if (!GetPutConfig(r, &config) || !GetPartsItems(r, &items) || !r.done()) return invalid;
+      return BatchPutParts(config, items);
+    }
+    case Op::kBatchGetIntoParts: {
+      std::vector<PartsItem> items;
+      if (!GetPartsItems(r, &items) || !r.done()) return invalid;
+      return BatchGetIntoParts(items);
+    }
+    case Op::kBatchRemove: {
+      const bool force = r.Get<uint8_t>() != 0;
+      std::vector<std::string> keys;
+      if (!GetKeys(r, &keys) || !r.done()) return invalid;
+      return EncodeValues(Codes(client_->BatchRemove(tenant_, keys, force)));
+    }
     case Op::kBatchExist: {
-      const uint32_t n = r.Get<uint32_t>();
-      if (n > kMaxBatchItems || n > r.left() / 4) return invalid;
-      std::vector<std::string> keys(n);
-      for (std::string& key : keys) key = r.Bytes();
-      if (!r.done()) return invalid;
+      std::vector<std::string> keys;
+      if (!GetKeys(r, &keys) || !r.done()) return invalid;
       std::vector<int32_t> answers;
       for (const Result<bool>& e : client_->BatchExist(tenant_, keys)) {
         answers.push_back(e.ok() ? (*e ? 1 : 0) : Code(e.error()));

@@ -53,6 +53,12 @@ class ServiceSession {
   char* Translate(uint64_t ptr, uint64_t size) const;
   std::string BatchPutFrom(const PutConfig& config, const std::vector<Item>& items);
   std::string BatchGetInto(const std::vector<Item>& items);
+  std::string BatchPutParts(const PutConfig& config, const std::vector<PartsItem>& items);
+  std::string BatchGetIntoParts(const std::vector<PartsItem>& items);
+  // The service's buffers of every piece of `item`; false when one does not
+  // translate (or there is none).
+  template <typename Buffer>
+  bool TranslatePieces(const PartsItem& item, std::vector<Buffer>* out) const;
 
   Client* const client_;
   const std::string tenant_;

@@ -284,4 +284,44 @@ bool GetItems(wire::Reader& r, std::vector<Item>* items) {
   return true;
 }
 
+void PutPartsItems(wire::Writer& w, const std::vector<PartsItem>& items) {
+  w.Put(static_cast<uint32_t>(items.size()));
+  for (const PartsItem& item : items) {
+    w.Bytes(item.key).Put(static_cast<uint32_t>(item.pieces.size()));
+    for (const Piece& p : item.pieces) w.Put(p.ptr).Put(p.size);
+  }
+}
+
+bool GetPartsItems(wire::Reader& r, std::vector<PartsItem>* items) {
+  const uint32_t n = r.Get<uint32_t>();
+  // An item takes at least 8 bytes (a key's length and a piece count), a
+  // piece 16.
+  if (n > kMaxBatchItems || n > r.left() / 8) return false;
+  items->resize(n);
+  for (PartsItem& item : *items) {
+    item.key = r.Bytes();
+    const uint32_t m = r.Get<uint32_t>();
+    if (m > r.left() / 16) return false;
+    item.pieces.resize(m);
+    for (Piece& p : item.pieces) {
+      p.ptr = r.Get<uint64_t>();
+      p.size = r.Get<uint64_t>();
+    }
+  }
+  return true;
+}
+
+void PutKeys(wire::Writer& w, const std::vector<std::string>& keys) {
+  w.Put(static_cast<uint32_t>(keys.size()));
+  for (const std::string& key : keys) w.Bytes(key);
+}
+
+bool GetKeys(wire::Reader& r, std::vector<std::string>* keys) {
+  const uint32_t n = r.Get<uint32_t>();
+  if (n > kMaxBatchItems || n > r.left() / 4) return false;  // a key takes >= 4 bytes
+  keys->resize(n);
+  for (std::string& key : *keys) key = r.Bytes();
+  return true;
+}
+
 }  // namespace shelfmark::storeservice

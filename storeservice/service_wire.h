@@ -63,6 +63,12 @@ enum class Op : uint8_t {
   kRemove = 8,        // {key, u8 force} -> {i32}
   kGetSize = 9,       // {key} -> {i64: size or a code}
   kHealth = 10,       // {} -> {i32: the master's answer}
+  // Objects made of several pieces of client memory (a KV block's layers):
+  // {config, u32 n, n x (key, u32 m, m x (u64 ptr, u64 size))} -> {u32 n, n x i32}
+  kBatchPutParts = 11,
+  // {u32 n, n x (key, u32 m, m x (u64 ptr, u64 size))} -> {u32 n, n x i64}
+  kBatchGetIntoParts = 12,
+  kBatchRemove = 13,  // {u8 force, u32 n, n x key} -> {u32 n, n x i32}
 };
 
 // One item of the batch ops: a key and memory of the client's address space.
@@ -70,6 +76,17 @@ struct Item {
   std::string key;
   uint64_t ptr = 0;
   uint64_t size = 0;
+};
+
+// An item of the parts ops: a key and the pieces of client memory its
+// object is the concatenation of, in order.
+struct Piece {
+  uint64_t ptr = 0;
+  uint64_t size = 0;
+};
+struct PartsItem {
+  std::string key;
+  std::vector<Piece> pieces;
 };
 
 // --- where the service listens ------------------------------------------------
@@ -138,6 +155,10 @@ bool GetPutConfig(wire::Reader& r, PutConfig* config);
 
 void PutItems(wire::Writer& w, const std::vector<Item>& items);
 bool GetItems(wire::Reader& r, std::vector<Item>* items);
+void PutPartsItems(wire::Writer& w, const std::vector<PartsItem>& items);
+bool GetPartsItems(wire::Reader& r, std::vector<PartsItem>* items);
+void PutKeys(wire::Writer& w, const std::vector<std::string>& keys);
+bool GetKeys(wire::Reader& r, std::vector<std::string>* keys);
 
 // Answers of the batch ops: u32 n, then n values of T.
 template <typename T>

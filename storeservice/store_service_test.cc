@@ -122,6 +122,18 @@ class StoreServiceTest : public ::testing::Test {
     return r.Get<int32_t>();
   }
 
+  // Fills `size` fresh bytes of AllocShm memory with `fill` and registers
+  // them with `client`; the address (0 on failure, with a test failure).
+  static uint64_t SharedBytes(ServiceClient& client, uint64_t size, char fill) {
+    const uint64_t shm = AllocShm(size);
+    auto region = FindShm(shm, size);
+    EXPECT_TRUE(region.has_value());
+    if (!region) return 0;
+    std::memset(reinterpret_cast<void*>(shm), fill, size);
+    EXPECT_EQ(client.RegisterShm(region->base, region->size, region->fd.get()), 0);
+    return shm;
+  }
+
   static std::string RegisterRequest(uint64_t base, uint64_t size) {
     return wire::Writer().Put(static_cast<uint8_t>(Op::kRegister)).Put(base).Put(size).Take();
   }
@@ -181,6 +193,36 @@ TEST_F(StoreServiceTest, ZeroCopyCallsMoveBytesThroughSharedMemory) {
   auto exists = embedded_->client()->Exist("t", "k0");
   ASSERT_TRUE(exists.ok());
   EXPECT_TRUE(*exists);
+  client->reset();
+  EXPECT_TRUE(FreeShm(src));
+  EXPECT_TRUE(FreeShm(dst));
+}
+
+TEST_F(StoreServiceTest, PartsCallsGatherAndScatterPieces) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  constexpr uint64_t kPiece = 16 << 10;
+  const uint64_t src = SharedBytes(**client, 4 * kPiece, 'p');
+  const uint64_t dst = SharedBytes(**client, 4 * kPiece, 0);
+  for (uint64_t i = 0; i < 4 * kPiece; ++i) reinterpret_cast<char*>(src)[i] = static_cast<char>(i * 7);
+  // Two objects of two pieces each, the second's pieces in reverse order.
+  const std::vector<PartsItem> puts = {
+      {"layers-a", {{src, kPiece}, {src + kPiece, kPiece}}},
+      {"layers-b", {{src + 3 * kPiece, kPiece}, {src + 2 * kPiece, kPiece}}}};
+  EXPECT_EQ((*client)->BatchPutParts(puts, PutConfig{}), (std::vector<int>{0, 0}));
+  const std::vector<PartsItem> gets = {
+      {"layers-a", {{dst, kPiece}, {dst + kPiece, kPiece}}},
+      {"layers-b", {{dst + 2 * kPiece, 2 * kPiece}}},
+      {"layers-a", {{dst, kPiece}, {4096, kPiece}}}};  // a piece outside: refused whole
+  EXPECT_EQ((*client)->BatchGetIntoParts(gets),
+            (std::vector<int64_t>{2 * kPiece, 2 * kPiece, kInvalid}));
+  const char* s = reinterpret_cast<const char*>(src);
+  const char* d = reinterpret_cast<const char*>(dst);
+  EXPECT_EQ(std::memcmp(d, s, 2 * kPiece), 0);
+  EXPECT_EQ(std::memcmp(d + 2 * kPiece, s + 3 * kPiece, kPiece), 0);
+  EXPECT_EQ(std::memcmp(d + 3 * kPiece, s + 2 * kPiece, kPiece), 0);
+  EXPECT_EQ((*client)->BatchRemove({"layers-a", "layers-b", "missing"}, true),
+            (std::vector<int>{0, 0, static_cast<int>(ErrorCode::OBJECT_NOT_FOUND)}));
   client->reset();
   EXPECT_TRUE(FreeShm(src));
   EXPECT_TRUE(FreeShm(dst));
@@ -249,13 +291,11 @@ TEST_F(StoreServiceTest, HostileBytesAndBadDescriptorsGetTypedErrors) {
 
 TEST_F(StoreServiceTest, ClientGoneFreesItsMemoryAndKeepsItsObjects) {
   constexpr uint64_t kSize = 1 << 20;
-  const uint64_t shm = AllocShm(kSize);
-  std::memset(reinterpret_cast<void*>(shm), 'z', kSize);
+  uint64_t shm = 0;
   {
     auto client = Connect();
     ASSERT_TRUE(client.ok());
-    auto region = FindShm(shm, kSize);
-    ASSERT_EQ((*client)->RegisterShm(region->base, region->size, region->fd.get()), 0);
+    shm = SharedBytes(**client, kSize, 'z');
     EXPECT_EQ(service_->counters().mapped_bytes, kSize);
     EXPECT_EQ((*client)->BatchPutFrom({Item{"kept", shm, kSize}}, PutConfig{}),
               std::vector<int>{0});
@@ -270,12 +310,9 @@ TEST_F(StoreServiceTest, ClientGoneFreesItsMemoryAndKeepsItsObjects) {
 
 TEST_F(StoreServiceTest, DeadServiceIsATypedErrorAndARestartedOneIsReconnected) {
   constexpr uint64_t kSize = 64 << 10;
-  const uint64_t shm = AllocShm(kSize);
-  std::memset(reinterpret_cast<void*>(shm), 'r', kSize);
   auto client = Connect();
   ASSERT_TRUE(client.ok());
-  auto region = FindShm(shm, kSize);
-  ASSERT_EQ((*client)->RegisterShm(region->base, region->size, region->fd.get()), 0);
+  const uint64_t shm = SharedBytes(**client, kSize, 'r');
   EXPECT_EQ((*client)->BatchPutFrom({Item{"before", shm, kSize}}, PutConfig{}),
             std::vector<int>{0});
   service_.reset();

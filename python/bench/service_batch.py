@@ -1,11 +1,12 @@
 """scripts/bench_store_service.sh's measurement: batch_put_from and
 batch_get_into of --objects x --size bytes through the host's store service
-(setup_dummy, buffers in MooncakeHostMemAllocator memory), on an embedded
-store's own segment (setup with a segment, every object placed there), and
+(setup_dummy, buffers in MooncakeHostMemAllocator memory, every object
+placed in the service's segment), on an embedded store's own segment
+(setup with a segment, every object placed there), and
 numpy's copy of the same bytes, in one process, interleaved round by round.
 
   python3 python/bench/service_batch.py --master=HOST:PORT --service=SOCKET
-      [--objects=256] [--size=65536] [--rounds=8] [--segment_size=BYTES] [--json]
+      --service_segment=HOST:PORT      [--objects=256] [--size=65536] [--rounds=8] [--segment_size=BYTES] [--json]
 
 Each round puts --objects fresh keys per path (timed), reads them back
 (timed), checks the bytes, then removes them (untimed). Also times one
@@ -84,6 +85,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--master", required=True)
     ap.add_argument("--service", required=True)
+    ap.add_argument("--service_segment", required=True,
+                    help="the service's segment name (HOST:PORT), where its puts are placed")
     ap.add_argument("--objects", type=int, default=256)
     ap.add_argument("--size", type=int, default=65536)
     ap.add_argument("--rounds", type=int, default=8)
@@ -114,7 +117,9 @@ def main():
         if embedded.register_buffer(b.ctypes.data, total) != 0:
             fail("register_buffer (embedded)", -1)
 
-    paths = [Path("service", dummy, s_src, s_dst, None),
+    to_service = ReplicateConfig()
+    to_service.preferred_segment = a.service_segment
+    paths = [Path("service", dummy, s_src, s_dst, to_service),
              Path("embedded", embedded, e_src, e_dst, own)]
     m_src, m_dst = buffers_numpy(total)
     memcpy_s = []

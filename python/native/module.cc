@@ -78,6 +78,26 @@ py::tuple CodeAndId(Call&& call) {
   return py::make_tuple(rc, id);
 }
 
+// put(key, buffer, config) and get(key) -> (code, bytes) of either store
+// shape (Store, ServiceStore): the buffer pinned, the call without the GIL.
+template <typename S>
+int PutBytes(S& s, const std::string& key, const py::buffer& value, const PutConfig& config) {
+  PinnedBuffers pinned = PinnedBuffers::Of(value);
+  py::gil_scoped_release release;
+  return s.Put(key, pinned.datas[0], pinned.sizes[0], config);
+}
+
+template <typename S>
+py::tuple GetBytes(S& s, const std::string& key) {
+  std::string value;
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = s.Get(key, &value);
+  }
+  return py::make_tuple(rc, py::bytes(value));
+}
+
 py::dict ErrorCodes() {
   py::dict codes;
   for (int v = 0; v >= -10000; --v) {  // every value of the enum (common/error_code.h)
@@ -163,12 +183,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("global_segment_bytes", &Store::global_segment_bytes)
       .def("health_check", &Store::HealthCheck, Release())
       // writes
-      .def("put", [](Store& s, const std::string& key, const py::buffer& value,
-                     const PutConfig& config) {
-        PinnedBuffers pinned = PinnedBuffers::Of(value);
-        py::gil_scoped_release release;
-        return s.Put(key, pinned.datas[0], pinned.sizes[0], config);
-      })
+      .def("put", &PutBytes<Store>)
       .def("put_parts", [](Store& s, const std::string& key, const PutConfig& config,
                            const py::args& parts) {
         PinnedBuffers pinned = PinnedBuffers::OfAll(parts);
@@ -185,15 +200,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("batch_put_from", &Store::BatchPutFrom, Release())
       .def("batch_put_from_multi_buffers", &Store::BatchPutFromMultiBuffers, Release())
       // reads
-      .def("get", [](Store& s, const std::string& key) {
-        std::string value;
-        int rc;
-        {
-          py::gil_scoped_release release;
-          rc = s.Get(key, &value);
-        }
-        return py::make_tuple(rc, py::bytes(value));
-      })
+      .def("get", &GetBytes<Store>)
       .def("get_buffer", [](Store& s, const std::string& key) {
         auto handle = std::make_shared<BufferHandle>();
         int rc;
@@ -292,23 +299,10 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("hostname", &ServiceStore::hostname)
       .def("listen_ip", [](const ServiceStore&) { return std::string(); })
       .def("health_check", &ServiceStore::HealthCheck, Release())
-      .def("put", [](ServiceStore& s, const std::string& key, const py::buffer& value,
-                     const PutConfig& config) {
-        PinnedBuffers pinned = PinnedBuffers::Of(value);
-        py::gil_scoped_release release;
-        return s.Put(key, pinned.datas[0], pinned.sizes[0], config);
-      })
+      .def("put", &PutBytes<ServiceStore>)
       .def("put_from", &ServiceStore::PutFrom, Release())
       .def("batch_put_from", &ServiceStore::BatchPutFrom, Release())
-      .def("get", [](ServiceStore& s, const std::string& key) {
-        std::string value;
-        int rc;
-        {
-          py::gil_scoped_release release;
-          rc = s.Get(key, &value);
-        }
-        return py::make_tuple(rc, py::bytes(value));
-      })
+      .def("get", &GetBytes<ServiceStore>)
       .def("get_into", &ServiceStore::GetInto, Release())
       .def("batch_get_into", &ServiceStore::BatchGetInto, Release())
       .def("register_buffer", &ServiceStore::RegisterBuffer, Release())
