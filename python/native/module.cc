@@ -302,16 +302,19 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("put", &PutBytes<ServiceStore>)
       .def("put_from", &ServiceStore::PutFrom, Release())
       .def("batch_put_from", &ServiceStore::BatchPutFrom, Release())
+      .def("batch_put_from_multi_buffers", &ServiceStore::BatchPutFromMultiBuffers, Release())
       .def("get", &GetBytes<ServiceStore>)
       .def("get_into", &ServiceStore::GetInto, Release())
       .def("batch_get_into", &ServiceStore::BatchGetInto, Release())
+      .def("batch_get_into_multi_buffers", &ServiceStore::BatchGetIntoMultiBuffers, Release())
       .def("register_buffer", &ServiceStore::RegisterBuffer, Release())
       .def("unregister_buffer", &ServiceStore::UnregisterBuffer, Release())
       .def("is_registered", &ServiceStore::IsRegistered)
       .def("is_exist", &ServiceStore::IsExist, Release())
       .def("batch_is_exist", &ServiceStore::BatchIsExist, Release())
       .def("get_size", &ServiceStore::GetSize, Release())
-      .def("remove", &ServiceStore::Remove, Release());
+      .def("remove", &ServiceStore::Remove, Release())
+      .def("batch_remove", &ServiceStore::BatchRemove, Release());
   // Mooncake's MooncakeHostMemAllocator (storeservice/host_mem_allocator.h).
   m.def("alloc_shm", &storeservice::AllocShm, "sealed memfd memory; its address, or 0");
   m.def("free_shm", &storeservice::FreeShm, "frees alloc_shm's memory; False if not one");

@@ -20,6 +20,21 @@ std::vector<Item> Items(const std::vector<std::string>& keys, const std::vector<
   return items;
 }
 
+// The parts items of per-key lists of buffers; empty when the shapes differ.
+std::vector<storeservice::PartsItem> PartsItems(const std::vector<std::string>& keys,
+                                                const std::vector<std::vector<uint64_t>>& ptrs,
+                                                const std::vector<std::vector<uint64_t>>& sizes) {
+  std::vector<storeservice::PartsItem> items;
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return items;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ptrs[i].size() != sizes[i].size()) return {};
+    storeservice::PartsItem item{keys[i], {}};
+    for (size_t j = 0; j < ptrs[i].size(); ++j) item.pieces.push_back({ptrs[i][j], sizes[i][j]});
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
 }  // namespace
 
 ServiceStore::ServiceStore() = default;
@@ -115,6 +130,26 @@ std::vector<int64_t> ServiceStore::BatchGetInto(const std::vector<std::string>& 
   return client->BatchGetInto(items);
 }
 
+std::vector<int> ServiceStore::BatchPutFromMultiBuffers(
+    const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
+    const std::vector<std::vector<uint64_t>>& sizes, const PutConfig& config) {
+  const std::vector<int> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  std::vector<storeservice::PartsItem> items = PartsItems(keys, ptrs, sizes);
+  if (items.size() != keys.size()) return invalid;
+  return client->BatchPutParts(items, config);
+}
+
+std::vector<int64_t> ServiceStore::BatchGetIntoMultiBuffers(
+    const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
+    const std::vector<std::vector<uint64_t>>& sizes) {
+  const std::vector<int64_t> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  std::vector<storeservice::PartsItem> items = PartsItems(keys, ptrs, sizes);
+  if (items.size() != keys.size()) return invalid;
+  return client->BatchGetIntoParts(items);
+}
+
 int ServiceStore::RegisterBuffer(uint64_t ptr, uint64_t size) {
   SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
   if (ptr == 0 || size == 0) return Code(ErrorCode::INVALID_PARAMS);
@@ -169,6 +204,11 @@ int64_t ServiceStore::GetSize(const std::string& key) {
 int ServiceStore::Remove(const std::string& key, bool force) {
   SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
   return client->Remove(key, force);
+}
+
+std::vector<int> ServiceStore::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->BatchRemove(keys, force);
 }
 
 #undef SHELFMARK_SERVICE_OR

@@ -12,8 +12,8 @@
 // INVALID_PARAMS (the service cannot see it).
 //
 // Not yet through the service (their bindings are absent: Python raises
-// AttributeError): the multi-buffer and ranged calls, put_parts / put_batch /
-// get_batch / get_buffer, batch_remove / remove_all / remove_by_regex,
+// AttributeError): the ranged calls, put_parts / put_batch / get_batch /
+// get_buffer, remove_all / remove_by_regex,
 // get_replicas, and segment mounting (the service owns the segment).
 //
 // Thread safety: every method may be called from any thread (calls are
@@ -71,6 +71,15 @@ class ServiceStore {
                                     const std::vector<uint64_t>& ptrs,
                                     const std::vector<uint64_t>& sizes);
 
+  // Each key's object is the concatenation of its buffers (Store's shapes).
+  std::vector<int> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
+                                            const std::vector<std::vector<uint64_t>>& ptrs,
+                                            const std::vector<std::vector<uint64_t>>& sizes,
+                                            const PutConfig& config);
+  std::vector<int64_t> BatchGetIntoMultiBuffers(const std::vector<std::string>& keys,
+                                                const std::vector<std::vector<uint64_t>>& ptrs,
+                                                const std::vector<std::vector<uint64_t>>& sizes);
+
   int RegisterBuffer(uint64_t ptr, uint64_t size);
   int UnregisterBuffer(uint64_t ptr);  // INVALID_PARAMS when not registered
   bool IsRegistered(uint64_t ptr, uint64_t size) const;
@@ -79,6 +88,7 @@ class ServiceStore {
   std::vector<int> BatchIsExist(const std::vector<std::string>& keys);
   int64_t GetSize(const std::string& key);
   int Remove(const std::string& key, bool force);
+  std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
 
  private:
   std::shared_ptr<storeservice::ServiceClient> Acquire() const;

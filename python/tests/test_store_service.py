@@ -21,7 +21,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "dummy_client_script.py")
 SIZE = 64 << 10
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dummy_client_script import read, value_of  # noqa: E402
+from dummy_client_script import read, value_of, write  # noqa: E402
 
 
 class Service:
@@ -94,6 +94,31 @@ def test_two_dummy_clients_put_and_get_byte_exact(service, prefix):
         assert store.register_buffer(address, SIZE) == -600
     finally:
         store.close()
+
+
+def test_multi_buffer_calls_and_batch_remove(service, prefix):
+    store = dummy(service)
+    alloc = MooncakeHostMemAllocator()
+    piece = 8 << 10
+    src, dst = alloc.alloc(4 * piece), alloc.alloc(4 * piece)
+    try:
+        for b in (src, dst):
+            assert store.register_buffer(b, 4 * piece) == 0
+        data = value_of(prefix, 4 * piece)
+        write(src, data)
+        keys = [prefix + "a", prefix + "b"]
+        assert store.batch_put_from_multi_buffers(
+            keys, [[src, src + piece], [src + 2 * piece, src + 3 * piece]],
+            [[piece, piece], [piece, piece]]) == [0, 0]
+        assert store.batch_get_into_multi_buffers(
+            keys, [[dst + 2 * piece], [dst]], [[2 * piece], [2 * piece]]) == [2 * piece] * 2
+        assert read(dst, 4 * piece) == data[2 * piece:] + data[:2 * piece]
+        assert store.batch_remove(keys + [prefix + "missing"], True) == [0, 0, -704]
+        for b in (src, dst):
+            assert store.unregister_buffer(b) == 0
+    finally:
+        store.close()
+        assert alloc.free(src) == 0 and alloc.free(dst) == 0
 
 
 def test_killed_client_leaves_its_objects_and_frees_its_memory(service, prefix):
