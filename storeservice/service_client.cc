@@ -17,7 +17,8 @@ ErrorCode Handshake(int fd, const ServiceClientOptions& o) {
   std::string body;
   std::vector<UniqueFd> fds;
   auth::Nonce service_nonce{};
-  if (ReadFrame(fd, &body, &fds, o.timeout_ms, o.timeout_ms) != ReadStatus::kOk ||
+  if (ReadFrame(fd, &body, &fds, o.timeout_ms, o.timeout_ms, kMaxHandshakeBytes) !=
+          ReadStatus::kOk ||
       !DecodeChallenge(body, &service_nonce)) {
     return ErrorCode::RPC_FAIL;
   }
@@ -28,7 +29,8 @@ ErrorCode Handshake(int fd, const ServiceClientOptions& o) {
       auth::BytesOf(ClientProof(o.cluster_token, service_nonce, hello.client_nonce, o.tenant)));
   Welcome welcome;
   if (!SendFrame(fd, EncodeHello(hello), o.timeout_ms) ||
-      ReadFrame(fd, &body, &fds, o.timeout_ms, o.timeout_ms) != ReadStatus::kOk ||
+      ReadFrame(fd, &body, &fds, o.timeout_ms, o.timeout_ms, kMaxHandshakeBytes) !=
+          ReadStatus::kOk ||
       !DecodeWelcome(body, &welcome)) {
     return ErrorCode::RPC_FAIL;
   }

@@ -168,13 +168,13 @@ bool SendFrame(int fd, std::string_view body, int timeout_ms, int fd_to_pass) {
 }
 
 ReadStatus ReadFrame(int fd, std::string* body, std::vector<UniqueFd>* fds,
-                     int first_byte_timeout_ms, int timeout_ms) {
+                     int first_byte_timeout_ms, int timeout_ms, uint32_t max_bytes) {
   char header[4];
   ReadStatus s = ReadExact(fd, header, sizeof(header), fds, first_byte_timeout_ms, timeout_ms);
   if (s != ReadStatus::kOk) return s;
   uint32_t size = 0;
   std::memcpy(&size, header, sizeof(size));
-  if (size > kMaxFrameBytes) return ReadStatus::kBad;
+  if (size > max_bytes) return ReadStatus::kBad;
   body->resize(size);
   if (size == 0) return ReadStatus::kOk;
   s = ReadExact(fd, body->data(), size, fds, timeout_ms, timeout_ms);

@@ -43,6 +43,9 @@ inline constexpr char kMagic[4] = {'S', 'M', 'S', 'S'};
 inline constexpr uint8_t kVersion = 1;
 // A put's inline value and a get's answer fit in a frame.
 inline constexpr uint32_t kMaxFrameBytes = (256u << 20) + 4096;
+// A handshake message's limit: a peer that has proven nothing yet cannot
+// make the service hold more than this.
+inline constexpr uint32_t kMaxHandshakeBytes = 4096;
 // The most items one batch request may name.
 inline constexpr uint32_t kMaxBatchItems = 1u << 20;
 
@@ -118,9 +121,10 @@ enum class ReadStatus { kOk, kClosed, kTimeout, kBad };
 // *fds (owned). `first_byte_timeout_ms` < 0 waits for the frame's start
 // without limit; the rest must come within `timeout_ms` of each wait.
 // kClosed: the peer closed before a frame began; kBad: an error, a frame
-// cut short, a length over kMaxFrameBytes, truncated descriptors.
+// cut short, a length over `max_bytes`, truncated descriptors.
 ReadStatus ReadFrame(int fd, std::string* body, std::vector<UniqueFd>* fds,
-                     int first_byte_timeout_ms, int timeout_ms);
+                     int first_byte_timeout_ms, int timeout_ms,
+                     uint32_t max_bytes = kMaxFrameBytes);
 
 // --- handshake ---------------------------------------------------------------
 

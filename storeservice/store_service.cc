@@ -99,7 +99,7 @@ void StoreService::Serve(Connection* c) {
   std::vector<UniqueFd> fds;
   Hello hello;
   if (!SendFrame(fd, EncodeChallenge(service_nonce), timeout) ||
-      ReadFrame(fd, &body, &fds, timeout, timeout) != ReadStatus::kOk ||
+      ReadFrame(fd, &body, &fds, timeout, timeout, kMaxHandshakeBytes) != ReadStatus::kOk ||
       !DecodeHello(body, &hello) || !fds.empty()) {
     refused_.fetch_add(1);
     return;

@@ -250,6 +250,17 @@ TEST_F(StoreServiceTest, HostileBytesAndBadDescriptorsGetTypedErrors) {
     UniqueFd fd = ConnectUnix(socket_);
     ASSERT_TRUE(SendAll(fd.get(), std::string(64, '\xff'), 2'000));
   }
+  {
+    // A hello announced at 1 MiB: refused before the service holds it.
+    UniqueFd fd = ConnectUnix(socket_);
+    std::string body;
+    std::vector<UniqueFd> fds;
+    ASSERT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kOk);  // challenge
+    const uint64_t refused = service_->counters().refused;
+    ASSERT_TRUE(SendAll(fd.get(), wire::Writer().Put(uint32_t{1u << 20}).Take(), 2'000));
+    EXPECT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kClosed);
+    EXPECT_TRUE(testing::WaitFor([&] { return service_->counters().refused > refused; }, 5'000));
+  }
   UniqueFd fd = RawSession();
   // Unknown op, truncated bodies, a batch count past the body.
   EXPECT_EQ(Ask(fd.get(), std::string("\x7f", 1)), kInvalid);
