@@ -16,6 +16,7 @@ import os
 import _shelfmark as _native
 
 from mooncake._segments import SegmentsMixin
+from mooncake._standalone import MooncakeHostMemAllocator, StandaloneMixin
 from mooncake._tasks import QueryTaskResponse, TaskStatus, TaskType, TasksMixin
 from mooncake._tensor import TensorMixin
 from mooncake._zero_copy import ZeroCopyMixin
@@ -24,7 +25,8 @@ from shelfmark._util import as_buffer, store_options
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "ReplicaStatus",
            "ReplicaDescriptor", "MemoryDescriptor", "DiskDescriptor", "BufferDescriptor",
-           "BufferHandle", "MooncakeConfig", "TaskType", "TaskStatus", "QueryTaskResponse"]
+           "BufferHandle", "MooncakeConfig", "TaskType", "TaskStatus", "QueryTaskResponse",
+           "MooncakeHostMemAllocator"]
 
 BufferHandle = _native.BufferHandle
 
@@ -268,7 +270,8 @@ class ReplicaDescriptor:
             self.status.name, "MEMORY" if self._info.memory else "LOCAL_DISK", self._info.endpoint)
 
 
-class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksMixin):
+class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksMixin,
+                               StandaloneMixin):
     """Mooncake's store client. Every method answers as Mooncake's does:
     0 / a size / 1-0 for success, a negative Mooncake error code otherwise
     (-600 INVALID_PARAMS before setup() or after close())."""
@@ -351,7 +354,7 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
             cluster_id=cluster_id)
         o.http_server = bool(enable_client_http_server)
         o.http_port = int(client_http_port)
-        return _c(self._store.setup(o))
+        return _c(self._embedded().setup(o))
 
     def close(self):
         self._stop_tasks()  # the tasks this store runs end first

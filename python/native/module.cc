@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "python/native/service_store.h"
 #include "python/native/sessions.h"
 #include "python/native/tasks.h"
 #include "python/native/store.h"
+#include "storeservice/host_mem_allocator.h"
 #include "transport/rdma_plugin.h"
 
 namespace py = pybind11;
@@ -75,6 +77,26 @@ py::tuple CodeAndId(Call&& call) {
     rc = call(&id);
   }
   return py::make_tuple(rc, id);
+}
+
+// put(key, buffer, config) and get(key) -> (code, bytes) of either store
+// shape (Store, ServiceStore): the buffer pinned, the call without the GIL.
+template <typename S>
+int PutBytes(S& s, const std::string& key, const py::buffer& value, const PutConfig& config) {
+  PinnedBuffers pinned = PinnedBuffers::Of(value);
+  py::gil_scoped_release release;
+  return s.Put(key, pinned.datas[0], pinned.sizes[0], config);
+}
+
+template <typename S>
+py::tuple GetBytes(S& s, const std::string& key) {
+  std::string value;
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = s.Get(key, &value);
+  }
+  return py::make_tuple(rc, py::bytes(value));
 }
 
 py::dict ErrorCodes() {
@@ -162,12 +184,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("global_segment_bytes", &Store::global_segment_bytes)
       .def("health_check", &Store::HealthCheck, Release())
       // writes
-      .def("put", [](Store& s, const std::string& key, const py::buffer& value,
-                     const PutConfig& config) {
-        PinnedBuffers pinned = PinnedBuffers::Of(value);
-        py::gil_scoped_release release;
-        return s.Put(key, pinned.datas[0], pinned.sizes[0], config);
-      })
+      .def("put", &PutBytes<Store>)
       .def("put_parts", [](Store& s, const std::string& key, const PutConfig& config,
                            const py::args& parts) {
         PinnedBuffers pinned = PinnedBuffers::OfAll(parts);
@@ -184,15 +201,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("batch_put_from", &Store::BatchPutFrom, Release())
       .def("batch_put_from_multi_buffers", &Store::BatchPutFromMultiBuffers, Release())
       // reads
-      .def("get", [](Store& s, const std::string& key) {
-        std::string value;
-        int rc;
-        {
-          py::gil_scoped_release release;
-          rc = s.Get(key, &value);
-        }
-        return py::make_tuple(rc, py::bytes(value));
-      })
+      .def("get", &GetBytes<Store>)
       .def("get_buffer", [](Store& s, const std::string& key) {
         auto handle = std::make_shared<BufferHandle>();
         int rc;
@@ -305,6 +314,42 @@ PYBIND11_MODULE(_shelfmark, m) {
       });
 
   // Mooncake's put and get sessions over a NativeStore (kept alive by them).
+  // The standalone-store shape (python/native/service_store.h): the same
+  // calls, through the host's store service.
+  py::class_<ServiceStoreOptions>(m, "ServiceStoreOptions")
+      .def(py::init<>())
+      .def_readwrite("server_address", &ServiceStoreOptions::server_address)
+      .def_readwrite("cluster_token", &ServiceStoreOptions::cluster_token)
+      .def_readwrite("tenant", &ServiceStoreOptions::tenant)
+      .def_readwrite("timeout_ms", &ServiceStoreOptions::timeout_ms);
+  py::class_<ServiceStore>(m, "NativeServiceStore")
+      .def(py::init<>())
+      .def("setup", &ServiceStore::Setup, Release())
+      .def("close", &ServiceStore::Close, Release())
+      .def("is_open", &ServiceStore::is_open)
+      .def("hostname", &ServiceStore::hostname)
+      .def("listen_ip", [](const ServiceStore&) { return std::string(); })
+      .def("health_check", &ServiceStore::HealthCheck, Release())
+      .def("put", &PutBytes<ServiceStore>)
+      .def("put_from", &ServiceStore::PutFrom, Release())
+      .def("batch_put_from", &ServiceStore::BatchPutFrom, Release())
+      .def("batch_put_from_multi_buffers", &ServiceStore::BatchPutFromMultiBuffers, Release())
+      .def("get", &GetBytes<ServiceStore>)
+      .def("get_into", &ServiceStore::GetInto, Release())
+      .def("batch_get_into", &ServiceStore::BatchGetInto, Release())
+      .def("batch_get_into_multi_buffers", &ServiceStore::BatchGetIntoMultiBuffers, Release())
+      .def("register_buffer", &ServiceStore::RegisterBuffer, Release())
+      .def("unregister_buffer", &ServiceStore::UnregisterBuffer, Release())
+      .def("is_registered", &ServiceStore::IsRegistered)
+      .def("is_exist", &ServiceStore::IsExist, Release())
+      .def("batch_is_exist", &ServiceStore::BatchIsExist, Release())
+      .def("get_size", &ServiceStore::GetSize, Release())
+      .def("remove", &ServiceStore::Remove, Release())
+      .def("batch_remove", &ServiceStore::BatchRemove, Release());
+  // Mooncake's MooncakeHostMemAllocator (storeservice/host_mem_allocator.h).
+  m.def("alloc_shm", &storeservice::AllocShm, "sealed memfd memory; its address, or 0");
+  m.def("free_shm", &storeservice::FreeShm, "frees alloc_shm's memory; False if not one");
+
   py::class_<Sessions>(m, "NativeSessions")
       .def(py::init<Store*>(), py::keep_alive<1, 2>())
       .def("put_start", &Sessions::PutStart, Release())

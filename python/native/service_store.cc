@@ -1,0 +1,216 @@
+#include "python/native/service_store.h"
+
+#include "storeservice/host_mem_allocator.h"
+#include "storeservice/service_client.h"
+#include "storeservice/service_wire.h"
+
+namespace shelfmark::python {
+namespace {
+
+using storeservice::Item;
+
+int Code(ErrorCode code) { return static_cast<int>(code); }
+
+// The batch items of parallel lists; empty when their lengths differ.
+std::vector<Item> Items(const std::vector<std::string>& keys, const std::vector<uint64_t>& ptrs,
+                        const std::vector<uint64_t>& sizes) {
+  std::vector<Item> items;
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return items;
+  for (size_t i = 0; i < keys.size(); ++i) items.push_back(Item{keys[i], ptrs[i], sizes[i]});
+  return items;
+}
+
+// The parts items of per-key lists of buffers; empty when the shapes differ.
+std::vector<storeservice::PartsItem> PartsItems(const std::vector<std::string>& keys,
+                                                const std::vector<std::vector<uint64_t>>& ptrs,
+                                                const std::vector<std::vector<uint64_t>>& sizes) {
+  std::vector<storeservice::PartsItem> items;
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return items;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ptrs[i].size() != sizes[i].size()) return {};
+    storeservice::PartsItem item{keys[i], {}};
+    for (size_t j = 0; j < ptrs[i].size(); ++j) item.pieces.push_back({ptrs[i][j], sizes[i][j]});
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+}  // namespace
+
+ServiceStore::ServiceStore() = default;
+ServiceStore::~ServiceStore() { Close(); }
+
+std::shared_ptr<storeservice::ServiceClient> ServiceStore::Acquire() const {
+  MutexLock lock(&mu_);
+  return client_;
+}
+
+int ServiceStore::Setup(const ServiceStoreOptions& options) {
+  Close();
+  storeservice::ServiceClientOptions o;
+  o.socket = storeservice::SocketOf(options.server_address);
+  if (o.socket.empty() || options.timeout_ms <= 0 || options.timeout_ms > INT32_MAX) {
+    return Code(ErrorCode::INVALID_PARAMS);
+  }
+  o.cluster_token = options.cluster_token;
+  o.tenant = options.tenant;
+  o.timeout_ms = static_cast<int>(options.timeout_ms);
+  auto client = storeservice::ServiceClient::Connect(o);
+  if (!client.ok()) return Code(client.error());
+  MutexLock lock(&mu_);
+  client_ = std::move(client).value();
+  socket_ = o.socket;
+  return 0;
+}
+
+int ServiceStore::Close() {
+  MutexLock lock(&mu_);
+  client_.reset();  // calls in flight keep theirs
+  socket_.clear();
+  buffers_.clear();
+  allocations_.clear();
+  return 0;
+}
+
+bool ServiceStore::is_open() const { return Acquire() != nullptr; }
+
+std::string ServiceStore::hostname() const {
+  MutexLock lock(&mu_);
+  return socket_;
+}
+
+#define SHELFMARK_SERVICE_OR(client, value) \
+  auto client = Acquire();                  \
+  if (client == nullptr) return value
+
+int ServiceStore::HealthCheck() {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->Health();
+}
+
+int ServiceStore::Put(const std::string& key, const char* data, uint64_t size,
+                      const PutConfig& config) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  if (size == 0) return Code(ErrorCode::INVALID_PARAMS);
+  return client->Put(key, std::string_view(data, size), config);
+}
+
+int ServiceStore::Get(const std::string& key, std::string* value) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->Get(key, value);
+}
+
+int ServiceStore::PutFrom(const std::string& key, uint64_t ptr, uint64_t size,
+                          const PutConfig& config) {
+  return BatchPutFrom({key}, {ptr}, {size}, config)[0];
+}
+
+std::vector<int> ServiceStore::BatchPutFrom(const std::vector<std::string>& keys,
+                                            const std::vector<uint64_t>& ptrs,
+                                            const std::vector<uint64_t>& sizes,
+                                            const PutConfig& config) {
+  const std::vector<int> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  std::vector<Item> items = Items(keys, ptrs, sizes);
+  if (items.size() != keys.size()) return invalid;
+  return client->BatchPutFrom(items, config);
+}
+
+int64_t ServiceStore::GetInto(const std::string& key, uint64_t ptr, uint64_t size) {
+  return BatchGetInto({key}, {ptr}, {size})[0];
+}
+
+std::vector<int64_t> ServiceStore::BatchGetInto(const std::vector<std::string>& keys,
+                                                const std::vector<uint64_t>& ptrs,
+                                                const std::vector<uint64_t>& sizes) {
+  const std::vector<int64_t> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  std::vector<Item> items = Items(keys, ptrs, sizes);
+  if (items.size() != keys.size()) return invalid;
+  return client->BatchGetInto(items);
+}
+
+std::vector<int> ServiceStore::BatchPutFromMultiBuffers(
+    const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
+    const std::vector<std::vector<uint64_t>>& sizes, const PutConfig& config) {
+  const std::vector<int> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  std::vector<storeservice::PartsItem> items = PartsItems(keys, ptrs, sizes);
+  if (items.size() != keys.size()) return invalid;
+  return client->BatchPutParts(items, config);
+}
+
+std::vector<int64_t> ServiceStore::BatchGetIntoMultiBuffers(
+    const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
+    const std::vector<std::vector<uint64_t>>& sizes) {
+  const std::vector<int64_t> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  std::vector<storeservice::PartsItem> items = PartsItems(keys, ptrs, sizes);
+  if (items.size() != keys.size()) return invalid;
+  return client->BatchGetIntoParts(items);
+}
+
+int ServiceStore::RegisterBuffer(uint64_t ptr, uint64_t size) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  if (ptr == 0 || size == 0) return Code(ErrorCode::INVALID_PARAMS);
+  std::optional<storeservice::ShmRegion> region = storeservice::FindShm(ptr, size);
+  if (!region) return Code(ErrorCode::INVALID_PARAMS);  // not memory the service can map
+  MutexLock lock(&mu_);
+  if (buffers_.count(ptr) != 0) return Code(ErrorCode::INVALID_PARAMS);
+  if (allocations_[region->base]++ == 0) {
+    const int rc = client->RegisterShm(region->base, region->size, region->fd.get());
+    if (rc != 0) {
+      allocations_.erase(region->base);
+      return rc;
+    }
+  }
+  buffers_[ptr] = {size, region->base};
+  return 0;
+}
+
+int ServiceStore::UnregisterBuffer(uint64_t ptr) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  MutexLock lock(&mu_);
+  auto it = buffers_.find(ptr);
+  if (it == buffers_.end()) return Code(ErrorCode::INVALID_PARAMS);
+  const uint64_t allocation = it->second.second;
+  buffers_.erase(it);
+  if (--allocations_[allocation] > 0) return 0;
+  allocations_.erase(allocation);
+  return client->UnregisterShm(allocation);
+}
+
+bool ServiceStore::IsRegistered(uint64_t ptr, uint64_t size) const {
+  MutexLock lock(&mu_);
+  auto it = buffers_.upper_bound(ptr);
+  if (it == buffers_.begin()) return false;
+  --it;
+  const uint64_t offset = ptr - it->first;
+  return offset <= it->second.first && size <= it->second.first - offset;
+}
+
+int ServiceStore::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
+
+std::vector<int> ServiceStore::BatchIsExist(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->BatchIsExist(keys);
+}
+
+int64_t ServiceStore::GetSize(const std::string& key) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->GetSize(key);
+}
+
+int ServiceStore::Remove(const std::string& key, bool force) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->Remove(key, force);
+}
+
+std::vector<int> ServiceStore::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->BatchRemove(keys, force);
+}
+
+#undef SHELFMARK_SERVICE_OR
+
+}  // namespace shelfmark::python

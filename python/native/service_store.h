@@ -1,0 +1,106 @@
+// ServiceStore: the facade the Python module binds for a store in Mooncake's
+// standalone-store shape (mooncake.store's setup_dummy): every call goes to
+// the host's store service (storeservice/service_client.h) and answers as
+// python/native/store.h's Store does (same codes, same shapes), so
+// python/mooncake/store.py drives either one.
+//
+// Memory given by address (the *_from / *_into calls) must lie inside a
+// buffer registered with RegisterBuffer, and a registered buffer must lie
+// inside shared memory from AllocShm (Mooncake's MooncakeHostMemAllocator):
+// RegisterBuffer hands the whole allocation's memfd to the service, which
+// then reads and writes that memory in place. Other memory answers
+// INVALID_PARAMS (the service cannot see it).
+//
+// Not yet through the service (their bindings are absent: Python raises
+// AttributeError): the ranged calls, put_parts / put_batch / get_batch /
+// get_buffer, remove_all / remove_by_regex,
+// get_replicas, and segment mounting (the service owns the segment).
+//
+// Thread safety: every method may be called from any thread (calls are
+// sent one at a time).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/types.h"
+
+namespace shelfmark::storeservice {
+class ServiceClient;
+}  // namespace shelfmark::storeservice
+
+namespace shelfmark::python {
+
+struct ServiceStoreOptions {
+  // The service: Mooncake's "host:port" (the service's --port on this host),
+  // "@name" or a socket path (storeservice/service_wire.h, SocketOf).
+  std::string server_address = "127.0.0.1:50052";
+  std::string cluster_token;  // proven to the service, which proves it back
+  std::string tenant;         // "" = the default tenant; must be the service's
+  int64_t timeout_ms = 10'000;
+};
+
+class ServiceStore {
+ public:
+  ServiceStore();
+  ~ServiceStore();
+  ServiceStore(const ServiceStore&) = delete;
+  ServiceStore& operator=(const ServiceStore&) = delete;
+
+  // Connects (closing the connection before); 0 or the code (INVALID_PARAMS
+  // for an address of no known form, RPC_FAIL when nothing answers,
+  // UNAUTHENTICATED, PERMISSION_DENIED).
+  int Setup(const ServiceStoreOptions& options);
+  int Close();
+  bool is_open() const;
+  std::string hostname() const;  // the service's socket ("" when closed)
+  int HealthCheck();
+
+  int Put(const std::string& key, const char* data, uint64_t size, const PutConfig& config);
+  int Get(const std::string& key, std::string* value);
+  int PutFrom(const std::string& key, uint64_t ptr, uint64_t size, const PutConfig& config);
+  std::vector<int> BatchPutFrom(const std::vector<std::string>& keys,
+                                const std::vector<uint64_t>& ptrs,
+                                const std::vector<uint64_t>& sizes, const PutConfig& config);
+  int64_t GetInto(const std::string& key, uint64_t ptr, uint64_t size);
+  std::vector<int64_t> BatchGetInto(const std::vector<std::string>& keys,
+                                    const std::vector<uint64_t>& ptrs,
+                                    const std::vector<uint64_t>& sizes);
+
+  // Each key's object is the concatenation of its buffers (Store's shapes).
+  std::vector<int> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
+                                            const std::vector<std::vector<uint64_t>>& ptrs,
+                                            const std::vector<std::vector<uint64_t>>& sizes,
+                                            const PutConfig& config);
+  std::vector<int64_t> BatchGetIntoMultiBuffers(const std::vector<std::string>& keys,
+                                                const std::vector<std::vector<uint64_t>>& ptrs,
+                                                const std::vector<std::vector<uint64_t>>& sizes);
+
+  int RegisterBuffer(uint64_t ptr, uint64_t size);
+  int UnregisterBuffer(uint64_t ptr);  // INVALID_PARAMS when not registered
+  bool IsRegistered(uint64_t ptr, uint64_t size) const;
+
+  int IsExist(const std::string& key);
+  std::vector<int> BatchIsExist(const std::vector<std::string>& keys);
+  int64_t GetSize(const std::string& key);
+  int Remove(const std::string& key, bool force);
+  std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
+
+ private:
+  std::shared_ptr<storeservice::ServiceClient> Acquire() const;
+
+  mutable Mutex mu_;
+  std::shared_ptr<storeservice::ServiceClient> client_ GUARDED_BY(mu_);
+  std::string socket_ GUARDED_BY(mu_);
+  // Registered buffers (start -> size), and how many of them each shared
+  // memory allocation (by its start) carries: the allocation is handed to
+  // the service with its first buffer and taken back with its last.
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> buffers_ GUARDED_BY(mu_);  // start -> (size, allocation)
+  std::map<uint64_t, int> allocations_ GUARDED_BY(mu_);
+};
+
+}  // namespace shelfmark::python

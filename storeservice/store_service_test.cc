@@ -1,0 +1,346 @@
+// The store service and its client against a real master service in-process
+// (RpcServer + Directory over Cap'n Proto), a real embedded segment on UCX,
+// real unix sockets and real memfds; hostile peers play the protocol by
+// hand with the wire functions.
+#include "storeservice/store_service.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "auth/proof.h"
+#include "common/wire_bytes.h"
+#include "directory/directory.h"
+#include "directory/directory_test_util.h"
+#include "embedded/embedded_client.h"
+#include "master/rpc_server.h"
+#include "storeservice/host_mem_allocator.h"
+#include "storeservice/service_client.h"
+#include "storeservice/service_wire.h"
+#include "testing/wait_for.h"
+
+namespace shelfmark::storeservice {
+namespace {
+
+constexpr char kToken[] = "store-service-test-token";
+
+std::string RandomSocket() {
+  uint64_t bits = 0;
+  auth::RandomBytes(&bits, sizeof(bits));
+  return "@shelfmark-store-service-test-" + std::to_string(bits);
+}
+
+class StoreServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DirectoryOptions options;
+    options.default_kv_lease_ttl_ms = 600'000;
+    dir_ = MakeTestDirectory(&master_clock_, options);
+    RpcServerOptions rpc;
+    rpc.bind_address = "127.0.0.1";
+    rpc.port = 0;
+    server_ = std::make_unique<RpcServer>(*dir_, nullptr, rpc);
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok());
+    EmbeddedOptions o;
+    o.master = "127.0.0.1:" + std::to_string(*port);
+    o.protocol = "ucx";
+    o.cluster_token = kToken;
+    o.segment_size = 32 << 20;
+    o.segment_name = "service-segment";
+    o.staging_bytes = 4 << 20;
+    auto embedded = EmbeddedClient::Create(o);
+    ASSERT_TRUE(embedded.ok()) << ErrorCodeName(embedded.error());
+    embedded_ = std::move(embedded).value();
+    socket_ = RandomSocket();
+    StartService(kToken);
+  }
+
+  void TearDown() override {
+    service_.reset();
+    embedded_.reset();
+    server_->Stop();
+  }
+
+  void StartService(const std::string& token) {
+    StoreServiceOptions so;
+    so.socket = socket_;
+    so.cluster_token = token;
+    so.tenant = "t";
+    so.io_timeout_ms = 2'000;
+    auto service = StoreService::Start(so, embedded_->client());
+    ASSERT_TRUE(service.ok());
+    service_ = std::move(service).value();
+  }
+
+  Result<std::unique_ptr<ServiceClient>> Connect(const std::string& token = kToken,
+                                                 const std::string& tenant = "t") {
+    ServiceClientOptions o;
+    o.socket = socket_;
+    o.cluster_token = token;
+    o.tenant = tenant;
+    o.timeout_ms = 5'000;
+    return ServiceClient::Connect(o);
+  }
+
+  // A connection through the handshake, for requests written by hand.
+  UniqueFd RawSession() {
+    UniqueFd fd = ConnectUnix(socket_);
+    std::string body;
+    std::vector<UniqueFd> fds;
+    auth::Nonce service_nonce{};
+    EXPECT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kOk);
+    EXPECT_TRUE(DecodeChallenge(body, &service_nonce));
+    Hello hello;
+    hello.client_nonce = auth::NewNonce();
+    hello.tenant = "t";
+    hello.proof =
+        std::string(auth::BytesOf(ClientProof(kToken, service_nonce, hello.client_nonce, "t")));
+    EXPECT_TRUE(SendFrame(fd.get(), EncodeHello(hello), 2'000));
+    Welcome welcome;
+    EXPECT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kOk);
+    EXPECT_TRUE(DecodeWelcome(body, &welcome));
+    EXPECT_EQ(welcome.code, 0);
+    return fd;
+  }
+
+  // One request on a raw session; the answer's leading i32.
+  static int32_t Ask(int fd, const std::string& request, int fd_to_pass = -1) {
+    std::string body;
+    std::vector<UniqueFd> fds;
+    if (!SendFrame(fd, request, 2'000, fd_to_pass) ||
+        ReadFrame(fd, &body, &fds, 2'000, 2'000) != ReadStatus::kOk) {
+      return 1;  // no answer: not a code
+    }
+    wire::Reader r(body.data(), body.size());
+    return r.Get<int32_t>();
+  }
+
+  // Fills `size` fresh bytes of AllocShm memory with `fill` and registers
+  // them with `client`; the address (0 on failure, with a test failure).
+  static uint64_t SharedBytes(ServiceClient& client, uint64_t size, char fill) {
+    const uint64_t shm = AllocShm(size);
+    auto region = FindShm(shm, size);
+    EXPECT_TRUE(region.has_value());
+    if (!region) return 0;
+    std::memset(reinterpret_cast<void*>(shm), fill, size);
+    EXPECT_EQ(client.RegisterShm(region->base, region->size, region->fd.get()), 0);
+    return shm;
+  }
+
+  static std::string RegisterRequest(uint64_t base, uint64_t size) {
+    return wire::Writer().Put(static_cast<uint8_t>(Op::kRegister)).Put(base).Put(size).Take();
+  }
+
+  ManualClock master_clock_;
+  std::unique_ptr<Directory> dir_;
+  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<EmbeddedClient> embedded_;
+  std::string socket_;
+  std::unique_ptr<StoreService> service_;
+};
+
+constexpr int kInvalid = static_cast<int>(ErrorCode::INVALID_PARAMS);
+
+TEST_F(StoreServiceTest, ZeroCopyCallsMoveBytesThroughSharedMemory) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok()) << ErrorCodeName(client.error());
+  constexpr uint64_t kItem = 64 << 10, kItems = 8;
+  const uint64_t src = AllocShm(kItem * kItems), dst = AllocShm(kItem * kItems);
+  ASSERT_NE(src, 0u);
+  ASSERT_NE(dst, 0u);
+  for (uint64_t base : {src, dst}) {
+    auto region = FindShm(base, kItem * kItems);
+    ASSERT_TRUE(region.has_value());
+    ASSERT_EQ((*client)->RegisterShm(region->base, region->size, region->fd.get()), 0);
+  }
+  std::vector<Item> puts, gets;
+  for (uint64_t i = 0; i < kItems; ++i) {
+    std::memset(reinterpret_cast<void*>(src + i * kItem), static_cast<int>('a' + i), kItem);
+    puts.push_back(Item{"k" + std::to_string(i), src + i * kItem, kItem});
+    gets.push_back(Item{"k" + std::to_string(i), dst + i * kItem, kItem});
+  }
+  const uint64_t copies_before = embedded_->client()->local_stats().copies;
+  EXPECT_EQ((*client)->BatchPutFrom(puts, PutConfig{}), std::vector<int>(kItems, 0));
+  EXPECT_EQ((*client)->BatchGetInto(gets), std::vector<int64_t>(kItems, kItem));
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(src), reinterpret_cast<void*>(dst), kItem * kItems),
+            0);
+  // The service's own segment: memcpy both ways, no transfer.
+  EXPECT_GE(embedded_->client()->local_stats().copies, copies_before + 2 * kItems);
+
+  EXPECT_EQ((*client)->Put("inline", "hello service", PutConfig{}), 0);
+  std::string value;
+  EXPECT_EQ((*client)->Get("inline", &value), 0);
+  EXPECT_EQ(value, "hello service");
+  EXPECT_EQ((*client)->BatchIsExist({"k0", "missing"}), (std::vector<int>{1, 0}));
+  EXPECT_EQ((*client)->GetSize("k3"), static_cast<int64_t>(kItem));
+  // (A key never read holds no read lease.)
+  EXPECT_EQ((*client)->Put("gone", "soon", PutConfig{}), 0);
+  EXPECT_EQ((*client)->Remove("gone", false), 0);
+  EXPECT_EQ((*client)->GetSize("gone"), static_cast<int64_t>(ErrorCode::OBJECT_NOT_FOUND));
+  EXPECT_EQ((*client)->Health(), 0);
+  // Memory outside every registration is refused, item by item.
+  std::vector<int64_t> stray =
+      (*client)->BatchGetInto({Item{"k0", dst, kItem}, Item{"k0", 4096, kItem}});
+  EXPECT_EQ(stray, (std::vector<int64_t>{static_cast<int64_t>(kItem), kInvalid}));
+  // The objects belong to the service's tenant.
+  auto exists = embedded_->client()->Exist("t", "k0");
+  ASSERT_TRUE(exists.ok());
+  EXPECT_TRUE(*exists);
+  client->reset();
+  EXPECT_TRUE(FreeShm(src));
+  EXPECT_TRUE(FreeShm(dst));
+}
+
+TEST_F(StoreServiceTest, PartsCallsGatherAndScatterPieces) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  constexpr uint64_t kPiece = 16 << 10;
+  const uint64_t src = SharedBytes(**client, 4 * kPiece, 'p');
+  const uint64_t dst = SharedBytes(**client, 4 * kPiece, 0);
+  for (uint64_t i = 0; i < 4 * kPiece; ++i) reinterpret_cast<char*>(src)[i] = static_cast<char>(i * 7);
+  // Two objects of two pieces each, the second's pieces in reverse order.
+  const std::vector<PartsItem> puts = {
+      {"layers-a", {{src, kPiece}, {src + kPiece, kPiece}}},
+      {"layers-b", {{src + 3 * kPiece, kPiece}, {src + 2 * kPiece, kPiece}}}};
+  EXPECT_EQ((*client)->BatchPutParts(puts, PutConfig{}), (std::vector<int>{0, 0}));
+  const std::vector<PartsItem> gets = {
+      {"layers-a", {{dst, kPiece}, {dst + kPiece, kPiece}}},
+      {"layers-b", {{dst + 2 * kPiece, 2 * kPiece}}},
+      {"layers-a", {{dst, kPiece}, {4096, kPiece}}}};  // a piece outside: refused whole
+  EXPECT_EQ((*client)->BatchGetIntoParts(gets),
+            (std::vector<int64_t>{2 * kPiece, 2 * kPiece, kInvalid}));
+  const char* s = reinterpret_cast<const char*>(src);
+  const char* d = reinterpret_cast<const char*>(dst);
+  EXPECT_EQ(std::memcmp(d, s, 2 * kPiece), 0);
+  EXPECT_EQ(std::memcmp(d + 2 * kPiece, s + 3 * kPiece, kPiece), 0);
+  EXPECT_EQ(std::memcmp(d + 3 * kPiece, s + 2 * kPiece, kPiece), 0);
+  EXPECT_EQ((*client)->BatchRemove({"layers-a", "layers-b", "missing"}, true),
+            (std::vector<int>{0, 0, static_cast<int>(ErrorCode::OBJECT_NOT_FOUND)}));
+  client->reset();
+  EXPECT_TRUE(FreeShm(src));
+  EXPECT_TRUE(FreeShm(dst));
+}
+
+TEST_F(StoreServiceTest, TokenAndTenantAreCheckedBothWays) {
+  auto wrong = Connect("not-the-token-at-all");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error(), ErrorCode::UNAUTHENTICATED);
+  auto other_tenant = Connect(kToken, "other");
+  ASSERT_FALSE(other_tenant.ok());
+  EXPECT_EQ(other_tenant.error(), ErrorCode::PERMISSION_DENIED);
+  EXPECT_GE(service_->counters().refused, 1u);
+  // A service that does not know the token cannot pass as one.
+  service_.reset();
+  StartService("an-impostor-token-value");
+  auto fooled = Connect();
+  ASSERT_FALSE(fooled.ok());
+  EXPECT_EQ(fooled.error(), ErrorCode::UNAUTHENTICATED);
+}
+
+TEST_F(StoreServiceTest, HostileBytesAndBadDescriptorsGetTypedErrors) {
+  {
+    // Garbage instead of a hello: the connection ends, the service lives.
+    UniqueFd fd = ConnectUnix(socket_);
+    ASSERT_TRUE(SendAll(fd.get(), std::string(64, '\xff'), 2'000));
+  }
+  {
+    // A hello announced at 1 MiB: refused before the service holds it.
+    UniqueFd fd = ConnectUnix(socket_);
+    std::string body;
+    std::vector<UniqueFd> fds;
+    ASSERT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kOk);  // challenge
+    const uint64_t refused = service_->counters().refused;
+    ASSERT_TRUE(SendAll(fd.get(), wire::Writer().Put(uint32_t{1u << 20}).Take(), 2'000));
+    EXPECT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kClosed);
+    EXPECT_TRUE(testing::WaitFor([&] { return service_->counters().refused > refused; }, 5'000));
+  }
+  UniqueFd fd = RawSession();
+  // Unknown op, truncated bodies, a batch count past the body.
+  EXPECT_EQ(Ask(fd.get(), std::string("\x7f", 1)), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), std::string("\x01\x01", 2)), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), wire::Writer().Put(uint8_t{7}).Put(uint32_t{1u << 30}).Take()),
+            kInvalid);
+  const uint64_t base = 1ull << 40, size = 1 << 20;
+  // Register without a descriptor, with a pipe, with an unsealed memfd.
+  EXPECT_EQ(Ask(fd.get(), RegisterRequest(base, size)), kInvalid);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_EQ(Ask(fd.get(), RegisterRequest(base, size), pipe_fds[0]), kInvalid);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  UniqueFd unsealed(memfd_create("unsealed", MFD_CLOEXEC));
+  ASSERT_EQ(ftruncate(unsealed.get(), size), 0);
+  EXPECT_EQ(Ask(fd.get(), RegisterRequest(base, size), unsealed.get()), kInvalid);
+  // A sealed memfd shorter than claimed, and a range that wraps.
+  const uint64_t shm = AllocShm(size);
+  auto region = FindShm(shm, size);
+  ASSERT_TRUE(region.has_value());
+  EXPECT_EQ(Ask(fd.get(), RegisterRequest(base, 2 * size), region->fd.get()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), RegisterRequest(UINT64_MAX - 10, size), region->fd.get()), kInvalid);
+  // A descriptor riding on another request.
+  EXPECT_EQ(Ask(fd.get(), wire::Writer().Put(uint8_t{10}).Take(), region->fd.get()), kInvalid);
+  EXPECT_EQ(service_->counters().mapped_bytes, 0u);
+  // A frame announced longer than any allowed: the service ends the connection.
+  ASSERT_TRUE(SendAll(fd.get(), wire::Writer().Put(uint32_t{kMaxFrameBytes + 1}).Take(), 2'000));
+  std::string body;
+  std::vector<UniqueFd> fds;
+  EXPECT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kClosed);
+  EXPECT_TRUE(testing::WaitFor([&] { return service_->counters().dropped >= 1; }, 5'000));
+  // Still serving.
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ((*client)->Health(), 0);
+  EXPECT_TRUE(FreeShm(shm));
+}
+
+TEST_F(StoreServiceTest, ClientGoneFreesItsMemoryAndKeepsItsObjects) {
+  constexpr uint64_t kSize = 1 << 20;
+  uint64_t shm = 0;
+  {
+    auto client = Connect();
+    ASSERT_TRUE(client.ok());
+    shm = SharedBytes(**client, kSize, 'z');
+    EXPECT_EQ(service_->counters().mapped_bytes, kSize);
+    EXPECT_EQ((*client)->BatchPutFrom({Item{"kept", shm, kSize}}, PutConfig{}),
+              std::vector<int>{0});
+  }
+  EXPECT_TRUE(testing::WaitFor([&] { return service_->counters().mapped_bytes == 0; }, 5'000));
+  EXPECT_TRUE(testing::WaitFor([&] { return service_->counters().clients == 0; }, 5'000));
+  auto other = Connect();
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->GetSize("kept"), static_cast<int64_t>(kSize));
+  EXPECT_TRUE(FreeShm(shm));
+}
+
+TEST_F(StoreServiceTest, DeadServiceIsATypedErrorAndARestartedOneIsReconnected) {
+  constexpr uint64_t kSize = 64 << 10;
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  const uint64_t shm = SharedBytes(**client, kSize, 'r');
+  EXPECT_EQ((*client)->BatchPutFrom({Item{"before", shm, kSize}}, PutConfig{}),
+            std::vector<int>{0});
+  service_.reset();
+  const int rpc_fail = static_cast<int>(ErrorCode::RPC_FAIL);
+  EXPECT_EQ((*client)->Health(), rpc_fail);
+  EXPECT_EQ((*client)->BatchGetInto({Item{"before", shm, kSize}}),
+            std::vector<int64_t>{rpc_fail});
+  // Back on the same socket: the next call reconnects and registers the
+  // shared memory again.
+  StartService(kToken);
+  std::memset(reinterpret_cast<void*>(shm), 0, kSize);
+  EXPECT_EQ((*client)->BatchGetInto({Item{"before", shm, kSize}}),
+            std::vector<int64_t>{static_cast<int64_t>(kSize)});
+  EXPECT_EQ(reinterpret_cast<const char*>(shm)[kSize - 1], 'r');
+  client->reset();
+  EXPECT_TRUE(FreeShm(shm));
+}
+
+}  // namespace
+}  // namespace shelfmark::storeservice
