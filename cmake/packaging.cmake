@@ -45,8 +45,8 @@ shelfmark_service(node /var/lib/shelfmark/ssd)
 
 # What scripts/package.sh builds before cpack (cpack itself builds nothing).
 add_custom_target(shelfmark-packaged)
-add_dependencies(shelfmark-packaged shelfmark-master shelfmark-node shelfmark-cli shelfmark-perf
-  shelfmark_client)
+add_dependencies(shelfmark-packaged shelfmark-master shelfmark-node shelfmark-store-service
+  shelfmark-cli shelfmark-perf shelfmark_client)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME shelfmark)

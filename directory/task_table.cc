@@ -112,10 +112,11 @@ size_t TaskTable::DropSegments(const std::vector<const SegmentEntry*>& segments)
   std::unordered_set<const SegmentEntry*> gone(segments.begin(), segments.end());
   MutexLock lock(&mu_);
   size_t dropped = 0;
-  for (auto& [id, e] : tasks_) {
-    dropped += std::erase_if(e.reserved, [&](const TaskReservation& r) {
+  for (auto& entry : tasks_) {
+    auto& task = entry.second;  // a named reference: clang 14 cannot capture a structured binding
+    dropped += std::erase_if(task.reserved, [&](const TaskReservation& r) {
       if (gone.count(r.segment) == 0) return false;
-      e.lost_target = true;
+      task.lost_target = true;
       return true;
     });
   }

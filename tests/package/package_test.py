@@ -173,6 +173,10 @@ class Contents(unittest.TestCase):
             self.assertIn(SERVICES[package], postinst)
             self.assertIn(f"deb-systemd-helper enable {package}.service", postinst)
 
+    def test_node_package_carries_the_store_service(self):
+        # The host's store service (docs/node.md) ships beside the node for now.
+        self.assertIn("/usr/bin/shelfmark-store-service", deb_files("shelfmark-node"))
+
     def test_tools_and_dev_contents(self):
         self.assertLessEqual({"/usr/bin/shelfmark-cli", "/usr/bin/shelfmark-perf"},
                              deb_files("shelfmark-tools"))
