@@ -558,64 +558,74 @@ Result<std::vector<ReplicaDescriptor>> MasterClient::PutStart(std::string_view t
                                                               const PutConfig& config) {
   using Ret = Result<std::vector<ReplicaDescriptor>>;
   return impl_->Framed<Ret>(
-      false, [&](LookupClient& c, auto deadline) { return c.PutStart(impl_->options.client_id, tenant, key, size, config, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.PutStart(impl_->options.client_id, tenant, key, size, config, deadline);
+      },
       [&] {
         return impl_->Call<Ret>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req = m.putStartRequest(
-            capnp::MessageSize{32 + (tenant.size() + key.size()) / 8, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        SetTenantKey(req, tenant, key);
-        req.setSize(size);
-        rpcconv::Encode(config, req.initConfig());
-        return req;
-      },
-      [](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        std::vector<ReplicaDescriptor> out;
-        if (rpcconv::DecodeReplicas(r.getReplicas(), &out) != ErrorCode::OK) {
-          return ErrorCode::RPC_FAIL;
-        }
-        return out;
-      });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.putStartRequest(capnp::MessageSize{32 + (tenant.size() + key.size()) / 8, 0});
+              rpcconv::Encode(impl_->options.client_id, req.initClientId());
+              SetTenantKey(req, tenant, key);
+              req.setSize(size);
+              rpcconv::Encode(config, req.initConfig());
+              return req;
+            },
+            [](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              std::vector<ReplicaDescriptor> out;
+              if (rpcconv::DecodeReplicas(r.getReplicas(), &out) != ErrorCode::OK) {
+                return ErrorCode::RPC_FAIL;
+              }
+              return out;
+            });
       });
 }
 
 ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, ReplicaType type) {
   return impl_->Framed<ErrorCode>(
-      false, [&](LookupClient& c, auto deadline) { return c.PutFinish(true, impl_->options.client_id, tenant, key, type, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.PutFinish(true, impl_->options.client_id, tenant, key, type, deadline);
+      },
       [&] {
         return impl_->Call<ErrorCode>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req = m.putEndRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        SetTenantKey(req, tenant, key);
-        req.setType(rpcconv::EncodeEnum(type));
-        return req;
-      },
-      [](auto r) { return ReplyCode(r); });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.putEndRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
+              rpcconv::Encode(impl_->options.client_id, req.initClientId());
+              SetTenantKey(req, tenant, key);
+              req.setType(rpcconv::EncodeEnum(type));
+              return req;
+            },
+            [](auto r) { return ReplyCode(r); });
       });
 }
 
 ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,
                                   ReplicaType type) {
   return impl_->Framed<ErrorCode>(
-      false, [&](LookupClient& c, auto deadline) { return c.PutFinish(false, impl_->options.client_id, tenant, key, type, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.PutFinish(false, impl_->options.client_id, tenant, key, type, deadline);
+      },
       [&] {
         return impl_->Call<ErrorCode>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req =
-            m.putRevokeRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        SetTenantKey(req, tenant, key);
-        req.setType(rpcconv::EncodeEnum(type));
-        return req;
-      },
-      [](auto r) { return ReplyCode(r); });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.putRevokeRequest(capnp::MessageSize{16 + (tenant.size() + key.size()) / 8, 0});
+              rpcconv::Encode(impl_->options.client_id, req.initClientId());
+              SetTenantKey(req, tenant, key);
+              req.setType(rpcconv::EncodeEnum(type));
+              return req;
+            },
+            [](auto r) { return ReplyCode(r); });
       });
 }
 
@@ -625,8 +635,7 @@ Result<GetReplicaListResponse> MasterClient::GetReplicaList(std::string_view ten
                                                             std::string_view key) {
   using Ret = Result<GetReplicaListResponse>;
   return impl_->Framed<Ret>(
-      true,
-      [&](LookupClient& c, auto deadline) { return c.GetReplicaList(tenant, key, deadline); },
+      true, [&](LookupClient& c, auto deadline) { return c.GetReplicaList(tenant, key, deadline); },
       [&] { return CapnpGetReplicaList(tenant, key); });
 }
 
@@ -656,18 +665,18 @@ Result<bool> MasterClient::ExistKey(std::string_view tenant, std::string_view ke
       true, [&](LookupClient& c, auto deadline) { return c.ExistKey(tenant, key, deadline); },
       [&] {
         return impl_->Call<Ret>(
-      true,
-      [&](wire::MasterService::Client& m) {
-        auto req =
-            m.existKeyRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
-        SetTenantKey(req, tenant, key);
-        return req;
-      },
-      [](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        return static_cast<bool>(r.getExists());
-      });
+            true,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.existKeyRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
+              SetTenantKey(req, tenant, key);
+              return req;
+            },
+            [](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              return static_cast<bool>(r.getExists());
+            });
       });
 }
 
@@ -752,14 +761,15 @@ ErrorCode MasterClient::Remove(std::string_view tenant, std::string_view key, bo
       false, [&](LookupClient& c, auto deadline) { return c.Remove(tenant, key, force, deadline); },
       [&] {
         return impl_->Call<ErrorCode>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req = m.removeRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
-        SetTenantKey(req, tenant, key);
-        req.setForce(force);
-        return req;
-      },
-      [](auto r) { return ReplyCode(r); });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.removeRequest(capnp::MessageSize{8 + (tenant.size() + key.size()) / 8, 0});
+              SetTenantKey(req, tenant, key);
+              req.setForce(force);
+              return req;
+            },
+            [](auto r) { return ReplyCode(r); });
       });
 }
 
@@ -810,34 +820,37 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchP
   using Item = Result<std::vector<ReplicaDescriptor>>;
   using Ret = Result<std::vector<Item>>;
   return impl_->Framed<Ret>(
-      false, [&](LookupClient& c, auto deadline) { return c.BatchPutStart(impl_->options.client_id, tenant, keys, sizes, config, checksums, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.BatchPutStart(impl_->options.client_id, tenant, keys, sizes, config, checksums,
+                               deadline);
+      },
       [&] {
         return impl_->Call<Ret>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req = m.batchPutStartRequest(
-            capnp::MessageSize{
-                KeysWords(keys) + sizes.size() + checksums.size() + 32 + tenant.size() / 8, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        CopyText(req.initTenant(tenant.size()), tenant);
-        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
-        auto s = req.initSizes(sizes.size());
-        for (size_t i = 0; i < sizes.size(); ++i) s.set(i, sizes[i]);
-        rpcconv::Encode(config, req.initConfig());
-        if (!checksums.empty()) {
-          auto c = req.initChecksums(checksums.size());
-          for (size_t i = 0; i < checksums.size(); ++i) c.set(i, checksums[i]);
-        }
-        return req;
-      },
-      [&](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        return DecodeItems<std::vector<ReplicaDescriptor>>(
-            r.getResults(), keys.size(), [](auto item, std::vector<ReplicaDescriptor>* out) {
-              return rpcconv::DecodeReplicas(item.getReplicas(), out);
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req = m.batchPutStartRequest(capnp::MessageSize{
+                  KeysWords(keys) + sizes.size() + checksums.size() + 32 + tenant.size() / 8, 0});
+              rpcconv::Encode(impl_->options.client_id, req.initClientId());
+              CopyText(req.initTenant(tenant.size()), tenant);
+              rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+              auto s = req.initSizes(sizes.size());
+              for (size_t i = 0; i < sizes.size(); ++i) s.set(i, sizes[i]);
+              rpcconv::Encode(config, req.initConfig());
+              if (!checksums.empty()) {
+                auto c = req.initChecksums(checksums.size());
+                for (size_t i = 0; i < checksums.size(); ++i) c.set(i, checksums[i]);
+              }
+              return req;
+            },
+            [&](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              return DecodeItems<std::vector<ReplicaDescriptor>>(
+                  r.getResults(), keys.size(), [](auto item, std::vector<ReplicaDescriptor>* out) {
+                    return rpcconv::DecodeReplicas(item.getReplicas(), out);
+                  });
             });
-      });
       });
 }
 
@@ -845,22 +858,26 @@ Result<std::vector<ErrorCode>> MasterClient::BatchPutEnd(std::string_view tenant
                                                          const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<ErrorCode>>;
   return impl_->Framed<Ret>(
-      false, [&](LookupClient& c, auto deadline) { return c.BatchPutFinish(true, impl_->options.client_id, tenant, keys, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.BatchPutFinish(true, impl_->options.client_id, tenant, keys, deadline);
+      },
       [&] {
         return impl_->Call<Ret>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req = m.batchPutEndRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        CopyText(req.initTenant(tenant.size()), tenant);
-        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
-        return req;
-      },
-      [&](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        return DecodeCodes(r.getCodes(), keys.size());
-      });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.batchPutEndRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+              rpcconv::Encode(impl_->options.client_id, req.initClientId());
+              CopyText(req.initTenant(tenant.size()), tenant);
+              rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+              return req;
+            },
+            [&](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              return DecodeCodes(r.getCodes(), keys.size());
+            });
       });
 }
 
@@ -868,23 +885,26 @@ Result<std::vector<ErrorCode>> MasterClient::BatchPutRevoke(
     std::string_view tenant, const std::vector<std::string>& keys) {
   using Ret = Result<std::vector<ErrorCode>>;
   return impl_->Framed<Ret>(
-      false, [&](LookupClient& c, auto deadline) { return c.BatchPutFinish(false, impl_->options.client_id, tenant, keys, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.BatchPutFinish(false, impl_->options.client_id, tenant, keys, deadline);
+      },
       [&] {
         return impl_->Call<Ret>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req =
-            m.batchPutRevokeRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        CopyText(req.initTenant(tenant.size()), tenant);
-        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
-        return req;
-      },
-      [&](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        return DecodeCodes(r.getCodes(), keys.size());
-      });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req = m.batchPutRevokeRequest(
+                  capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+              rpcconv::Encode(impl_->options.client_id, req.initClientId());
+              CopyText(req.initTenant(tenant.size()), tenant);
+              rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+              return req;
+            },
+            [&](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              return DecodeCodes(r.getCodes(), keys.size());
+            });
       });
 }
 
@@ -927,22 +947,22 @@ Result<std::vector<Result<bool>>> MasterClient::BatchExistKey(
       true, [&](LookupClient& c, auto deadline) { return c.BatchExistKey(tenant, keys, deadline); },
       [&] {
         return impl_->Call<Ret>(
-      true,
-      [&](wire::MasterService::Client& m) {
-        auto req =
-            m.batchExistKeyRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
-        CopyText(req.initTenant(tenant.size()), tenant);
-        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
-        return req;
-      },
-      [&](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        return DecodeItems<bool>(r.getResults(), keys.size(), [](auto item, bool* out) {
-          *out = item.getExists();
-          return ErrorCode::OK;
-        });
-      });
+            true,
+            [&](wire::MasterService::Client& m) {
+              auto req = m.batchExistKeyRequest(
+                  capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+              CopyText(req.initTenant(tenant.size()), tenant);
+              rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+              return req;
+            },
+            [&](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              return DecodeItems<bool>(r.getResults(), keys.size(), [](auto item, bool* out) {
+                *out = item.getExists();
+                return ErrorCode::OK;
+              });
+            });
       });
 }
 
@@ -951,22 +971,24 @@ Result<std::vector<ErrorCode>> MasterClient::BatchRemove(std::string_view tenant
                                                          bool force) {
   using Ret = Result<std::vector<ErrorCode>>;
   return impl_->Framed<Ret>(
-      false, [&](LookupClient& c, auto deadline) { return c.BatchRemove(tenant, keys, force, deadline); },
+      false,
+      [&](LookupClient& c, auto deadline) { return c.BatchRemove(tenant, keys, force, deadline); },
       [&] {
         return impl_->Call<Ret>(
-      false,
-      [&](wire::MasterService::Client& m) {
-        auto req = m.batchRemoveRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
-        CopyText(req.initTenant(tenant.size()), tenant);
-        rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
-        req.setForce(force);
-        return req;
-      },
-      [&](auto r) -> Ret {
-        ErrorCode code = ReplyCode(r);
-        if (code != ErrorCode::OK) return code;
-        return DecodeCodes(r.getCodes(), keys.size());
-      });
+            false,
+            [&](wire::MasterService::Client& m) {
+              auto req =
+                  m.batchRemoveRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+              CopyText(req.initTenant(tenant.size()), tenant);
+              rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+              req.setForce(force);
+              return req;
+            },
+            [&](auto r) -> Ret {
+              ErrorCode code = ReplyCode(r);
+              if (code != ErrorCode::OK) return code;
+              return DecodeCodes(r.getCodes(), keys.size());
+            });
       });
 }
 
