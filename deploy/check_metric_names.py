@@ -8,8 +8,8 @@ ctest deploy_metric_names (label unit) runs it on the source tree. It reads:
   - the metric families the code registers: the string literals named
     shelfmark_master_*, shelfmark_node_*, shelfmark_store_* or process_* in
     the production sources of master/, node/, service/, python/native/
-    (mooncake.store's client HTTP server) and storeservice/ (the store
-    service; not *_test.cc); those passed to
+    (mooncake.store's client HTTP server), storeservice/ (the store
+    service) and embedded/ (their SSD tier's; not *_test.cc); those passed to
     AddHistogram are histograms, whose series add _bucket, _sum and _count;
   - the recording rules (`record:`) of deploy/prometheus/shelfmark.rules.yml;
   - every `expr:` of the rules and of their tests, every `series:` of the
@@ -36,7 +36,7 @@ import os
 import re
 import sys
 
-SOURCE_FOLDERS = ("master", "node", "service", "python/native", "storeservice")
+SOURCE_FOLDERS = ("master", "node", "service", "python/native", "storeservice", "embedded")
 SOURCE_EXTENSIONS = (".cc", ".h")
 RULES = os.path.join("deploy", "prometheus", "shelfmark.rules.yml")
 RULES_TEST = os.path.join("deploy", "prometheus", "shelfmark.rules.test.yml")

@@ -1,6 +1,9 @@
 #include "embedded/embedded_client.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <set>
+#include <string>
 #include <utility>
 
 namespace shelfmark {
@@ -28,9 +31,21 @@ ClientOptions ClientOptionsOf(const EmbeddedOptions& o) {
   return c;
 }
 
+// Says why the SSD tier could not be opened (setup() answers only a code).
+ErrorCode SsdTierFailed(ErrorCode rc, const std::string& why) {
+  std::fprintf(stderr, "shelfmark: cannot open the SSD tier: %s (%s)\n", why.c_str(),
+               std::string(ErrorCodeName(rc)).c_str());
+  return rc;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<EmbeddedClient>> EmbeddedClient::Create(EmbeddedOptions options) {
+  // An SSD tier belongs to a hosted segment: without one it would hold nothing.
+  if (options.enable_ssd_offload && options.segment_size == 0) {
+    std::fprintf(stderr, "shelfmark: the SSD tier needs a hosted segment (segment size 0)\n");
+    return ErrorCode::INVALID_PARAMS;
+  }
   auto client = Client::Create(ClientOptionsOf(options));
   if (!client.ok()) return client.error();
   std::unique_ptr<EmbeddedClient> embedded(
@@ -42,6 +57,9 @@ Result<std::unique_ptr<EmbeddedClient>> EmbeddedClient::Create(EmbeddedOptions o
   NodeOptions n = embedded->SegmentOptions(o.segment_size);
   n.segment_name = o.segment_name;
   embedded->JoinSiblings(n);
+  if (o.enable_ssd_offload) {
+    if (ErrorCode rc = embedded->OpenSsdTier(n); rc != ErrorCode::OK) return rc;
+  }
   auto hosted = HostedSegment::Start(std::move(n), *engine, embedded->client(), o.mount_timeout_ms);
   if (!hosted.ok()) return hosted.error();  // the destructor closes what was started
   {
@@ -49,6 +67,23 @@ Result<std::unique_ptr<EmbeddedClient>> EmbeddedClient::Create(EmbeddedOptions o
     embedded->hosted_ = std::move(hosted).value();
   }
   return embedded;
+}
+
+ErrorCode EmbeddedClient::OpenSsdTier(NodeOptions& n) {
+  // LOCAL_DISK reads travel on UCX active messages (client/client.h), which
+  // the verbs engine does not carry: a store with protocol "rdma" has no
+  // engine to serve them on, and peers that use verbs only could not send
+  // them either. "auto" opens UCX beside verbs and works.
+  std::string error;
+  auto config = ResolveSsdTier(
+      options_.ssd_offload_path, [](const char* name) { return std::getenv(name); }, &error);
+  if (!config.ok()) return SsdTierFailed(config.error(), error);
+  auto tier = SsdTier::Open(*config, client_->engine("ucx"), &error);
+  if (!tier.ok()) return SsdTierFailed(tier.error(), error);
+  (*tier)->Wire(n);
+  MutexLock lock(&added_mu_);
+  ssd_ = std::move(tier).value();
+  return ErrorCode::OK;
 }
 
 EmbeddedClient::EmbeddedClient(std::unique_ptr<Client> client, EmbeddedOptions options)
@@ -102,6 +137,14 @@ std::optional<Segment> EmbeddedClient::segment() const {
 NodeCounters EmbeddedClient::node_counters() const {
   MutexLock lock(&added_mu_);
   return hosted_ == nullptr ? NodeCounters{} : hosted_->counters();
+}
+
+std::optional<SsdTierStats> EmbeddedClient::disk_stats() const {
+  MutexLock lock(&added_mu_);
+  if (ssd_ == nullptr) return std::nullopt;
+  SsdTierStats stats = ssd_->stats();
+  if (hosted_ != nullptr) stats.served = hosted_->disk_stats();
+  return stats;
 }
 
 Result<Segment> EmbeddedClient::MountSegment(uint64_t size, std::string_view protocol,
@@ -195,17 +238,26 @@ ErrorCode EmbeddedClient::Close() {
   // call RemountSiblings.
   std::map<UUID, Added> added;
   std::unique_ptr<HostedSegment> hosted;
+  std::unique_ptr<SsdTier> ssd;
   {
     MutexLock lock(&added_mu_);
     added.swap(added_);
     hosted = std::move(hosted_);
+    ssd = std::move(ssd_);
   }
   for (auto& [id, a] : added) {
     if (a.segment != nullptr) (void)a.segment->Stop();
   }
   ErrorCode rc = ErrorCode::OK;
   if (hosted != nullptr) rc = hosted->Stop();
-  hosted.reset();
+  hosted.reset();  // the node and its LOCAL_DISK service, before the store
+  if (ssd != nullptr) {
+    if (ErrorCode closed = ssd->Close(); closed != ErrorCode::OK) {
+      std::fprintf(stderr, "shelfmark: closing the SSD tier: %s\n",
+                   std::string(ErrorCodeName(closed)).c_str());
+    }
+  }
+  ssd.reset();
   client_.reset();
   return rc;
 }

@@ -19,9 +19,19 @@
 //           after the unmount): they read it over the transport. All
 //           segments share one client id, so a NEED_REMOUNT one of them
 //           sees makes every one remount (NodeOptions::on_need_remount).
+//   SSD tier (enable_ssd_offload, with a hosted segment): an SsdTier
+//           (embedded/ssd_tier.h) opened before the hosted segment's node,
+//           which then offloads into it, serves LOCAL_DISK reads from it on
+//           the client's UCX engine and, after each (re)mount, re-reports
+//           what it holds (an earlier run's objects too), as shelfmark-node
+//           does with its disk store (node/node.h). The master copies an
+//           object to the tier when it runs with --enable_offload, and then
+//           evicts its DRAM replica only once the copy exists.
 //   Close:  stops every segment (each unmounts: the master drops every
-//           replica in it, and objects left without one), then destroys the
-//           Client. The destructor closes. After Close, client() is nullptr.
+//           replica in it, and objects left without one), closes the SSD
+//           tier (its objects stay on disk for the next run), then destroys
+//           the Client: node -> SSD store -> client. The destructor closes.
+//           After Close, client() is nullptr.
 //
 // The segments' memory stays mapped (to fresh pages) until the process exits
 // (node/node.h, ~Node), so a transfer in flight at Close cannot fault.
@@ -43,6 +53,7 @@
 #include "common/mutex.h"
 #include "common/result.h"
 #include "embedded/hosted_segment.h"
+#include "embedded/ssd_tier.h"
 #include "node/node.h"
 
 namespace shelfmark {
@@ -78,6 +89,11 @@ struct EmbeddedOptions {
   int64_t mount_timeout_ms = 10'000;  // Create's wait for the first mount
   UUID client_id;                     // nil: a fresh one
   LocationCacheOptions location_cache;
+  // The hosted segment's SSD tier (Mooncake's enable_ssd_offload and
+  // ssd_offload_path; "" : $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH); its other
+  // settings are the MOONCAKE_OFFLOAD_* variables (embedded/ssd_tier.h).
+  bool enable_ssd_offload = false;
+  std::string ssd_offload_path;
   TransportFactory rdma_factory;  // the binary's rdma plugin (client/data_client.h)
   bool rdma_device_present = false;
   EngineCountersReader engine_counters;
@@ -87,6 +103,10 @@ class EmbeddedClient {
  public:
   // The Client's codes (INVALID_PARAMS for bad options, an engine's code);
   // INVALID_PARAMS for a protocol other than ucx/rdma/auto with a segment;
+  // with enable_ssd_offload, INVALID_PARAMS without a segment, for bad SSD
+  // settings or without a UCX engine (protocol rdma: LOCAL_DISK reads travel
+  // on UCX, which the verbs engine does not carry), else the store's Open
+  // codes (each failure of the tier is also printed on stderr);
   // Node::Create's codes; RPC_FAIL when the master did not accept the
   // segment within mount_timeout_ms.
   static Result<std::unique_ptr<EmbeddedClient>> Create(EmbeddedOptions options);
@@ -100,6 +120,9 @@ class EmbeddedClient {
   std::optional<Segment> segment() const;
   // The node's counters (all zero without a segment).
   NodeCounters node_counters() const;
+  // The SSD tier's contents and the LOCAL_DISK reads it served; nullopt
+  // without one, or after Close.
+  std::optional<SsdTierStats> disk_stats() const;
 
   // One more segment of `size` bytes, on the engine of `protocol` (ucx,
   // rdma, auto), with this id (nil: a fresh one) and name ("" : its id),
@@ -142,6 +165,8 @@ class EmbeddedClient {
   // MountSegment's and MountFileSegment's common part: `n` with its id and
   // name chosen.
   Result<Segment> Add(NodeOptions n, std::string_view protocol, bool file_backed);
+  // Opens the SSD tier (enable_ssd_offload) and wires it into `n`.
+  ErrorCode OpenSsdTier(NodeOptions& n);
 
   struct Added {
     std::unique_ptr<HostedSegment> segment;  // null while it starts
@@ -151,6 +176,7 @@ class EmbeddedClient {
   const EmbeddedOptions options_;
   std::unique_ptr<Client> client_;
   mutable Mutex added_mu_;
+  std::unique_ptr<SsdTier> ssd_ GUARDED_BY(added_mu_);  // before hosted_: outlives its node
   std::unique_ptr<HostedSegment> hosted_ GUARDED_BY(added_mu_);
   std::map<UUID, Added> added_ GUARDED_BY(added_mu_);
 };

@@ -66,6 +66,10 @@ NodeCounters HostedSegment::counters() const {
   return node_ == nullptr ? NodeCounters{} : node_->counters();
 }
 
+LocalDiskStats HostedSegment::disk_stats() const {
+  return node_ == nullptr ? LocalDiskStats{} : node_->disk_stats();
+}
+
 ErrorCode HostedSegment::Stop() {
   if (node_ == nullptr) return ErrorCode::OK;
   // No more local copies, then the node stops (and unmounts).

@@ -1,7 +1,8 @@
 // HostedSegment: one DRAM segment of this process served to the cluster
-// under a Client's identity. A Node (node/node.h, no SSD store) maps the
-// memory and registers it with one of the Client's engines, so other clients
-// reach it at that engine's endpoint; the segment is attached to the Client
+// under a Client's identity. A Node (node/node.h; with the SSD store its
+// options name, embedded/ssd_tier.h) maps the memory and registers it with
+// one of the Client's engines, so other clients reach it at that engine's
+// endpoint; the segment is attached to the Client
 // (Client::AttachLocalSegment: replicas in it are copied, not transferred);
 // Node::Run mounts, pings and remounts it on a thread of its own.
 //
@@ -19,8 +20,8 @@
 //          memory stays mapped to fresh pages: ~Node). Returns the unmount's
 //          code; idempotent. The destructor stops.
 //
-// Thread safety: segment() and counters() from any thread until Stop; Stop
-// once, when no other call on this object is in flight.
+// Thread safety: segment(), counters() and disk_stats() from any thread
+// until Stop; Stop once, when no other call on this object is in flight.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,8 @@ class HostedSegment {
   void Remount();
   const Segment& segment() const { return segment_; }
   NodeCounters counters() const;
+  // The node's LOCAL_DISK service's counters (zeros without an SSD store).
+  LocalDiskStats disk_stats() const;
 
  private:
   explicit HostedSegment(Client* client) : client_(client) {}

@@ -7,26 +7,39 @@
 //       --global_segment_size=BYTES [--host=IP] [--port=50052]
 //       [--socket_path=PATH] [--protocol=tcp|rdma|ucx|auto] [--device_names=N]
 //       [--threads=N] [--tenant_id=T] [--local_buffer_size=BYTES]
-//       [--enable_http_server --http_port=P] [--cluster_token_file=PATH]
+//       [--enable_offload] [--enable_http_server --http_port=P]
+//       [--cluster_token_file=PATH]
 // Flags are Mooncake's where it has them. The socket: --socket_path, else the
 // abstract unix socket "@shelfmark-store-service:PORT", which is what a
 // client's server_address "HOST:PORT" names. --host is where other hosts
 // reach the segment (and its name "HOST:PORT"). --threads caps the engine
-// processes served at once. --enable_offload is refused: this service has
-// no SSD tier yet (run shelfmark-node with the MOONCAKE_OFFLOAD_* settings).
+// processes served at once. --enable_offload (Mooncake's flag) gives the
+// segment an SSD tier (embedded/ssd_tier.h) in
+// $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH, set up by the other MOONCAKE_OFFLOAD_*
+// variables as shelfmark-node's store is: the segment's objects are copied
+// there when the master runs with --enable_offload, read back from it
+// (LOCAL_DISK) once evicted from DRAM, and re-reported to the master at
+// every start, so a restarted service serves them again. It needs UCX
+// (--protocol tcp, ucx or auto).
 // When serving it prints on stderr
 //   shelfmark-store-service: segment <name> <bytes> bytes socket <socket>
-// and with --enable_http_server
+// (before it, with --enable_offload: "shelfmark-store-service: ssd tier
+// <config>"), and with --enable_http_server
 //   shelfmark-store-service: http port <P>
+// whose /metrics then has the tier's shelfmark_store_service_disk_* and
+// _offloaded_objects_total (embedded/ssd_tier_metrics.h).
 // Exit codes: 0 stopped by SIGINT/SIGTERM (the segment is unmounted), 1
-// start-up failure, 2 bad flags or token file.
+// start-up failure, 2 bad flags or token file, or a bad SSD tier setting.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "auth/credential_flags.h"
 #include "common/flags.h"
 #include "embedded/embedded_client.h"
+#include "embedded/ssd_tier.h"
+#include "embedded/ssd_tier_metrics.h"
 #include "service/metrics.h"
 #include "service/process_stats.h"
 #include "service/service_main.h"
@@ -57,6 +70,26 @@ struct Flags {
   auth::Credentials credentials;
 };
 
+// --enable_offload's settings, checked before anything starts; false after
+// a message naming what is wrong.
+bool SsdTierSettingsOk(const Flags& f) {
+  if (f.protocol == "rdma") {  // LOCAL_DISK reads travel on UCX (embedded/embedded_client.cc)
+    std::fprintf(stderr,
+                 "%s: flag --enable_offload needs UCX: --protocol=rdma has none (use auto)\n",
+                 kProgram);
+    return false;
+  }
+  std::string error;
+  auto config = ResolveSsdTier(
+      "", [](const char* name) { return std::getenv(name); }, &error);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s: flag --enable_offload: %s\n", kProgram, error.c_str());
+    return false;
+  }
+  std::fprintf(stderr, "%s: ssd tier %s\n", kProgram, config->storage.ToString().c_str());
+  return true;
+}
+
 bool Parse(int argc, char** argv, Flags* f) {
   FlagSet flags(kProgram);
   flags.AddString("host", &f->host, "address other hosts reach the segment at");
@@ -72,16 +105,13 @@ bool Parse(int argc, char** argv, Flags* f) {
   flags.AddString("device_names", &f->device_names, "RDMA devices (the first is used)");
   flags.AddInt64("threads", &f->threads, "engine processes served at once", 1, 65536);
   flags.AddString("tenant_id", &f->tenant_id, "the tenant every client's calls act in");
-  flags.AddBool("enable_offload", &f->enable_offload, "SSD tier (not in this service yet)");
+  flags.AddBool("enable_offload", &f->enable_offload,
+                "SSD tier in $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH (MOONCAKE_OFFLOAD_* settings)");
   flags.AddBool("enable_http_server", &f->enable_http_server, "serve /health and /metrics");
   flags.AddInt64("http_port", &f->http_port, "port of /health and /metrics", 0, 65535);
   f->credentials_flags.Add(flags);
   flags.ParseOrExit(argc, argv);
-  if (f->enable_offload) {
-    std::fprintf(stderr, "%s: flag --enable_offload: no SSD tier in the store service yet\n",
-                 kProgram);
-    return false;
-  }
+  if (f->enable_offload && !SsdTierSettingsOk(*f)) return false;
   auto credentials = f->credentials_flags.Resolve(kProgram);
   if (!credentials.ok()) return false;
   f->credentials = *credentials;
@@ -116,6 +146,7 @@ int Run(const Flags& f) {
   eo.rdma_factory = rdma.factory;
   eo.rdma_device_present = rdma.device_present;
   eo.engine_counters = rdma.counters;
+  eo.enable_ssd_offload = f.enable_offload;  // the path: $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH
   auto embedded = EmbeddedClient::Create(eo);
   if (!embedded.ok()) {
     std::fprintf(stderr, "%s: cannot mount --global_segment_size=%lld at %s: %s\n", kProgram,
@@ -139,6 +170,7 @@ int Run(const Flags& f) {
   MetricsRegistry metrics;
   AddProcessMetrics(metrics);
   AddServiceMetrics(metrics, **service);
+  if (f.enable_offload) AddSsdTierMetrics(metrics, SsdTierMetricsOf::kStoreService, **embedded);
   HttpServer http;
   if (f.enable_http_server) {
     auto port = ServeHealthAndMetrics(http, metrics, f.http_port, kProgram);

@@ -305,8 +305,11 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
         ($SHELFMARK_CLUSTER_TOKEN / $SHELFMARK_MASTER_TOKEN), cluster_id;
         enable_client_http_server=True serves this store's GET /health,
         /metrics and /metrics/summary on 0.0.0.0:client_http_port (default
-        9300, Mooncake's); enable_ssd_offload and ssd_offload_path are
-        accepted and configure no SSD tier (docs/python.md)."""
+        9300, Mooncake's); enable_ssd_offload=True gives the hosted segment
+        an SSD tier in ssd_offload_path (default
+        $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH; a config's fields, or
+        MOONCAKE_OFFLOAD_ENABLED with setup_with_env), set up by the other
+        MOONCAKE_OFFLOAD_* variables (docs/python.md)."""
         if local_hostname is None:
             raise TypeError("setup() needs local_hostname and metadata_server, "
                             "a dict, or a MooncakeConfig (setup_with_env: the environment)")
@@ -341,8 +344,6 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
     def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
                master_token=None, cluster_id=None, enable_ssd_offload=None, ssd_offload_path=None,
                enable_client_http_server=False, client_http_port=9300):
-        # Accepted for Mooncake's signature; no SSD tier here (docs/python.md).
-        del enable_ssd_offload, ssd_offload_path
         device = (cfg.device_name or "").split(",")[0].strip()
         o = store_options(
             master=cfg.master_server_address, protocol=PROTOCOLS[cfg.protocol.lower()],
@@ -354,6 +355,12 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
             cluster_id=cluster_id)
         o.http_server = bool(enable_client_http_server)
         o.http_port = int(client_http_port)
+        # The keywords win over the configuration's fields (a dict's, a
+        # MooncakeConfig's, the environment's).
+        o.enable_ssd_offload = bool(cfg.enable_ssd_offload if enable_ssd_offload is None
+                                    else enable_ssd_offload)
+        o.ssd_offload_path = str((cfg.ssd_offload_path if ssd_offload_path is None
+                                  else ssd_offload_path) or "")
         return _c(self._embedded().setup(o))
 
     def close(self):
@@ -362,6 +369,14 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
 
     def get_hostname(self):
         return self._store.hostname()
+
+    def disk_stats(self):
+        """Shelfmark's addition: the SSD tier's counters (objects,
+        used_bytes, capacity_bytes, corrupt_records, disk_requests,
+        disk_served_bytes, disk_errors, offloaded, disk_reported), or None
+        without a tier."""
+        stats = getattr(self._store, "disk_stats", None)
+        return (stats() if stats else None) or None
 
     def health_check(self):
         """0 when the master answers, else a negative code."""

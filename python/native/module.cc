@@ -153,7 +153,9 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def_readwrite("transfer_timeout_ms", &StoreOptions::transfer_timeout_ms)
       .def_readwrite("check_master", &StoreOptions::check_master)
       .def_readwrite("http_server", &StoreOptions::http_server)
-      .def_readwrite("http_port", &StoreOptions::http_port);
+      .def_readwrite("http_port", &StoreOptions::http_port)
+      .def_readwrite("enable_ssd_offload", &StoreOptions::enable_ssd_offload)
+      .def_readwrite("ssd_offload_path", &StoreOptions::ssd_offload_path);
 
   py::class_<ReplicaInfo>(m, "ReplicaInfo")
       .def_readonly("status", &ReplicaInfo::status)
@@ -266,6 +268,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("remove", &Store::Remove, Release())
       .def("batch_remove", &Store::BatchRemove, Release())
       .def("local_copies", &Store::LocalCopies)
+      .def("disk_stats", &Store::DiskStats)
       .def("time_batch_get_into", &Store::TimeBatchGetInto, Release())
       .def("remove_all", &Store::RemoveAll, Release())
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,

@@ -20,6 +20,7 @@
 #include "client/client.h"
 #include "common/socket_io.h"
 #include "embedded/embedded_client.h"
+#include "embedded/ssd_tier_metrics.h"
 #include "service/http_server.h"
 #include "service/metrics.h"
 
@@ -227,6 +228,7 @@ ErrorCode Store::Impl::ServeHttp() {
   metrics->AddGauge("shelfmark_store_registered_buffers",
                     "Buffers registered with register_buffer.",
                     [this] { return static_cast<double>(RegisteredBuffers()); });
+  if (embedded->disk_stats()) AddSsdTierMetrics(*metrics, SsdTierMetricsOf::kStore, *embedded);
   http = std::make_unique<HttpServer>();
   http->Handle("/health", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
   http->Handle("/metrics", [this] {
@@ -299,6 +301,8 @@ int Store::Setup(const StoreOptions& options) {
   eo.rdma_factory = rdma_.factory;
   eo.rdma_device_present = rdma_.device_present;
   eo.engine_counters = rdma_.counters;
+  eo.enable_ssd_offload = options.enable_ssd_offload;
+  eo.ssd_offload_path = options.ssd_offload_path;
   auto embedded = EmbeddedClient::Create(std::move(eo));
   if (!embedded.ok()) return Code(embedded.error());
   impl->embedded = std::move(embedded).value();
@@ -345,6 +349,23 @@ std::string Store::listen_ip() const {
 uint64_t Store::global_segment_bytes() const {
   auto impl = Acquire();
   return impl ? impl->options.global_segment_bytes : 0;
+}
+
+std::map<std::string, uint64_t> Store::DiskStats() const {
+  auto impl = Acquire();
+  if (impl == nullptr) return {};
+  std::optional<SsdTierStats> s = impl->embedded->disk_stats();
+  if (!s) return {};
+  const NodeCounters n = impl->embedded->node_counters();
+  return {{"objects", s->objects},
+          {"used_bytes", s->used_bytes},
+          {"capacity_bytes", s->capacity_bytes},
+          {"corrupt_records", s->corrupt_records},
+          {"disk_requests", s->served.requests},
+          {"disk_served_bytes", s->served.bytes_served},
+          {"disk_errors", s->served.errors},
+          {"offloaded", n.offloaded},
+          {"disk_reported", n.disk_reported}};
 }
 
 #define SHELFMARK_STORE_OR(impl, value)    \

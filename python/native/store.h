@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,13 @@ struct StoreOptions {
   // bound makes Setup answer INVALID_PARAMS.
   bool http_server = false;
   uint16_t http_port = 9300;
+  // Mooncake's enable_ssd_offload / ssd_offload_path: the hosted segment's
+  // SSD tier (EmbeddedOptions; embedded/ssd_tier.h), in ssd_offload_path
+  // ("" : $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH). Setup answers
+  // INVALID_PARAMS without a segment, for a bad setting (printed on stderr)
+  // and with protocol "rdma" (LOCAL_DISK reads need UCX: use "auto").
+  bool enable_ssd_offload = false;
+  std::string ssd_offload_path;
 };
 
 // One replica of an object, as get_replica_desc reports it.
@@ -118,6 +126,10 @@ class Store {
   // Replicas read or written by memcpy because they lie in this store's own
   // segment (copies, bytes); zeros when closed.
   std::pair<uint64_t, uint64_t> LocalCopies() const;
+  // The SSD tier's counters by name (objects, used_bytes, capacity_bytes,
+  // corrupt_records, disk_requests, disk_served_bytes, disk_errors,
+  // offloaded, disk_reported); empty without a tier or when closed.
+  std::map<std::string, uint64_t> DiskStats() const;
   // 0 when the master answers, else its code (RPC_FAIL when unreachable).
   int HealthCheck();
 
