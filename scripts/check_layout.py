@@ -59,7 +59,7 @@ LAYOUT = [
         "master client directory"),
     Row("client", "rpc transport ha common", "",
         "node master directory ssdstore"),
-    Row("embedded", "client node transport common", "", "master directory rpc"),
+    Row("embedded", "client node ssdstore service transport common", "", "master directory rpc"),
     Row("storeservice", "embedded client transport auth common", "service",
         "master directory rpc"),
     Row("tools", "", "client rpc transport ha auth common", ""),
