@@ -1,9 +1,15 @@
-# Service files of the master and node components, and the Debian packages
-# (scripts/package.sh builds them): one package per install component.
-#   master -> shelfmark-master   binary, systemd unit, /etc/default file
-#   node   -> shelfmark-node     binary, systemd unit, /etc/default file
-#   tools  -> shelfmark-tools    shelfmark-cli, shelfmark-perf
-#   dev    -> libshelfmark-dev   libraries, headers, CMake package
+# Service files of the master, node and store-service components, and the
+# Debian packages (scripts/package.sh builds them): one package per install
+# component.
+#   master        -> shelfmark-master         binary, systemd unit, /etc/default file
+#   node          -> shelfmark-node           binary, systemd unit, /etc/default file
+#   store-service -> shelfmark-store-service  binary, systemd unit, /etc/default file
+#   tools         -> shelfmark-tools          shelfmark-cli, shelfmark-perf
+#   dev           -> libshelfmark-dev         libraries, headers, CMake package
+#   python        -> python3-shelfmark        `mooncake` and `shelfmark` with the
+#                                             native module, for Debian's python3
+#                                             (python/CMakeLists.txt; only when
+#                                             python/ is built)
 # Runtime dependencies come from dpkg-shlibdeps; the unit's hardening and the
 # maintainer scripts' behaviour are described in packaging/ and the README.
 
@@ -42,11 +48,17 @@ endfunction()
 
 shelfmark_service(master /var/lib/shelfmark/snapshots)
 shelfmark_service(node /var/lib/shelfmark/ssd)
+shelfmark_service(store-service /var/lib/shelfmark/store-ssd)
 
 # What scripts/package.sh builds before cpack (cpack itself builds nothing).
 add_custom_target(shelfmark-packaged)
 add_dependencies(shelfmark-packaged shelfmark-master shelfmark-node shelfmark-store-service
   shelfmark-cli shelfmark-perf shelfmark_client)
+set(SHELFMARK_DEB_COMPONENTS master node store-service tools dev)
+if(TARGET _shelfmark)
+  add_dependencies(shelfmark-packaged _shelfmark)
+  list(APPEND SHELFMARK_DEB_COMPONENTS python)
+endif()
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME shelfmark)
@@ -55,7 +67,7 @@ set(CPACK_PACKAGE_CONTACT "Shelfmark developers <shelfmark@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "KV-cache store for LLM serving clusters")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL master node tools dev)
+set(CPACK_COMPONENTS_ALL ${SHELFMARK_DEB_COMPONENTS})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
@@ -63,6 +75,7 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://shelfmark.invalid/")
 
 set(CPACK_DEBIAN_MASTER_PACKAGE_NAME shelfmark-master)
 set(CPACK_DEBIAN_NODE_PACKAGE_NAME shelfmark-node)
+set(CPACK_DEBIAN_STORE-SERVICE_PACKAGE_NAME shelfmark-store-service)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME shelfmark-tools)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libshelfmark-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
@@ -70,6 +83,15 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # deb-systemd-helper (init-system-helpers).
 set(CPACK_DEBIAN_MASTER_PACKAGE_DEPENDS "adduser, init-system-helpers")
 set(CPACK_DEBIAN_NODE_PACKAGE_DEPENDS "adduser, init-system-helpers")
+set(CPACK_DEBIAN_STORE-SERVICE_PACKAGE_DEPENDS "adduser, init-system-helpers")
+# python/CMakeLists.txt: the interpreter the native module is built for.
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-shelfmark)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "${SHELFMARK_PYTHON_DEB_DEPENDS}")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS python3-numpy)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS python3-torch)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA
+  ${PROJECT_SOURCE_DIR}/packaging/python/prerm)
 # Static libraries: what they link against comes with its -dev package, and
 # ShelfmarkConfig.cmake finds UCX through pkg-config.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
@@ -78,6 +100,10 @@ set(CPACK_COMPONENT_MASTER_DESCRIPTION
   "Shelfmark master: the KV-cache directory over Cap'n Proto RPC, as a systemd service")
 set(CPACK_COMPONENT_NODE_DESCRIPTION
   "Shelfmark node: a DRAM segment and SSD store of the cluster, as a systemd service")
+set(CPACK_COMPONENT_STORE-SERVICE_DESCRIPTION
+  "Shelfmark store service: the host's DRAM segment and SSD tier for its engines, as a systemd service")
+set(CPACK_COMPONENT_PYTHON_DESCRIPTION
+  "Shelfmark Python client: mooncake.store (Mooncake's store API) and shelfmark")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "Shelfmark command line (shelfmark-cli) and benchmarks (shelfmark-perf)")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "Shelfmark client library, headers and CMake package")
 set(CPACK_OUTPUT_FILE_PREFIX ${PROJECT_BINARY_DIR}/packages)

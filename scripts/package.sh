@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Shelfmark in Release and makes its Debian packages with CPack:
-# shelfmark-master, shelfmark-node, shelfmark-tools and libshelfmark-dev
+# shelfmark-master, shelfmark-node, shelfmark-store-service, shelfmark-tools,
+# libshelfmark-dev and python3-shelfmark
 # (cmake/packaging.cmake). Usage: scripts/package.sh
 # Build tree: build/release (configured with the install prefix /usr); the
 # packages land in build/release/packages. Prints their paths last, one a line.

@@ -17,10 +17,15 @@ developer would meet them:
     master and a node started with the flags of the packaged /etc/default
     files serve a put and a get from the packaged shelfmark-cli, and from a
     program outside the tree built with find_package(Shelfmark) against the
-    extracted libshelfmark-dev;
+    extracted libshelfmark-dev; a store service started with its packaged
+    flags (its SSD tier included) serves a Python dummy client of the
+    extracted python3-shelfmark, whose embedded store and shelfmark-replay
+    work too;
   - installing (as root, where systemd does not run): dpkg -i creates the
     user and state directories, the service user runs the master with the
-    packaged defaults, dpkg --purge removes the files and keeps the data.
+    packaged defaults, Debian's python3 imports mooncake.store from the
+    installed python3-shelfmark, dpkg --purge removes the files and keeps the
+    data.
 Everything runs in a temporary folder that is removed at the end; processes
 started here are stopped.
 """
@@ -42,9 +47,33 @@ SOURCE_DIR = ""
 ROOT = ""  # every package extracted here (dpkg-deb -x)
 WORK = ""  # scratch: control files, builds, state of the test cluster
 
-PACKAGES = ["shelfmark-master", "shelfmark-node", "shelfmark-tools", "libshelfmark-dev"]
+PACKAGES = ["shelfmark-master", "shelfmark-node", "shelfmark-store-service", "shelfmark-tools",
+            "libshelfmark-dev", "python3-shelfmark"]
 SERVICES = {"shelfmark-master": "/var/lib/shelfmark/snapshots",
-            "shelfmark-node": "/var/lib/shelfmark/ssd"}
+            "shelfmark-node": "/var/lib/shelfmark/ssd",
+            "shelfmark-store-service": "/var/lib/shelfmark/store-ssd"}
+DIST_PACKAGES = "usr/lib/python3/dist-packages"
+
+
+# mooncake.store from python3-shelfmark: argv master, service socket.
+PYTHON_SMOKE = """
+import os, sys
+import _shelfmark
+from mooncake.store import MooncakeDistributedStore
+import shelfmark
+master, socket = sys.argv[1:3]
+embedded = MooncakeDistributedStore()
+assert embedded.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 16 << 20, "tcp", "", master) == 0
+assert embedded.put("package-test/embedded", b"embedded bytes") == 0
+assert embedded.get("package-test/embedded") == b"embedded bytes"
+assert embedded.close() == 0
+dummy = MooncakeDistributedStore()
+assert dummy.setup_dummy(0, 0, socket) == 0
+assert dummy.put("package-test/dummy", b"through the service") == 0
+assert dummy.get("package-test/dummy") == b"through the service"
+dummy.close()
+print("python ok", os.path.dirname(_shelfmark.__file__), shelfmark.__name__)
+"""
 
 
 def run(args, **kwargs):
@@ -173,9 +202,31 @@ class Contents(unittest.TestCase):
             self.assertIn(SERVICES[package], postinst)
             self.assertIn(f"deb-systemd-helper enable {package}.service", postinst)
 
-    def test_node_package_carries_the_store_service(self):
-        # The host's store service (docs/node.md) ships beside the node for now.
-        self.assertIn("/usr/bin/shelfmark-store-service", deb_files("shelfmark-node"))
+    def test_the_store_service_has_a_package_of_its_own(self):
+        self.assertNotIn("/usr/bin/shelfmark-store-service", deb_files("shelfmark-node"))
+        # The packaged defaults turn its SSD tier on, in the package's state directory.
+        defaults = environment_file(os.path.join(ROOT, "etc/default/shelfmark-store-service"))
+        self.assertIn("--enable_offload",
+                      shlex.split(defaults["SHELFMARK_STORE_SERVICE_FLAGS"]))
+        self.assertEqual(defaults["MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"],
+                         SERVICES["shelfmark-store-service"])
+
+    def test_python_package_cleans_its_byte_code_on_removal(self):
+        path = os.path.join(control_dir("python3-shelfmark"), "prerm")
+        self.assertTrue(os.access(path, os.X_OK))
+        self.assertEqual(run(["sh", "-n", path]).returncode, 0)
+
+    def test_python_package_carries_both_import_names(self):
+        files = deb_files("python3-shelfmark")
+        for path in ("mooncake/__init__.py", "mooncake/store.py", "shelfmark/__init__.py"):
+            self.assertIn(f"/{DIST_PACKAGES}/{path}", files)
+        self.assertTrue([p for p in files if re.fullmatch(
+            rf"/{DIST_PACKAGES}/_shelfmark\.cpython-3\d+-x86_64-linux-gnu\.so", p)], files)
+        self.assertIn("/usr/bin/shelfmark-replay", files)
+        self.assertIn("python3", depends_names("python3-shelfmark"))
+        self.assertRegex(deb_field("python3-shelfmark", "Depends"), r"python3 \(>= 3\.1[1-9]\)")
+        self.assertEqual(deb_field("python3-shelfmark", "Recommends"), "python3-numpy")
+        self.assertEqual(deb_field("python3-shelfmark", "Suggests"), "python3-torch")
 
     def test_tools_and_dev_contents(self):
         self.assertLessEqual({"/usr/bin/shelfmark-cli", "/usr/bin/shelfmark-perf"},
@@ -194,7 +245,8 @@ class Contents(unittest.TestCase):
 
 class Dependencies(unittest.TestCase):
     def test_depends_cover_every_needed_library(self):
-        for package in ("shelfmark-master", "shelfmark-node", "shelfmark-tools"):
+        for package in ("shelfmark-master", "shelfmark-node", "shelfmark-store-service",
+                        "shelfmark-tools", "python3-shelfmark"):
             tree = os.path.join(WORK, "deps", package)
             os.makedirs(tree)
             self.assertEqual(run(["dpkg-deb", "-x", deb_path(package), tree]).returncode, 0)
@@ -308,6 +360,25 @@ class Cluster(unittest.TestCase):
         wait_for(lambda: cls.node.poll() is None and cls.log_match(node_log, r"segment \d+"),
                  "the node's mount")
 
+        # The store service with its packaged flags (--enable_offload: its SSD
+        # tier, here in a directory of the test's).
+        service_flags = shlex.split(environment_file(os.path.join(
+            etc, "shelfmark-store-service"))["SHELFMARK_STORE_SERVICE_FLAGS"])
+        service_ssd = os.path.join(WORK, "store-ssd")
+        os.makedirs(service_ssd)
+        cls.service_socket = os.path.join(WORK, "store.sock")
+        cls.service, service_log = cls.start(
+            "store-service",
+            [os.path.join(ROOT, "usr/bin/shelfmark-store-service")] +
+            with_flags(service_flags, master_server_address=cls.master_address,
+                       global_segment_size=64 << 20, socket_path=cls.service_socket,
+                       http_port=0),
+            os.path.join(etc, "shelfmark-store-service"),
+            {"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH": service_ssd})
+        wait_for(lambda: cls.service.poll() is None and cls.log_match(service_log, r"socket \S+"),
+                 "the store service serving")
+        assert cls.log_match(service_log, r"ssd tier backend=\S+ path=" + re.escape(service_ssd))
+
     @classmethod
     def tearDownClass(cls):
         for proc, log in cls.procs:
@@ -324,8 +395,16 @@ class Cluster(unittest.TestCase):
         return run([os.path.join(ROOT, "usr/bin/shelfmark-cli"), f"--master={self.master_address}",
                     *args])
 
+    def python(self, *args):
+        """Debian's python3 with the extracted python3-shelfmark (and nothing
+        of the source tree) on its path."""
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, DIST_PACKAGES),
+                   PYTHONDONTWRITEBYTECODE="1")
+        return run(["/usr/bin/python3", *args], env=env, cwd=WORK)
+
     def test_binaries_answer_help(self):
-        for binary in ("shelfmark-master", "shelfmark-node", "shelfmark-cli"):
+        for binary in ("shelfmark-master", "shelfmark-node", "shelfmark-store-service",
+                       "shelfmark-cli"):
             result = run([os.path.join(ROOT, "usr/bin", binary), "--help"])
             self.assertEqual(result.returncode, 0, binary + result.stderr)
             self.assertIn(f"usage: {binary}", result.stdout + result.stderr)
@@ -362,6 +441,16 @@ class Cluster(unittest.TestCase):
         # The object is in the cluster for others too.
         stat = self.cli("stat", "package-test/consumer")
         self.assertEqual(stat.returncode, 0, stat.stdout + stat.stderr)
+
+    def test_python_package_serves_both_shapes(self):
+        # An embedded store (its own segment) and a dummy client of the
+        # packaged store service, from the packaged module.
+        smoke = self.python("-c", PYTHON_SMOKE, self.master_address, self.service_socket)
+        self.assertEqual(smoke.returncode, 0, smoke.stdout + smoke.stderr)
+        self.assertIn("python ok " + os.path.join(ROOT, DIST_PACKAGES), smoke.stdout)
+        replay = self.python(os.path.join(ROOT, "usr/bin/shelfmark-replay"), "--help")
+        self.assertEqual(replay.returncode, 0, replay.stdout + replay.stderr)
+        self.assertIn("usage: shelfmark-replay", replay.stdout)
 
     def test_master_snapshots_into_its_packaged_path(self):
         # The packaged flags enable snapshots; the master accepted them and
@@ -433,11 +522,25 @@ class Install(unittest.TestCase):
             master.wait(timeout=60)
             log.close()
 
+        # Debian's python3 imports both names from the installed package.
+        imported = run(["/usr/bin/python3", "-c",
+                        "from mooncake.store import MooncakeDistributedStore; import shelfmark, "
+                        "mooncake.store; print(mooncake.store.__file__)"],
+                       cwd=WORK, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        self.assertEqual(imported.returncode, 0, imported.stdout + imported.stderr)
+        self.assertEqual(imported.stdout.strip(), f"/{DIST_PACKAGES}/mooncake/store.py")
+        replay = run(["/usr/bin/shelfmark-replay", "--help"], cwd=WORK)
+        self.assertEqual(replay.returncode, 0, replay.stdout + replay.stderr)
+
         result = run(["dpkg", "--purge"] + PACKAGES)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         for path in ("/usr/bin/shelfmark-master", "/etc/default/shelfmark-master",
-                     "/lib/systemd/system/shelfmark-node.service"):
+                     "/lib/systemd/system/shelfmark-node.service",
+                     "/usr/bin/shelfmark-store-service", f"/{DIST_PACKAGES}/mooncake/store.py"):
             self.assertFalse(os.path.exists(path), path)
+        # Byte code Python wrote when importing as root went too (prerm).
+        for name in ("mooncake", "shelfmark"):
+            self.assertFalse(os.path.exists(f"/{DIST_PACKAGES}/{name}"), name)
         # The operator's data stays.
         self.assertTrue(os.listdir("/var/lib/shelfmark/snapshots"))
 
