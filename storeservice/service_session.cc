@@ -5,8 +5,12 @@
 #include <sys/stat.h>
 
 #include <iterator>
+#include <optional>
 
 #include "common/wire_bytes.h"
+#include "rpc/lookup_wire.h"
+#include "storeservice/ranged_read.h"
+#include "storeservice/task_wire.h"
 
 namespace shelfmark::storeservice {
 namespace {
@@ -108,6 +112,11 @@ std::string Translated(size_t n, Translate translate, Call call) {
   return EncodeValues(answers);
 }
 
+// A size or count, or its code, as i64.
+int64_t SizeOrCode(const Result<uint64_t>& n) {
+  return n.ok() ? static_cast<int64_t>(*n) : static_cast<int64_t>(n.error());
+}
+
 std::vector<int32_t> Codes(const std::vector<ErrorCode>& codes) {
   std::vector<int32_t> out;
   for (ErrorCode c : codes) out.push_back(Code(c));
@@ -116,7 +125,7 @@ std::vector<int32_t> Codes(const std::vector<ErrorCode>& codes) {
 
 std::vector<int64_t> Sizes(const std::vector<Result<uint64_t>>& got) {
   std::vector<int64_t> out;
-  for (const Result<uint64_t>& g : got) out.push_back(g.ok() ? static_cast<int64_t>(*g) : Code(g.error()));
+  for (const Result<uint64_t>& g : got) out.push_back(SizeOrCode(g));
   return out;
 }
 
@@ -190,6 +199,87 @@ std::string ServiceSession::BatchGetIntoParts(const std::vector<PartsItem>& item
   };
   return Translated<int64_t>(items.size(), translate,
                              [&] { return Sizes(client_->BatchGetIntoParts(tenant_, keys, parts)); });
+}
+
+std::string ServiceSession::PutBatch(wire::Reader& r) {
+  PutConfig config;
+  if (!GetPutConfig(r, &config)) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  const uint32_t n = r.Get<uint32_t>();
+  // An item takes at least 8 bytes (a key's length and a value's).
+  if (n > kMaxBatchItems || n > r.left() / 8) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  std::vector<std::string> keys(n);
+  std::vector<std::string_view> values(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    keys[i] = r.Bytes();
+    values[i] = r.BytesView();
+  }
+  if (!r.done()) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  return EncodeValues(Codes(client_->BatchPut(tenant_, keys, values, WithChecksum(config))));
+}
+
+std::string ServiceSession::GetBatch(const std::vector<std::string>& keys) {
+  std::string out;
+  wire::Appender a(&out);
+  a.Put(static_cast<uint32_t>(keys.size()));
+  for (const Result<std::string>& v : client_->BatchGet(tenant_, keys)) {
+    a.Put(Code(v.ok() ? ErrorCode::OK : v.error()));
+    a.Bytes(v.ok() ? std::string_view(*v) : std::string_view());
+  }
+  return out;
+}
+
+std::string ServiceSession::GetIntoRanges(wire::Reader& r) {
+  const std::string key = r.Bytes();
+  const uint32_t n = r.Get<uint32_t>();
+  if (n > kMaxBatchItems || n > r.left() / 24) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  std::vector<ReadRange> ranges(n);
+  std::vector<bool> readable(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    ranges[k].offset = r.Get<uint64_t>();
+    ranges[k].length = r.Get<uint64_t>();
+    const uint64_t ptr = r.Get<uint64_t>();
+    ranges[k].dst = Translate(ptr, ranges[k].length);
+    readable[k] = ranges[k].dst != nullptr;
+  }
+  if (!r.done() || n == 0) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  return EncodeValues(ReadFragments(*client_, tenant_, key, ranges, readable));
+}
+
+std::string ServiceSession::GetReplicas(const std::string& key) {
+  std::string out;
+  wire::Appender a(&out);
+  auto location = client_->Locate(tenant_, key);
+  a.Put(Code(location.ok() ? ErrorCode::OK : location.error()));
+  if (!location.ok()) return out;
+  a.Put(static_cast<uint32_t>(location->info.replicas.size()));
+  for (const ReplicaDescriptor& d : location->info.replicas) {
+    lookup_wire_internal::PutReplica(a, d);
+  }
+  return out;
+}
+
+std::string ServiceSession::CreateTask(wire::Reader& r) {
+  TaskSpec spec;
+  if (!GetTaskSpec(r, &spec) || !r.done()) {
+    return wire::Writer().Put(Code(ErrorCode::INVALID_PARAMS)).Bytes("").Take();
+  }
+  auto id = client_->CreateTask(tenant_, spec);
+  return wire::Writer()
+      .Put(Code(id.ok() ? ErrorCode::OK : id.error()))
+      .Bytes(id.ok() ? id->ToString() : std::string())
+      .Take();
+}
+
+std::string ServiceSession::QueryTask(const std::string& id) {
+  std::optional<UUID> uuid = UUID::Parse(id);
+  if (!uuid) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  auto info = client_->QueryTask(tenant_, *uuid);
+  if (!info.ok()) return Answer32(Code(info.error()));
+  std::string out;
+  wire::Appender a(&out);
+  a.Put(Code(ErrorCode::OK));
+  PutTaskInfo(a, *info);
+  return out;
 }
 
 std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueFd> fds) {
@@ -269,8 +359,43 @@ std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueF
     case Op::kGetSize: {
       const std::string key = r.Bytes();
       if (!r.done()) return Answer64(Code(ErrorCode::INVALID_PARAMS));
-      auto size = client_->GetSize(tenant_, key);
-      return Answer64(size.ok() ? static_cast<int64_t>(*size) : Code(size.error()));
+      return Answer64(SizeOrCode(client_->GetSize(tenant_, key)));
+    }
+    case Op::kPutBatch:
+      return PutBatch(r);
+    case Op::kGetBatch: {
+      std::vector<std::string> keys;
+      if (!GetKeys(r, &keys) || !r.done()) return invalid;
+      return GetBatch(keys);
+    }
+    case Op::kGetIntoRanges:
+      return GetIntoRanges(r);
+    case Op::kGetReplicas: {
+      const std::string key = r.Bytes();
+      return r.done() ? GetReplicas(key) : invalid;
+    }
+    case Op::kRemoveAll: {
+      const bool force = r.Get<uint8_t>() != 0;
+      if (!r.done()) return Answer64(Code(ErrorCode::INVALID_PARAMS));
+      return Answer64(SizeOrCode(client_->RemoveAll(tenant_, force)));
+    }
+    case Op::kRemoveByRegex: {
+      const std::string pattern = r.Bytes();
+      const bool force = r.Get<uint8_t>() != 0;
+      if (!r.done()) return Answer64(Code(ErrorCode::INVALID_PARAMS));
+      return Answer64(SizeOrCode(client_->RemoveByRegex(tenant_, pattern, force)));
+    }
+    case Op::kCreateTask:
+      return CreateTask(r);
+    case Op::kRunTask: {
+      const std::string id = r.Bytes();
+      std::optional<UUID> uuid = UUID::Parse(id);
+      if (!r.done() || !uuid) return invalid;
+      return Answer32(Code(client_->RunTask(tenant_, *uuid)));
+    }
+    case Op::kQueryTask: {
+      const std::string id = r.Bytes();
+      return r.done() ? QueryTask(id) : invalid;
     }
     case Op::kHealth: {
       if (!r.done()) return invalid;

@@ -9,6 +9,11 @@
 //     Else INVALID_PARAMS (descriptors closed).
 //   - Addresses in batch calls: each item's [ptr, ptr + size) must lie in
 //     one registration, else that item answers INVALID_PARAMS untouched.
+//   - Ranged reads (kGetIntoRanges): a fragment whose memory does not
+//     translate answers INVALID_PARAMS alone (ranged_read.h).
+//   - Tasks (kCreateTask, kRunTask) run on the service's client, which
+//     executes them in the session's thread: the client's next answer
+//     waits for a task it runs.
 //   - Malformed bodies, unknown ops: INVALID_PARAMS.
 // The destructor unregisters (Client::UnregisterBuffer) and unmaps every
 // registration: the client's memory is freed once it lets go of its own.
@@ -25,6 +30,7 @@
 
 #include "client/client.h"
 #include "common/socket_io.h"
+#include "common/wire_bytes.h"
 #include "storeservice/service_wire.h"
 
 namespace shelfmark::storeservice {
@@ -55,6 +61,12 @@ class ServiceSession {
   std::string BatchGetInto(const std::vector<Item>& items);
   std::string BatchPutParts(const PutConfig& config, const std::vector<PartsItem>& items);
   std::string BatchGetIntoParts(const std::vector<PartsItem>& items);
+  std::string PutBatch(wire::Reader& r);
+  std::string GetBatch(const std::vector<std::string>& keys);
+  std::string GetIntoRanges(wire::Reader& r);
+  std::string GetReplicas(const std::string& key);
+  std::string CreateTask(wire::Reader& r);
+  std::string QueryTask(const std::string& id);
   // The service's buffers of every piece of `item`; false when one does not
   // translate (or there is none).
   template <typename Buffer>

@@ -72,6 +72,20 @@ enum class Op : uint8_t {
   // {u32 n, n x (key, u32 m, m x (u64 ptr, u64 size))} -> {u32 n, n x i64}
   kBatchGetIntoParts = 12,
   kBatchRemove = 13,  // {u8 force, u32 n, n x key} -> {u32 n, n x i32}
+  // Values inline (put_batch, put_parts): {config, u32 n, n x (key, value)} -> {u32 n, n x i32}
+  kPutBatch = 14,
+  kGetBatch = 15,  // {u32 n, n x key} -> {u32 n, n x (i32, value)}
+  // Ranges of one object into client memory (ranged_read.h):
+  // {key, u32 n, n x (u64 src offset, u64 length, u64 ptr)} -> {u32 n, n x i64}
+  kGetIntoRanges = 16,
+  // {key} -> {i32, u32 n, n x replica (rpc/lookup_wire.h's encoding)}
+  kGetReplicas = 17,
+  kRemoveAll = 18,      // {u8 force} -> {i64: the number removed or a code}
+  kRemoveByRegex = 19,  // {pattern, u8 force} -> {i64}
+  // Copy and move tasks (task_wire.h), run by the service's client:
+  kCreateTask = 20,  // {u8 type, key, source, u32 n, n x target} -> {i32, task id text}
+  kRunTask = 21,     // {task id text} -> {i32: the task's outcome}
+  kQueryTask = 22,   // {task id text} -> {i32, TaskInfo when 0}
 };
 
 // One item of the batch ops: a key and memory of the client's address space.

@@ -14,9 +14,14 @@ server_address is Mooncake's "host:port" (the service's --port on this
 host), or the service's --socket_path, or "@name" (an abstract socket).
 The zero-copy calls need buffers inside MooncakeHostMemAllocator's memory
 (other memory answers -600: the service cannot see it). mem_pool_size and
-local_buffer_size are checked as sizes and otherwise unused: put and get
-send their bytes over the socket. docs/python.md lists the calls this shape
-answers so far.
+local_buffer_size are checked as sizes and otherwise unused: put, put_parts,
+put_batch, get, get_batch and get_buffer send their bytes over the socket
+(at most 256 MiB a call). The service runs copy and move tasks on its own
+client. Put/get sessions and segment mounting are not available in this
+shape: they answer -1011 (Mooncake's UNAVAILABLE_IN_CURRENT_MODE).
+setup() reaches this shape too (mooncake_config.service_address: vLLM's
+"standalone-store" mode, SGLang's standalone_storage). docs/python.md's
+API table has a column for this shape.
 """
 
 import os
@@ -26,6 +31,40 @@ import _shelfmark as _native
 from shelfmark._util import parse_size
 
 _INVALID_PARAMS = -600
+UNAVAILABLE_IN_CURRENT_MODE = -1011  # Mooncake's code; Shelfmark's ErrorCode has none
+
+
+class ServiceStore(_native.NativeServiceStore):
+    """The native store of this shape, with the calls the service does not
+    offer answered UNAVAILABLE_IN_CURRENT_MODE (the segment is the
+    service's: a dummy client mounts none)."""
+
+    def allocate_and_mount_segment(self, size, engine):
+        return UNAVAILABLE_IN_CURRENT_MODE, ""
+
+    def mount_segment(self, path, offset, size, engine):
+        return UNAVAILABLE_IN_CURRENT_MODE, ""
+
+    def unmount_and_free_segments(self, segment_ids):
+        return UNAVAILABLE_IN_CURRENT_MODE
+
+    def unmount_segments(self, segment_ids):
+        return UNAVAILABLE_IN_CURRENT_MODE
+
+
+class UnavailableSessions:
+    """NativeSessions' calls in this shape: every key answers
+    UNAVAILABLE_IN_CURRENT_MODE (get_end, which only forgets, answers 0)."""
+
+    @staticmethod
+    def _each(keys, *_):
+        return [UNAVAILABLE_IN_CURRENT_MODE] * len(keys)
+
+    put_start = put_ranges = put_end = put_revoke = get_start = get_ranges = _each
+
+    @staticmethod
+    def get_end(keys):
+        return 0
 
 
 class MooncakeHostMemAllocator:
@@ -65,7 +104,7 @@ class StandaloneMixin:
         o.tenant = "" if tenant_id in ("", "default") else tenant_id
         o.timeout_ms = int(rpc_timeout_ms)
         self._store.close()
-        store = _native.NativeServiceStore()
+        store = ServiceStore()
         rc = store.setup(o)
         self._store = store if rc == 0 else _native.NativeStore()
         return _c(rc)

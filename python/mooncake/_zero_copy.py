@@ -51,9 +51,14 @@ class ZeroCopyMixin:
 
     def _native_sessions(self):
         with _sessions_lock:
-            sessions = self.__dict__.get("_sessions")
-            if sessions is None:
-                sessions = self._sessions = _native.NativeSessions(self._store)
+            store, sessions = self.__dict__.get("_sessions", (None, None))
+            if store is not self._store:  # none yet, or a setup changed the shape
+                if isinstance(self._store, _native.NativeServiceStore):
+                    from mooncake._standalone import UnavailableSessions
+                    sessions = UnavailableSessions()
+                else:
+                    sessions = _native.NativeSessions(self._store)
+                self._sessions = (self._store, sessions)
             return sessions
 
     # --- put sessions --------------------------------------------------------

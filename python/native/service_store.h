@@ -11,10 +11,12 @@
 // then reads and writes that memory in place. Other memory answers
 // INVALID_PARAMS (the service cannot see it).
 //
-// Not yet through the service (their bindings are absent: Python raises
-// AttributeError): the ranged calls, put_parts / put_batch / get_batch /
-// get_buffer, remove_all / remove_by_regex,
-// get_replicas, and segment mounting (the service owns the segment).
+// The values of put / put_parts / put_batch / get / get_batch travel inline
+// on the socket (a request or answer over kMaxFrameBytes answers
+// INVALID_PARAMS); copy and move tasks run on the service's client.
+// Not through the service: put/get sessions and segment mounting (the
+// service owns the segment); python/mooncake answers them
+// UNAVAILABLE_IN_CURRENT_STATUS.
 //
 // Thread safety: every method may be called from any thread (calls are
 // sent one at a time).
@@ -27,7 +29,9 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/task_types.h"
 #include "common/types.h"
+#include "python/native/store.h"
 
 namespace shelfmark::storeservice {
 class ServiceClient;
@@ -80,6 +84,19 @@ class ServiceStore {
                                                 const std::vector<std::vector<uint64_t>>& ptrs,
                                                 const std::vector<std::vector<uint64_t>>& sizes);
 
+  int PutParts(const std::string& key, const std::vector<const char*>& datas,
+               const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int> PutBatch(const std::vector<std::string>& keys,
+                            const std::vector<const char*>& datas,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int> GetBatch(const std::vector<std::string>& keys, std::vector<std::string>* values);
+  // Store::GetIntoRanges's shapes and answers (storeservice/ranged_read.h).
+  std::vector<std::vector<std::vector<int64_t>>> GetIntoRanges(
+      const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
+      const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& lengths);
+
   int RegisterBuffer(uint64_t ptr, uint64_t size);
   int UnregisterBuffer(uint64_t ptr);  // INVALID_PARAMS when not registered
   bool IsRegistered(uint64_t ptr, uint64_t size) const;
@@ -89,6 +106,14 @@ class ServiceStore {
   int64_t GetSize(const std::string& key);
   int Remove(const std::string& key, bool force);
   std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
+  int GetReplicas(const std::string& key, std::vector<ReplicaInfo>* replicas);
+  int64_t RemoveAll(bool force);
+  int64_t RemoveByRegex(const std::string& pattern, bool force);
+
+  // Copy and move tasks (python/native/tasks.h's calls), run by the service.
+  int CreateTask(const TaskSpec& spec, std::string* id);
+  int RunTask(const std::string& id);
+  int QueryTask(const std::string& id, TaskInfo* out);
 
  private:
   std::shared_ptr<storeservice::ServiceClient> Acquire() const;

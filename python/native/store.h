@@ -92,6 +92,8 @@ struct ReplicaInfo {
   uint64_t size = 0;
   std::string segment_id;
 };
+// A master's replica descriptor as get_replica_desc reports it.
+ReplicaInfo ReplicaInfoOf(const ReplicaDescriptor& r);
 
 class Store {
  public:
