@@ -402,3 +402,24 @@ def test_setup_routes_the_standalone_store_mode_to_the_service(service, prefix, 
     assert store.setup(dict(config, mode="sideways")) == -600
     store.close()
 
+
+
+def test_shelfmark_store_through_the_service(service, prefix):
+    import shelfmark
+    store = shelfmark.Store.through_service(service.socket, cluster_token=TOKEN)
+    try:
+        store.put(prefix + "sm", b"shelfmark through the service")
+        assert store.get(prefix + "sm") == b"shelfmark through the service"
+        store.put_many([(prefix + "m1", b"one"), (prefix + "m2", b"two")])
+        assert store.get_many([prefix + "m1", prefix + "m2"]) == [b"one", b"two"]
+        assert prefix + "m1" in store and store.size(prefix + "m2") == 3
+        store.remove(prefix + "m1", force=True)  # the get above holds a read lease
+        assert prefix + "m1" not in store
+        with pytest.raises(shelfmark.ObjectNotFound):
+            store.get(prefix + "m1")
+    finally:
+        store.close()
+    assert store.closed
+    with pytest.raises(shelfmark.ShelfmarkError) as refused:
+        shelfmark.Store.through_service(service.socket, cluster_token="not-the-token-0000")
+    assert refused.value.code == -1300
