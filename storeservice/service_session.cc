@@ -217,14 +217,26 @@ std::string ServiceSession::PutBatch(wire::Reader& r) {
   return EncodeValues(Codes(client_->BatchPut(tenant_, keys, values, WithChecksum(config))));
 }
 
+namespace {
+
+// Appends a read's (code, bytes) to an answer of at most kMaxFrameBytes:
+// a value that would make it longer answers INVALID_PARAMS, no bytes (the
+// client could not read the frame).
+void AppendValue(std::string* answer, const Result<std::string>& v) {
+  constexpr size_t kItemBytes = 8;  // the code and the length
+  const bool fits = v.ok() && answer->size() + kItemBytes + v->size() <= kMaxFrameBytes;
+  wire::Appender(answer)
+      .Put(Code(!v.ok() ? v.error()
+                : fits  ? ErrorCode::OK
+                        : ErrorCode::INVALID_PARAMS))
+      .Bytes(fits ? std::string_view(*v) : std::string_view());
+}
+
+}  // namespace
+
 std::string ServiceSession::GetBatch(const std::vector<std::string>& keys) {
-  std::string out;
-  wire::Appender a(&out);
-  a.Put(static_cast<uint32_t>(keys.size()));
-  for (const Result<std::string>& v : client_->BatchGet(tenant_, keys)) {
-    a.Put(Code(v.ok() ? ErrorCode::OK : v.error()));
-    a.Bytes(v.ok() ? std::string_view(*v) : std::string_view());
-  }
+  std::string out = wire::Writer().Put(static_cast<uint32_t>(keys.size())).Take();
+  for (const Result<std::string>& v : client_->BatchGet(tenant_, keys)) AppendValue(&out, v);
   return out;
 }
 
@@ -308,11 +320,9 @@ std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueF
     case Op::kGet: {
       const std::string key = r.Bytes();
       if (!r.done()) return wire::Writer().Put(Code(ErrorCode::INVALID_PARAMS)).Bytes("").Take();
-      auto value = client_->Get(tenant_, key);
-      return wire::Writer()
-          .Put(Code(value.ok() ? ErrorCode::OK : value.error()))
-          .Bytes(value.ok() ? std::string_view(*value) : std::string_view())
-          .Take();
+      std::string answer;
+      AppendValue(&answer, client_->Get(tenant_, key));
+      return answer;
     }
     case Op::kBatchPutFrom: {
       PutConfig config;

@@ -74,7 +74,9 @@ enum class Op : uint8_t {
   kBatchRemove = 13,  // {u8 force, u32 n, n x key} -> {u32 n, n x i32}
   // Values inline (put_batch, put_parts): {config, u32 n, n x (key, value)} -> {u32 n, n x i32}
   kPutBatch = 14,
-  kGetBatch = 15,  // {u32 n, n x key} -> {u32 n, n x (i32, value)}
+  // {u32 n, n x key} -> {u32 n, n x (i32, value)}; a value that would make
+  // the answer (or kGet's) longer than kMaxFrameBytes: INVALID_PARAMS, "".
+  kGetBatch = 15,
   // Ranges of one object into client memory (ranged_read.h):
   // {key, u32 n, n x (u64 src offset, u64 length, u64 ptr)} -> {u32 n, n x i64}
   kGetIntoRanges = 16,
