@@ -42,7 +42,9 @@ class Service:
                                 "--cluster_token_file=" + token_file],
                                os.path.join(tmp, "store-service.err"))
         self.cluster.processes.append(self.process)
-        self.process.wait_text(r"socket \S+", "shelfmark-store-service serving")
+        m = self.process.wait_text(r"segment (\S+) \d+ bytes socket \S+",
+                                   "shelfmark-store-service serving")
+        self.segment = m.group(1)
 
     def shm_mappings(self):
         """The client shared memory the service maps now (lines of its maps)."""
@@ -311,21 +313,32 @@ def test_removes_segments_and_tasks_through_the_service(service, prefix):
         # Copy tasks run on the service's client: from its segment (the only
         # one when the object is put) into a node's.
         assert store.put(prefix + "copied", b"copy me" * 100) == 0
+        assert store.put(prefix + "moved", b"move me" * 100) == 0
         service.cluster.start_node(service.master, prefix + "node",
                                    env={"SHELFMARK_CLUSTER_TOKEN": TOKEN})
         task_id, rc = store.create_copy_task(prefix + "copied", [prefix + "node"])
         assert rc == 0
 
-        def finished():
+        def finished(task_id):
             response, code = store.query_task(task_id)
             assert code == 0
             return response.status.name in ("SUCCESS", "FAILED") and response
 
-        response = wait_for(finished, 30, "the copy task to finish")
+        def endpoints(key):
+            return {r.get_memory_descriptor().buffer_descriptor.transport_endpoint
+                    for r in store.get_replica_desc(key)}
+
+        response = wait_for(lambda: finished(task_id), 30, "the copy task to finish")
         assert response.status.name == "SUCCESS", response
-        endpoints = {r.get_memory_descriptor().buffer_descriptor.transport_endpoint
-                     for r in store.get_replica_desc(prefix + "copied")}
-        assert len(endpoints) == 2
+        assert len(endpoints(prefix + "copied")) == 2
+        before = endpoints(prefix + "moved")
+        task_id, rc = store.create_move_task(prefix + "moved", service.segment, prefix + "node")
+        assert rc == 0
+        response = wait_for(lambda: finished(task_id), 30, "the move task to finish")
+        assert response.status.name == "SUCCESS", response
+        after = endpoints(prefix + "moved")
+        assert len(after) == 1 and after != before
+        assert store.get(prefix + "moved") == b"move me" * 100
         assert store.create_copy_task(prefix + "missing", [prefix + "node"])[1] == -704
         assert store.query_task((1, 2)) == (None, -1400)
         assert store.query_task("junk") == (None, -600)
