@@ -340,4 +340,39 @@ int ServiceClient::QueryTask(std::string_view id, TaskInfo* info) {
                      [&](wire::Reader& r) { return GetTaskInfo(r, info); });
 }
 
+std::vector<int> ServiceClient::PutStart(const std::vector<std::string>& keys,
+                                         const std::vector<uint64_t>& sizes,
+                                         const PutConfig& config) {
+  if (sizes.size() != keys.size()) {
+    return std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  }
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kPutStart));
+  PutPutConfig(w, config);
+  w.Put(static_cast<uint32_t>(keys.size()));
+  for (size_t i = 0; i < keys.size(); ++i) w.Bytes(keys[i]).Put(sizes[i]);
+  return CallValues<int32_t, int>(w.Take(), keys.size());
+}
+
+std::vector<int64_t> ServiceClient::SessionRanges(Op op, const std::vector<RangedItem>& items) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(op));
+  PutRangedItems(w, items);
+  return CallValues<int64_t, int64_t>(w.Take(), items.size());
+}
+
+std::vector<int> ServiceClient::SessionKeys(Op op, const std::vector<std::string>& keys) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(op));
+  PutKeys(w, keys);
+  return CallValues<int32_t, int>(w.Take(), keys.size());
+}
+
+int ServiceClient::GetEnd(const std::vector<std::string>& keys) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kGetEnd));
+  PutKeys(w, keys);
+  return CallValue<int32_t>(w.Take());
+}
+
 }  // namespace shelfmark::storeservice

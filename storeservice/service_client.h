@@ -86,6 +86,15 @@ class ServiceClient {
   int CreateTask(const TaskSpec& spec, std::string* id);
   int RunTask(std::string_view id);
   int QueryTask(std::string_view id, TaskInfo* info);
+  // Put and get sessions (sessions.h) held by the service for this
+  // connection (a reconnection starts without them): answers per key.
+  std::vector<int> PutStart(const std::vector<std::string>& keys,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  // kPutRanges or kGetRanges.
+  std::vector<int64_t> SessionRanges(Op op, const std::vector<RangedItem>& items);
+  // kPutEnd, kPutRevoke or kGetStart.
+  std::vector<int> SessionKeys(Op op, const std::vector<std::string>& keys);
+  int GetEnd(const std::vector<std::string>& keys);
 
  private:
   struct Shm {

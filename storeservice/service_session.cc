@@ -294,6 +294,58 @@ std::string ServiceSession::QueryTask(const std::string& id) {
   return out;
 }
 
+std::string ServiceSession::SessionRanges(Op op, const std::vector<RangedItem>& items) {
+  std::vector<std::string> keys;
+  std::vector<std::vector<uint64_t>> ptrs(items.size()), sizes(items.size()), offsets(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    keys.push_back(items[i].key);
+    for (const RangedPiece& p : items[i].pieces) {
+      ptrs[i].push_back(reinterpret_cast<uint64_t>(Translate(p.ptr, p.size)));
+      sizes[i].push_back(p.size);
+      offsets[i].push_back(p.offset);
+    }
+  }
+  return EncodeValues(op == Op::kPutRanges ? sessions_.PutRanges(keys, ptrs, sizes, offsets)
+                                           : sessions_.GetRanges(keys, ptrs, sizes, offsets));
+}
+
+std::string ServiceSession::HandleSessions(Op op, wire::Reader& r) {
+  const std::string invalid = Answer32(Code(ErrorCode::INVALID_PARAMS));
+  if (op == Op::kPutRanges || op == Op::kGetRanges) {
+    std::vector<RangedItem> items;
+    if (!GetRangedItems(r, &items) || !r.done()) return invalid;
+    return SessionRanges(op, items);
+  }
+  PutConfig config;
+  if (op == Op::kPutStart && !GetPutConfig(r, &config)) return invalid;
+  std::vector<std::string> keys;
+  std::vector<uint64_t> sizes;
+  const uint32_t n = op == Op::kPutStart ? r.Get<uint32_t>() : 0;
+  if (op == Op::kPutStart) {
+    // An item takes at least 12 bytes (a key's length and its size).
+    if (n > kMaxBatchItems || n > r.left() / 12) return invalid;
+    for (uint32_t i = 0; i < n; ++i) {
+      keys.push_back(r.Bytes());
+      sizes.push_back(r.Get<uint64_t>());
+    }
+  } else if (!GetKeys(r, &keys)) {
+    return invalid;
+  }
+  if (!r.done()) return invalid;
+  switch (op) {
+    case Op::kPutStart:
+      return EncodeValues(sessions_.PutStart(keys, sizes, config));
+    case Op::kPutEnd:
+      return EncodeValues(sessions_.PutEnd(keys));
+    case Op::kPutRevoke:
+      return EncodeValues(sessions_.PutRevoke(keys));
+    case Op::kGetStart:
+      return EncodeValues(sessions_.GetStart(keys));
+    default:  // kGetEnd
+      return Answer32(sessions_.GetEnd(keys));
+  }
+}
+
 std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueFd> fds) {
   const std::string invalid = Answer32(Code(ErrorCode::INVALID_PARAMS));
   wire::Reader r(request.data(), request.size());
@@ -407,6 +459,14 @@ std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueF
       const std::string id = r.Bytes();
       return r.done() ? QueryTask(id) : invalid;
     }
+    case Op::kPutStart:
+    case Op::kPutRanges:
+    case Op::kPutEnd:
+    case Op::kPutRevoke:
+    case Op::kGetStart:
+    case Op::kGetRanges:
+    case Op::kGetEnd:
+      return HandleSessions(op, r);
     case Op::kHealth: {
       if (!r.done()) return invalid;
       auto probe = client_->Exist(tenant_, "__shelfmark_health_check__");

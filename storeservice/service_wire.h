@@ -88,6 +88,14 @@ enum class Op : uint8_t {
   kCreateTask = 20,  // {u8 type, key, source, u32 n, n x target} -> {i32, task id text}
   kRunTask = 21,     // {task id text} -> {i32: the task's outcome}
   kQueryTask = 22,   // {task id text} -> {i32, TaskInfo when 0}
+  // Put and get sessions (sessions.h), held for this connection:
+  kPutStart = 23,   // {config, u32 n, n x (key, u64 size)} -> {u32 n, n x i32}
+  kPutRanges = 24,  // {ranged items} -> {u32 n, n x i64}
+  kPutEnd = 25,     // {u32 n, n x key} -> {u32 n, n x i32}
+  kPutRevoke = 26,  // {u32 n, n x key} -> {u32 n, n x i32}
+  kGetStart = 27,   // {u32 n, n x key} -> {u32 n, n x i32}
+  kGetRanges = 28,  // {ranged items} -> {u32 n, n x i64}
+  kGetEnd = 29,     // {u32 n, n x key} -> {i32}
 };
 
 // One item of the batch ops: a key and memory of the client's address space.
@@ -106,6 +114,19 @@ struct Piece {
 struct PartsItem {
   std::string key;
   std::vector<Piece> pieces;
+};
+
+// An item of the sessions' ranged ops: a key and pieces of client memory,
+// each at an offset of the object.
+// Wire: u32 n, n x (key, u32 m, m x (u64 ptr, u64 size, u64 offset)).
+struct RangedPiece {
+  uint64_t ptr = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+};
+struct RangedItem {
+  std::string key;
+  std::vector<RangedPiece> pieces;
 };
 
 // --- where the service listens ------------------------------------------------
@@ -177,6 +198,8 @@ void PutItems(wire::Writer& w, const std::vector<Item>& items);
 bool GetItems(wire::Reader& r, std::vector<Item>* items);
 void PutPartsItems(wire::Writer& w, const std::vector<PartsItem>& items);
 bool GetPartsItems(wire::Reader& r, std::vector<PartsItem>* items);
+void PutRangedItems(wire::Writer& w, const std::vector<RangedItem>& items);
+bool GetRangedItems(wire::Reader& r, std::vector<RangedItem>* items);
 void PutKeys(wire::Writer& w, const std::vector<std::string>& keys);
 bool GetKeys(wire::Reader& r, std::vector<std::string>* keys);
 

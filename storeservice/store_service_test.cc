@@ -281,6 +281,39 @@ TEST_F(StoreServiceTest, InlineRangedReplicaRemoveAndTaskCalls) {
   EXPECT_TRUE(FreeShm(dst));
 }
 
+TEST_F(StoreServiceTest, SessionsBelongToTheirConnection) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  constexpr uint64_t kPiece = 4096;
+  const uint64_t mem = SharedBytes(**client, 4 * kPiece, 0);
+  for (uint64_t i = 0; i < 2 * kPiece; ++i) reinterpret_cast<char*>(mem)[i] = static_cast<char>(i);
+  EXPECT_EQ((*client)->PutStart({"layered", "open"}, {2 * kPiece, kPiece}, PutConfig{}),
+            (std::vector<int>{0, 0}));
+  // The object's second half first, then its first.
+  EXPECT_EQ((*client)->SessionRanges(Op::kPutRanges,
+                                     {RangedItem{"layered", {{mem + kPiece, kPiece, kPiece}}},
+                                      RangedItem{"layered", {{mem, kPiece, 0}}},
+                                      RangedItem{"layered", {{4096, kPiece, 0}}}}),
+            (std::vector<int64_t>{kPiece, kPiece, kInvalid}));
+  EXPECT_EQ((*client)->SessionKeys(Op::kPutEnd, {"layered", "never-started"}),
+            (std::vector<int>{0, kInvalid}));
+  EXPECT_EQ((*client)->SessionKeys(Op::kGetStart, {"layered"}), std::vector<int>{0});
+  EXPECT_EQ((*client)->SessionRanges(Op::kGetRanges,
+                                     {RangedItem{"layered", {{mem + 2 * kPiece, 2 * kPiece, 0}}}}),
+            std::vector<int64_t>{2 * kPiece});
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const char*>(mem),
+                        reinterpret_cast<const char*>(mem + 2 * kPiece), 2 * kPiece),
+            0);
+  EXPECT_EQ((*client)->GetEnd({"layered"}), 0);
+  // A new connection holds none of the old one's sessions.
+  client->reset();
+  auto again = Connect();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->SessionKeys(Op::kPutEnd, {"open"}), std::vector<int>{kInvalid});
+  EXPECT_EQ((*again)->GetSize("layered"), static_cast<int64_t>(2 * kPiece));
+  EXPECT_TRUE(FreeShm(mem));
+}
+
 TEST_F(StoreServiceTest, HostileBodiesOfTheNewCallsGetTypedErrors) {
   UniqueFd fd = RawSession();
   auto op = [](Op o) { return wire::Writer().Put(static_cast<uint8_t>(o)); };
@@ -320,6 +353,18 @@ TEST_F(StoreServiceTest, HostileBodiesOfTheNewCallsGetTypedErrors) {
   EXPECT_EQ(Ask(fd.get(), op(Op::kRemoveByRegex).Bytes("x").Put(uint8_t{0}).Put(uint8_t{0}).Take()),
             kInvalid);
   EXPECT_EQ(Ask(fd.get(), op(Op::kGetReplicas).Take()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetRanges).Put(uint32_t{1u << 30}).Take()), kInvalid);
+  EXPECT_EQ(
+      Ask(fd.get(), op(Op::kPutRanges).Put(uint32_t{1}).Bytes("k").Put(uint32_t{1u << 30}).Take()),
+      kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetEnd).Put(uint32_t{2}).Take()), kInvalid);
+  std::string put_start = op(Op::kPutStart).Take();
+  {
+    wire::Writer w;
+    PutPutConfig(w, PutConfig{});
+    put_start += w.Put(uint32_t{1u << 30}).Take();
+  }
+  EXPECT_EQ(Ask(fd.get(), put_start), kInvalid);
   // Still serving.
   auto client = Connect();
   ASSERT_TRUE(client.ok());

@@ -17,8 +17,9 @@ The zero-copy calls need buffers inside MooncakeHostMemAllocator's memory
 local_buffer_size are checked as sizes and otherwise unused: put, put_parts,
 put_batch, get, get_batch and get_buffer send their bytes over the socket
 (at most 256 MiB a call). The service runs copy and move tasks on its own
-client. Put/get sessions and segment mounting are not available in this
-shape: they answer -1011 (Mooncake's UNAVAILABLE_IN_CURRENT_MODE).
+client and holds this store's put/get sessions (for its connection).
+Segment mounting is not available in this shape: it answers -1011
+(Mooncake's UNAVAILABLE_IN_CURRENT_MODE).
 setup() reaches this shape too (mooncake_config.service_address: vLLM's
 "standalone-store" mode, SGLang's standalone_storage). docs/python.md's
 API table has a column for this shape.
@@ -50,21 +51,6 @@ class ServiceStore(_native.NativeServiceStore):
 
     def unmount_segments(self, segment_ids):
         return UNAVAILABLE_IN_CURRENT_MODE
-
-
-class UnavailableSessions:
-    """NativeSessions' calls in this shape: every key answers
-    UNAVAILABLE_IN_CURRENT_MODE (get_end, which only forgets, answers 0)."""
-
-    @staticmethod
-    def _each(keys, *_):
-        return [UNAVAILABLE_IN_CURRENT_MODE] * len(keys)
-
-    put_start = put_ranges = put_end = put_revoke = get_start = get_ranges = _each
-
-    @staticmethod
-    def get_end(keys):
-        return 0
 
 
 class MooncakeHostMemAllocator:

@@ -14,10 +14,10 @@
 
 #include "common/error_code.h"
 #include "python/native/service_store.h"
-#include "python/native/sessions.h"
 #include "python/native/tasks.h"
 #include "python/native/store.h"
 #include "storeservice/host_mem_allocator.h"
+#include "storeservice/sessions.h"
 #include "transport/rdma_plugin.h"
 
 namespace py = pybind11;
@@ -26,6 +26,7 @@ namespace shelfmark::python {
 namespace {
 
 using Release = py::call_guard<py::gil_scoped_release>;
+using storeservice::Sessions;
 
 // An object's bytes held by Python: bytes, bytearray, memoryview, numpy
 // arrays, anything with the buffer protocol (C-contiguous).
@@ -397,6 +398,14 @@ PYBIND11_MODULE(_shelfmark, m) {
                  [&](const TaskSpec& spec, std::string* id) { return s.CreateTask(spec, id); });
            })
       .def("run_task", &ServiceStore::RunTask, Release())
+      // NativeSessions' calls, held by the service for this connection.
+      .def("put_start", &ServiceStore::PutStart, Release())
+      .def("put_ranges", &ServiceStore::PutRanges, Release())
+      .def("put_end", &ServiceStore::PutEnd, Release())
+      .def("put_revoke", &ServiceStore::PutRevoke, Release())
+      .def("get_start", &ServiceStore::GetStart, Release())
+      .def("get_ranges", &ServiceStore::GetRanges, Release())
+      .def("get_end", &ServiceStore::GetEnd, Release())
       .def("query_task", [](ServiceStore& s, const std::string& id) {
         return QueryTaskCall(
             id, [&](const std::string& i, TaskInfo* info) { return s.QueryTask(i, info); });
@@ -406,7 +415,13 @@ PYBIND11_MODULE(_shelfmark, m) {
   m.def("free_shm", &storeservice::FreeShm, "frees alloc_shm's memory; False if not one");
 
   py::class_<Sessions>(m, "NativeSessions")
-      .def(py::init<Store*>(), py::keep_alive<1, 2>())
+      .def(py::init([](Store* s) {
+             return std::make_unique<Sessions>([s] {
+               Store::ClientRef r = s->client();
+               return storeservice::SessionClient{r.keep, r.client, r.tenant};
+             });
+           }),
+           py::keep_alive<1, 2>())
       .def("put_start", &Sessions::PutStart, Release())
       .def("put_ranges", &Sessions::PutRanges, Release())
       .def("put_end", &Sessions::PutEnd, Release())

@@ -286,6 +286,73 @@ int ServiceStore::QueryTask(const std::string& id, TaskInfo* out) {
   return client->QueryTask(id, out);
 }
 
+std::vector<int> ServiceStore::PutStart(const std::vector<std::string>& keys,
+                                        const std::vector<uint64_t>& sizes,
+                                        const PutConfig& config) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->PutStart(keys, sizes, config);
+}
+
+std::vector<int64_t> ServiceStore::SessionRanges(
+    int op, const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
+    const std::vector<std::vector<uint64_t>>& sizes,
+    const std::vector<std::vector<uint64_t>>& offsets) {
+  std::vector<int64_t> out(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, out);
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || offsets.size() != keys.size()) {
+    return out;
+  }
+  std::vector<storeservice::RangedItem> items;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ptrs[i].size() != sizes[i].size() || offsets[i].size() != sizes[i].size()) continue;
+    storeservice::RangedItem item{keys[i], {}};
+    for (size_t j = 0; j < ptrs[i].size(); ++j) {
+      item.pieces.push_back({ptrs[i][j], sizes[i][j], offsets[i][j]});
+    }
+    items.push_back(std::move(item));
+    which.push_back(i);
+  }
+  if (items.empty()) return out;
+  const std::vector<int64_t> got = client->SessionRanges(static_cast<storeservice::Op>(op), items);
+  for (size_t k = 0; k < which.size(); ++k) out[which[k]] = got[k];
+  return out;
+}
+
+std::vector<int64_t> ServiceStore::PutRanges(const std::vector<std::string>& keys,
+                                             const std::vector<std::vector<uint64_t>>& ptrs,
+                                             const std::vector<std::vector<uint64_t>>& sizes,
+                                             const std::vector<std::vector<uint64_t>>& offsets) {
+  return SessionRanges(static_cast<int>(storeservice::Op::kPutRanges), keys, ptrs, sizes, offsets);
+}
+
+std::vector<int64_t> ServiceStore::GetRanges(const std::vector<std::string>& keys,
+                                             const std::vector<std::vector<uint64_t>>& ptrs,
+                                             const std::vector<std::vector<uint64_t>>& sizes,
+                                             const std::vector<std::vector<uint64_t>>& offsets) {
+  return SessionRanges(static_cast<int>(storeservice::Op::kGetRanges), keys, ptrs, sizes, offsets);
+}
+
+std::vector<int> ServiceStore::PutEnd(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->SessionKeys(storeservice::Op::kPutEnd, keys);
+}
+
+std::vector<int> ServiceStore::PutRevoke(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->SessionKeys(storeservice::Op::kPutRevoke, keys);
+}
+
+std::vector<int> ServiceStore::GetStart(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->SessionKeys(storeservice::Op::kGetStart, keys);
+}
+
+int ServiceStore::GetEnd(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, 0);  // nothing to forget
+  return client->GetEnd(keys);
+}
+
 #undef SHELFMARK_SERVICE_OR
 
 }  // namespace shelfmark::python

@@ -14,9 +14,11 @@
 // The values of put / put_parts / put_batch / get / get_batch travel inline
 // on the socket (a request or answer over kMaxFrameBytes answers
 // INVALID_PARAMS); copy and move tasks run on the service's client.
-// Not through the service: put/get sessions and segment mounting (the
-// service owns the segment); python/mooncake answers them
-// UNAVAILABLE_IN_CURRENT_STATUS.
+// Put and get sessions (storeservice/sessions.h' calls, the same shapes)
+// are held by the service for this store's connection: a reconnection (the
+// service restarted) starts without them. Not through the service: segment
+// mounting (the service owns the segment); python/mooncake answers it
+// -1011 (Mooncake's UNAVAILABLE_IN_CURRENT_MODE).
 //
 // Thread safety: every method may be called from any thread (calls are
 // sent one at a time).
@@ -110,6 +112,22 @@ class ServiceStore {
   int64_t RemoveAll(bool force);
   int64_t RemoveByRegex(const std::string& pattern, bool force);
 
+  // Put and get sessions, as storeservice::Sessions answers them.
+  std::vector<int> PutStart(const std::vector<std::string>& keys,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int64_t> PutRanges(const std::vector<std::string>& keys,
+                                 const std::vector<std::vector<uint64_t>>& ptrs,
+                                 const std::vector<std::vector<uint64_t>>& sizes,
+                                 const std::vector<std::vector<uint64_t>>& offsets);
+  std::vector<int> PutEnd(const std::vector<std::string>& keys);
+  std::vector<int> PutRevoke(const std::vector<std::string>& keys);
+  std::vector<int> GetStart(const std::vector<std::string>& keys);
+  std::vector<int64_t> GetRanges(const std::vector<std::string>& keys,
+                                 const std::vector<std::vector<uint64_t>>& ptrs,
+                                 const std::vector<std::vector<uint64_t>>& sizes,
+                                 const std::vector<std::vector<uint64_t>>& offsets);
+  int GetEnd(const std::vector<std::string>& keys);
+
   // Copy and move tasks (python/native/tasks.h's calls), run by the service.
   int CreateTask(const TaskSpec& spec, std::string* id);
   int RunTask(const std::string& id);
@@ -117,6 +135,12 @@ class ServiceStore {
 
  private:
   std::shared_ptr<storeservice::ServiceClient> Acquire() const;
+  // A ranged session call (kPutRanges / kGetRanges): keys whose lists'
+  // shapes differ answer INVALID_PARAMS unsent.
+  std::vector<int64_t> SessionRanges(int op, const std::vector<std::string>& keys,
+                                     const std::vector<std::vector<uint64_t>>& ptrs,
+                                     const std::vector<std::vector<uint64_t>>& sizes,
+                                     const std::vector<std::vector<uint64_t>>& offsets);
 
   mutable Mutex mu_;
   std::shared_ptr<storeservice::ServiceClient> client_ GUARDED_BY(mu_);

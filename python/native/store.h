@@ -124,7 +124,7 @@ class Store {
   int HealthCheck();
 
   // The open client and the store's tenant, for calls built in files of
-  // their own (python/native/sessions.h). `keep` holds the client alive
+  // their own (storeservice/sessions.h). `keep` holds the client alive
   // like a call in flight; `client` is null when the store is closed.
   struct ClientRef {
     std::shared_ptr<void> keep;

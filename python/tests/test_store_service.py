@@ -281,17 +281,31 @@ def test_multi_buffer_calls_between_two_clients(service, prefix):
             [prefix + "meta"], [[dst, dst + 3 * piece]], [[piece, piece]]) == [2 * piece]
         assert read(dst, piece) == data[2 * piece:3 * piece]
         assert read(dst + 3 * piece, piece) == data[:piece]
-        # The sessions are not this shape's: a typed code per key.
+        # Put and get sessions, held by the service for each connection.
         keys = [prefix + "s0", prefix + "s1"]
-        assert writer.batch_put_session_start(keys, [piece, piece]) == \
-            [UNAVAILABLE_IN_CURRENT_MODE] * 2
+        assert writer.batch_put_session_start(keys, [2 * piece, 2 * piece]) == [0, 0]
+        assert reader.is_exist(keys[0]) == 0  # not readable before its end
         assert writer.batch_put_from_multi_buffer_ranges(
-            keys, [[src], [src]], [[piece], [piece]], [[0], [0]]) == \
-            [UNAVAILABLE_IN_CURRENT_MODE] * 2
-        assert reader.batch_get_session_start(keys) == [UNAVAILABLE_IN_CURRENT_MODE] * 2
+            keys, [[src, src + piece], [src + 2 * piece, src + 3 * piece]],
+            [[piece, piece], [piece, piece]], [[piece, 0], [0, piece]]) == [2 * piece] * 2
+        assert writer.batch_put_session_end(keys) == [0, 0]
+        assert reader.batch_get_session_start(keys) == [0, 0]
         assert reader.batch_get_into_multi_buffer_ranges(
-            keys, [[dst], [dst]], [[piece], [piece]], [[0], [0]]) == \
-            [UNAVAILABLE_IN_CURRENT_MODE] * 2
+            keys, [[dst], [dst + 2 * piece]], [[2 * piece], [2 * piece]], [[0], [0]]) == \
+            [2 * piece] * 2
+        assert read(dst, 4 * piece) == data[piece:2 * piece] + data[:piece] + data[2 * piece:]
+        assert reader.batch_get_session_end(keys) == 0
+        # Another connection's sessions are not this one's; revoke drops the object.
+        assert writer.batch_put_session_start([prefix + "s2"], [piece]) == [0]
+        assert reader.batch_put_from_multi_buffer_ranges(
+            [prefix + "s2"], [[dst]], [[piece]], [[0]]) == [-600]
+        assert writer.batch_put_from_multi_buffer_ranges(
+            [prefix + "s2"], [[4096]], [[piece]], [[0]]) == [-600]  # memory it cannot see
+        assert writer.batch_put_session_revoke([prefix + "s2"]) == [0]
+        assert reader.batch_get_session_start([prefix + "s2"]) == [-704]
+        assert reader.batch_get_into_multi_buffer_ranges(
+            [prefix + "s2", keys[0]], [[dst], [dst]], [[piece], [piece, piece]],
+            [[0], [0]]) == [-600, -600]  # no session; pieces of two shapes
     finally:
         writer.close()
         reader.close()
