@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "common/wire_bytes.h"
+#include "rpc/lookup_wire.h"
+#include "storeservice/task_wire.h"
 
 namespace shelfmark::storeservice {
 namespace {
@@ -87,6 +89,9 @@ ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int
   if (!fd_.valid()) {
     if (ErrorCode rc = Reconnect(); rc != ErrorCode::OK) return rc;
   }
+  // A request the service would refuse as a protocol error (and drop the
+  // connection over) is refused here.
+  if (request.size() > kMaxFrameBytes) return ErrorCode::INVALID_PARAMS;
   std::vector<UniqueFd> fds;
   if (!SendFrame(fd_.get(), request, options_.timeout_ms, fd_to_pass) ||
       ReadFrame(fd_.get(), answer, &fds, options_.timeout_ms, options_.timeout_ms) !=
@@ -223,5 +228,151 @@ int ServiceClient::Remove(std::string_view key, bool force) {
 int64_t ServiceClient::GetSize(std::string_view key) { return CallValue<int64_t>(KeyRequest(Op::kGetSize, key)); }
 
 int ServiceClient::Health() { return CallValue<int32_t>(Request(Op::kHealth)); }
+
+}  // namespace shelfmark::storeservice
+
+namespace shelfmark::storeservice {
+
+template <typename Decode>
+int ServiceClient::CallDecoded(std::string_view request, Decode decode) {
+  MutexLock lock(&mu_);
+  std::string answer;
+  if (ErrorCode rc = Call(request, &answer); rc != ErrorCode::OK) return Code(rc);
+  wire::Reader r(answer.data(), answer.size());
+  const int32_t rc = r.Get<int32_t>();
+  if (rc != Code(ErrorCode::OK)) return rc;
+  return decode(r) && r.done() ? 0 : Code(ErrorCode::RPC_FAIL);
+}
+
+std::vector<int> ServiceClient::PutBatch(const std::vector<std::string>& keys,
+                                         const std::vector<std::string_view>& values,
+                                         const PutConfig& config) {
+  if (values.size() != keys.size()) {
+    return std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  }
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kPutBatch));
+  PutPutConfig(w, config);
+  w.Put(static_cast<uint32_t>(keys.size()));
+  for (size_t i = 0; i < keys.size(); ++i) w.Bytes(keys[i]).Bytes(values[i]);
+  return CallValues<int32_t, int>(w.Take(), keys.size());
+}
+
+std::vector<int> ServiceClient::GetBatch(const std::vector<std::string>& keys,
+                                         std::vector<std::string>* values) {
+  values->assign(keys.size(), std::string());
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kGetBatch));
+  PutKeys(w, keys);
+  MutexLock lock(&mu_);
+  std::string answer;
+  if (ErrorCode rc = Call(w.Take(), &answer); rc != ErrorCode::OK) {
+    return std::vector<int>(keys.size(), Code(rc));
+  }
+  wire::Reader r(answer.data(), answer.size());
+  std::vector<int> codes;
+  if (r.Get<uint32_t>() == keys.size()) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      codes.push_back(r.Get<int32_t>());
+      (*values)[i] = r.Bytes();
+    }
+  }
+  if (!r.done() || codes.size() != keys.size()) {
+    values->assign(keys.size(), std::string());
+    return std::vector<int>(keys.size(), Code(ErrorCode::RPC_FAIL));
+  }
+  return codes;
+}
+
+std::vector<int64_t> ServiceClient::GetIntoRanges(const std::string& key,
+                                                  const std::vector<Fragment>& fragments) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kGetIntoRanges)).Bytes(key);
+  w.Put(static_cast<uint32_t>(fragments.size()));
+  for (const Fragment& f : fragments) w.Put(f.src_offset).Put(f.length).Put(f.dst);
+  return CallValues<int64_t, int64_t>(w.Take(), fragments.size());
+}
+
+int ServiceClient::GetReplicas(std::string_view key, std::vector<ReplicaDescriptor>* replicas) {
+  replicas->clear();
+  return CallDecoded(KeyRequest(Op::kGetReplicas, key), [&](wire::Reader& r) {
+    const uint32_t n = r.Get<uint32_t>();
+    if (n > r.left() / lookup_wire_internal::kMinReplicaBytes) return false;
+    replicas->resize(n);
+    for (ReplicaDescriptor& d : *replicas) {
+      if (!lookup_wire_internal::GetReplica(r, &d)) return false;
+    }
+    return true;
+  });
+}
+
+int64_t ServiceClient::RemoveAll(bool force) {
+  return CallValue<int64_t>(wire::Writer()
+                                .Put(static_cast<uint8_t>(Op::kRemoveAll))
+                                .Put(static_cast<uint8_t>(force))
+                                .Take());
+}
+
+int64_t ServiceClient::RemoveByRegex(std::string_view pattern, bool force) {
+  return CallValue<int64_t>(wire::Writer()
+                                .Put(static_cast<uint8_t>(Op::kRemoveByRegex))
+                                .Bytes(pattern)
+                                .Put(static_cast<uint8_t>(force))
+                                .Take());
+}
+
+int ServiceClient::CreateTask(const TaskSpec& spec, std::string* id) {
+  std::string request = Request(Op::kCreateTask);
+  wire::Appender a(&request);
+  PutTaskSpec(a, spec);
+  return CallDecoded(request, [&](wire::Reader& r) {
+    *id = r.Bytes();
+    return true;
+  });
+}
+
+int ServiceClient::RunTask(std::string_view id) {
+  return CallValue<int32_t>(KeyRequest(Op::kRunTask, id));
+}
+
+int ServiceClient::QueryTask(std::string_view id, TaskInfo* info) {
+  return CallDecoded(KeyRequest(Op::kQueryTask, id),
+                     [&](wire::Reader& r) { return GetTaskInfo(r, info); });
+}
+
+std::vector<int> ServiceClient::PutStart(const std::vector<std::string>& keys,
+                                         const std::vector<uint64_t>& sizes,
+                                         const PutConfig& config) {
+  if (sizes.size() != keys.size()) {
+    return std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  }
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kPutStart));
+  PutPutConfig(w, config);
+  w.Put(static_cast<uint32_t>(keys.size()));
+  for (size_t i = 0; i < keys.size(); ++i) w.Bytes(keys[i]).Put(sizes[i]);
+  return CallValues<int32_t, int>(w.Take(), keys.size());
+}
+
+std::vector<int64_t> ServiceClient::SessionRanges(Op op, const std::vector<RangedItem>& items) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(op));
+  PutRangedItems(w, items);
+  return CallValues<int64_t, int64_t>(w.Take(), items.size());
+}
+
+std::vector<int> ServiceClient::SessionKeys(Op op, const std::vector<std::string>& keys) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(op));
+  PutKeys(w, keys);
+  return CallValues<int32_t, int>(w.Take(), keys.size());
+}
+
+int ServiceClient::GetEnd(const std::vector<std::string>& keys) {
+  wire::Writer w;
+  w.Put(static_cast<uint8_t>(Op::kGetEnd));
+  PutKeys(w, keys);
+  return CallValue<int32_t>(w.Take());
+}
 
 }  // namespace shelfmark::storeservice

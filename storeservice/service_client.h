@@ -33,7 +33,9 @@
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/socket_io.h"
+#include "common/task_types.h"
 #include "common/types.h"
+#include "storeservice/ranged_read.h"
 #include "storeservice/service_wire.h"
 
 namespace shelfmark::storeservice {
@@ -68,6 +70,31 @@ class ServiceClient {
   int Remove(std::string_view key, bool force);
   int64_t GetSize(std::string_view key);
   int Health();
+  // Values inline, in one frame each way (INVALID_PARAMS for every item
+  // when the request would not fit in kMaxFrameBytes).
+  std::vector<int> PutBatch(const std::vector<std::string>& keys,
+                            const std::vector<std::string_view>& values, const PutConfig& config);
+  // Codes per key; *values holds each key's bytes ("" where its code is not 0).
+  std::vector<int> GetBatch(const std::vector<std::string>& keys, std::vector<std::string>* values);
+  // One key's fragments (ranged_read.h), an answer per fragment.
+  std::vector<int64_t> GetIntoRanges(const std::string& key,
+                                     const std::vector<Fragment>& fragments);
+  int GetReplicas(std::string_view key, std::vector<ReplicaDescriptor>* replicas);
+  int64_t RemoveAll(bool force);
+  int64_t RemoveByRegex(std::string_view pattern, bool force);
+  // Copy and move tasks, run by the service's client (ids as UUID text).
+  int CreateTask(const TaskSpec& spec, std::string* id);
+  int RunTask(std::string_view id);
+  int QueryTask(std::string_view id, TaskInfo* info);
+  // Put and get sessions (sessions.h) held by the service for this
+  // connection (a reconnection starts without them): answers per key.
+  std::vector<int> PutStart(const std::vector<std::string>& keys,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  // kPutRanges or kGetRanges.
+  std::vector<int64_t> SessionRanges(Op op, const std::vector<RangedItem>& items);
+  // kPutEnd, kPutRevoke or kGetStart.
+  std::vector<int> SessionKeys(Op op, const std::vector<std::string>& keys);
+  int GetEnd(const std::vector<std::string>& keys);
 
  private:
   struct Shm {
@@ -87,6 +114,11 @@ class ServiceClient {
   // item the call's code when it failed.
   template <typename Wire, typename Out>
   std::vector<Out> CallValues(std::string_view request, size_t n);
+  // Call, then `decode(reader)` of an answer that leads with an i32 code
+  // of 0 (its return: OK, else RPC_FAIL for a malformed answer); the
+  // code otherwise.
+  template <typename Decode>
+  int CallDecoded(std::string_view request, Decode decode);
 
   const ServiceClientOptions options_;
   Mutex mu_;

@@ -5,8 +5,12 @@
 #include <sys/stat.h>
 
 #include <iterator>
+#include <optional>
 
 #include "common/wire_bytes.h"
+#include "rpc/lookup_wire.h"
+#include "storeservice/ranged_read.h"
+#include "storeservice/task_wire.h"
 
 namespace shelfmark::storeservice {
 namespace {
@@ -108,6 +112,11 @@ std::string Translated(size_t n, Translate translate, Call call) {
   return EncodeValues(answers);
 }
 
+// A size or count, or its code, as i64.
+int64_t SizeOrCode(const Result<uint64_t>& n) {
+  return n.ok() ? static_cast<int64_t>(*n) : static_cast<int64_t>(n.error());
+}
+
 std::vector<int32_t> Codes(const std::vector<ErrorCode>& codes) {
   std::vector<int32_t> out;
   for (ErrorCode c : codes) out.push_back(Code(c));
@@ -116,7 +125,7 @@ std::vector<int32_t> Codes(const std::vector<ErrorCode>& codes) {
 
 std::vector<int64_t> Sizes(const std::vector<Result<uint64_t>>& got) {
   std::vector<int64_t> out;
-  for (const Result<uint64_t>& g : got) out.push_back(g.ok() ? static_cast<int64_t>(*g) : Code(g.error()));
+  for (const Result<uint64_t>& g : got) out.push_back(SizeOrCode(g));
   return out;
 }
 
@@ -192,6 +201,151 @@ std::string ServiceSession::BatchGetIntoParts(const std::vector<PartsItem>& item
                              [&] { return Sizes(client_->BatchGetIntoParts(tenant_, keys, parts)); });
 }
 
+std::string ServiceSession::PutBatch(wire::Reader& r) {
+  PutConfig config;
+  if (!GetPutConfig(r, &config)) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  const uint32_t n = r.Get<uint32_t>();
+  // An item takes at least 8 bytes (a key's length and a value's).
+  if (n > kMaxBatchItems || n > r.left() / 8) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  std::vector<std::string> keys(n);
+  std::vector<std::string_view> values(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    keys[i] = r.Bytes();
+    values[i] = r.BytesView();
+  }
+  if (!r.done()) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  return EncodeValues(Codes(client_->BatchPut(tenant_, keys, values, WithChecksum(config))));
+}
+
+namespace {
+
+// Appends a read's (code, bytes) to an answer of at most kMaxFrameBytes:
+// a value that would make it longer answers INVALID_PARAMS, no bytes (the
+// client could not read the frame).
+void AppendValue(std::string* answer, const Result<std::string>& v) {
+  constexpr size_t kItemBytes = 8;  // the code and the length
+  const bool fits = v.ok() && answer->size() + kItemBytes + v->size() <= kMaxFrameBytes;
+  wire::Appender(answer)
+      .Put(Code(!v.ok() ? v.error()
+                : fits  ? ErrorCode::OK
+                        : ErrorCode::INVALID_PARAMS))
+      .Bytes(fits ? std::string_view(*v) : std::string_view());
+}
+
+}  // namespace
+
+std::string ServiceSession::GetBatch(const std::vector<std::string>& keys) {
+  std::string out = wire::Writer().Put(static_cast<uint32_t>(keys.size())).Take();
+  for (const Result<std::string>& v : client_->BatchGet(tenant_, keys)) AppendValue(&out, v);
+  return out;
+}
+
+std::string ServiceSession::GetIntoRanges(wire::Reader& r) {
+  const std::string key = r.Bytes();
+  const uint32_t n = r.Get<uint32_t>();
+  if (n > kMaxBatchItems || n > r.left() / 24) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  std::vector<ReadRange> ranges(n);
+  std::vector<bool> readable(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    ranges[k].offset = r.Get<uint64_t>();
+    ranges[k].length = r.Get<uint64_t>();
+    const uint64_t ptr = r.Get<uint64_t>();
+    ranges[k].dst = Translate(ptr, ranges[k].length);
+    readable[k] = ranges[k].dst != nullptr;
+  }
+  if (!r.done() || n == 0) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  return EncodeValues(ReadFragments(*client_, tenant_, key, ranges, readable));
+}
+
+std::string ServiceSession::GetReplicas(const std::string& key) {
+  std::string out;
+  wire::Appender a(&out);
+  auto location = client_->Locate(tenant_, key);
+  a.Put(Code(location.ok() ? ErrorCode::OK : location.error()));
+  if (!location.ok()) return out;
+  a.Put(static_cast<uint32_t>(location->info.replicas.size()));
+  for (const ReplicaDescriptor& d : location->info.replicas) {
+    lookup_wire_internal::PutReplica(a, d);
+  }
+  return out;
+}
+
+std::string ServiceSession::CreateTask(wire::Reader& r) {
+  TaskSpec spec;
+  if (!GetTaskSpec(r, &spec) || !r.done()) {
+    return wire::Writer().Put(Code(ErrorCode::INVALID_PARAMS)).Bytes("").Take();
+  }
+  auto id = client_->CreateTask(tenant_, spec);
+  return wire::Writer()
+      .Put(Code(id.ok() ? ErrorCode::OK : id.error()))
+      .Bytes(id.ok() ? id->ToString() : std::string())
+      .Take();
+}
+
+std::string ServiceSession::QueryTask(const std::string& id) {
+  std::optional<UUID> uuid = UUID::Parse(id);
+  if (!uuid) return Answer32(Code(ErrorCode::INVALID_PARAMS));
+  auto info = client_->QueryTask(tenant_, *uuid);
+  if (!info.ok()) return Answer32(Code(info.error()));
+  std::string out;
+  wire::Appender a(&out);
+  a.Put(Code(ErrorCode::OK));
+  PutTaskInfo(a, *info);
+  return out;
+}
+
+std::string ServiceSession::SessionRanges(Op op, const std::vector<RangedItem>& items) {
+  std::vector<std::string> keys;
+  std::vector<std::vector<uint64_t>> ptrs(items.size()), sizes(items.size()), offsets(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    keys.push_back(items[i].key);
+    for (const RangedPiece& p : items[i].pieces) {
+      ptrs[i].push_back(reinterpret_cast<uint64_t>(Translate(p.ptr, p.size)));
+      sizes[i].push_back(p.size);
+      offsets[i].push_back(p.offset);
+    }
+  }
+  return EncodeValues(op == Op::kPutRanges ? sessions_.PutRanges(keys, ptrs, sizes, offsets)
+                                           : sessions_.GetRanges(keys, ptrs, sizes, offsets));
+}
+
+std::string ServiceSession::HandleSessions(Op op, wire::Reader& r) {
+  const std::string invalid = Answer32(Code(ErrorCode::INVALID_PARAMS));
+  if (op == Op::kPutRanges || op == Op::kGetRanges) {
+    std::vector<RangedItem> items;
+    if (!GetRangedItems(r, &items) || !r.done()) return invalid;
+    return SessionRanges(op, items);
+  }
+  PutConfig config;
+  if (op == Op::kPutStart && !GetPutConfig(r, &config)) return invalid;
+  std::vector<std::string> keys;
+  std::vector<uint64_t> sizes;
+  const uint32_t n = op == Op::kPutStart ? r.Get<uint32_t>() : 0;
+  if (op == Op::kPutStart) {
+    // An item takes at least 12 bytes (a key's length and its size).
+    if (n > kMaxBatchItems || n > r.left() / 12) return invalid;
+    for (uint32_t i = 0; i < n; ++i) {
+      keys.push_back(r.Bytes());
+      sizes.push_back(r.Get<uint64_t>());
+    }
+  } else if (!GetKeys(r, &keys)) {
+    return invalid;
+  }
+  if (!r.done()) return invalid;
+  switch (op) {
+    case Op::kPutStart:
+      return EncodeValues(sessions_.PutStart(keys, sizes, config));
+    case Op::kPutEnd:
+      return EncodeValues(sessions_.PutEnd(keys));
+    case Op::kPutRevoke:
+      return EncodeValues(sessions_.PutRevoke(keys));
+    case Op::kGetStart:
+      return EncodeValues(sessions_.GetStart(keys));
+    default:  // kGetEnd
+      return Answer32(sessions_.GetEnd(keys));
+  }
+}
+
 std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueFd> fds) {
   const std::string invalid = Answer32(Code(ErrorCode::INVALID_PARAMS));
   wire::Reader r(request.data(), request.size());
@@ -218,11 +372,9 @@ std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueF
     case Op::kGet: {
       const std::string key = r.Bytes();
       if (!r.done()) return wire::Writer().Put(Code(ErrorCode::INVALID_PARAMS)).Bytes("").Take();
-      auto value = client_->Get(tenant_, key);
-      return wire::Writer()
-          .Put(Code(value.ok() ? ErrorCode::OK : value.error()))
-          .Bytes(value.ok() ? std::string_view(*value) : std::string_view())
-          .Take();
+      std::string answer;
+      AppendValue(&answer, client_->Get(tenant_, key));
+      return answer;
     }
     case Op::kBatchPutFrom: {
       PutConfig config;
@@ -269,9 +421,52 @@ std::string ServiceSession::Handle(std::string_view request, std::vector<UniqueF
     case Op::kGetSize: {
       const std::string key = r.Bytes();
       if (!r.done()) return Answer64(Code(ErrorCode::INVALID_PARAMS));
-      auto size = client_->GetSize(tenant_, key);
-      return Answer64(size.ok() ? static_cast<int64_t>(*size) : Code(size.error()));
+      return Answer64(SizeOrCode(client_->GetSize(tenant_, key)));
     }
+    case Op::kPutBatch:
+      return PutBatch(r);
+    case Op::kGetBatch: {
+      std::vector<std::string> keys;
+      if (!GetKeys(r, &keys) || !r.done()) return invalid;
+      return GetBatch(keys);
+    }
+    case Op::kGetIntoRanges:
+      return GetIntoRanges(r);
+    case Op::kGetReplicas: {
+      const std::string key = r.Bytes();
+      return r.done() ? GetReplicas(key) : invalid;
+    }
+    case Op::kRemoveAll: {
+      const bool force = r.Get<uint8_t>() != 0;
+      if (!r.done()) return Answer64(Code(ErrorCode::INVALID_PARAMS));
+      return Answer64(SizeOrCode(client_->RemoveAll(tenant_, force)));
+    }
+    case Op::kRemoveByRegex: {
+      const std::string pattern = r.Bytes();
+      const bool force = r.Get<uint8_t>() != 0;
+      if (!r.done()) return Answer64(Code(ErrorCode::INVALID_PARAMS));
+      return Answer64(SizeOrCode(client_->RemoveByRegex(tenant_, pattern, force)));
+    }
+    case Op::kCreateTask:
+      return CreateTask(r);
+    case Op::kRunTask: {
+      const std::string id = r.Bytes();
+      std::optional<UUID> uuid = UUID::Parse(id);
+      if (!r.done() || !uuid) return invalid;
+      return Answer32(Code(client_->RunTask(tenant_, *uuid)));
+    }
+    case Op::kQueryTask: {
+      const std::string id = r.Bytes();
+      return r.done() ? QueryTask(id) : invalid;
+    }
+    case Op::kPutStart:
+    case Op::kPutRanges:
+    case Op::kPutEnd:
+    case Op::kPutRevoke:
+    case Op::kGetStart:
+    case Op::kGetRanges:
+    case Op::kGetEnd:
+      return HandleSessions(op, r);
     case Op::kHealth: {
       if (!r.done()) return invalid;
       auto probe = client_->Exist(tenant_, "__shelfmark_health_check__");

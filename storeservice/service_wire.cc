@@ -311,6 +311,34 @@ bool GetPartsItems(wire::Reader& r, std::vector<PartsItem>* items) {
   return true;
 }
 
+void PutRangedItems(wire::Writer& w, const std::vector<RangedItem>& items) {
+  w.Put(static_cast<uint32_t>(items.size()));
+  for (const RangedItem& item : items) {
+    w.Bytes(item.key).Put(static_cast<uint32_t>(item.pieces.size()));
+    for (const RangedPiece& p : item.pieces) w.Put(p.ptr).Put(p.size).Put(p.offset);
+  }
+}
+
+bool GetRangedItems(wire::Reader& r, std::vector<RangedItem>* items) {
+  const uint32_t n = r.Get<uint32_t>();
+  // An item takes at least 8 bytes (a key's length and a piece count), a
+  // piece 24.
+  if (n > kMaxBatchItems || n > r.left() / 8) return false;
+  items->resize(n);
+  for (RangedItem& item : *items) {
+    item.key = r.Bytes();
+    const uint32_t m = r.Get<uint32_t>();
+    if (m > r.left() / 24) return false;
+    item.pieces.resize(m);
+    for (RangedPiece& p : item.pieces) {
+      p.ptr = r.Get<uint64_t>();
+      p.size = r.Get<uint64_t>();
+      p.offset = r.Get<uint64_t>();
+    }
+  }
+  return true;
+}
+
 void PutKeys(wire::Writer& w, const std::vector<std::string>& keys) {
   w.Put(static_cast<uint32_t>(keys.size()));
   for (const std::string& key : keys) w.Bytes(key);

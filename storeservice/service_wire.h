@@ -72,6 +72,30 @@ enum class Op : uint8_t {
   // {u32 n, n x (key, u32 m, m x (u64 ptr, u64 size))} -> {u32 n, n x i64}
   kBatchGetIntoParts = 12,
   kBatchRemove = 13,  // {u8 force, u32 n, n x key} -> {u32 n, n x i32}
+  // Values inline (put_batch, put_parts): {config, u32 n, n x (key, value)} -> {u32 n, n x i32}
+  kPutBatch = 14,
+  // {u32 n, n x key} -> {u32 n, n x (i32, value)}; a value that would make
+  // the answer (or kGet's) longer than kMaxFrameBytes: INVALID_PARAMS, "".
+  kGetBatch = 15,
+  // Ranges of one object into client memory (ranged_read.h):
+  // {key, u32 n, n x (u64 src offset, u64 length, u64 ptr)} -> {u32 n, n x i64}
+  kGetIntoRanges = 16,
+  // {key} -> {i32, u32 n, n x replica (rpc/lookup_wire.h's encoding)}
+  kGetReplicas = 17,
+  kRemoveAll = 18,      // {u8 force} -> {i64: the number removed or a code}
+  kRemoveByRegex = 19,  // {pattern, u8 force} -> {i64}
+  // Copy and move tasks (task_wire.h), run by the service's client:
+  kCreateTask = 20,  // {u8 type, key, source, u32 n, n x target} -> {i32, task id text}
+  kRunTask = 21,     // {task id text} -> {i32: the task's outcome}
+  kQueryTask = 22,   // {task id text} -> {i32, TaskInfo when 0}
+  // Put and get sessions (sessions.h), held for this connection:
+  kPutStart = 23,   // {config, u32 n, n x (key, u64 size)} -> {u32 n, n x i32}
+  kPutRanges = 24,  // {ranged items} -> {u32 n, n x i64}
+  kPutEnd = 25,     // {u32 n, n x key} -> {u32 n, n x i32}
+  kPutRevoke = 26,  // {u32 n, n x key} -> {u32 n, n x i32}
+  kGetStart = 27,   // {u32 n, n x key} -> {u32 n, n x i32}
+  kGetRanges = 28,  // {ranged items} -> {u32 n, n x i64}
+  kGetEnd = 29,     // {u32 n, n x key} -> {i32}
 };
 
 // One item of the batch ops: a key and memory of the client's address space.
@@ -90,6 +114,19 @@ struct Piece {
 struct PartsItem {
   std::string key;
   std::vector<Piece> pieces;
+};
+
+// An item of the sessions' ranged ops: a key and pieces of client memory,
+// each at an offset of the object.
+// Wire: u32 n, n x (key, u32 m, m x (u64 ptr, u64 size, u64 offset)).
+struct RangedPiece {
+  uint64_t ptr = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+};
+struct RangedItem {
+  std::string key;
+  std::vector<RangedPiece> pieces;
 };
 
 // --- where the service listens ------------------------------------------------
@@ -161,6 +198,8 @@ void PutItems(wire::Writer& w, const std::vector<Item>& items);
 bool GetItems(wire::Reader& r, std::vector<Item>* items);
 void PutPartsItems(wire::Writer& w, const std::vector<PartsItem>& items);
 bool GetPartsItems(wire::Reader& r, std::vector<PartsItem>* items);
+void PutRangedItems(wire::Writer& w, const std::vector<RangedItem>& items);
+bool GetRangedItems(wire::Reader& r, std::vector<RangedItem>* items);
 void PutKeys(wire::Writer& w, const std::vector<std::string>& keys);
 bool GetKeys(wire::Reader& r, std::vector<std::string>* keys);
 

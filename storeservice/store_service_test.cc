@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "auth/proof.h"
+#include "common/task_types.h"
 #include "common/wire_bytes.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
@@ -226,6 +227,148 @@ TEST_F(StoreServiceTest, PartsCallsGatherAndScatterPieces) {
   client->reset();
   EXPECT_TRUE(FreeShm(src));
   EXPECT_TRUE(FreeShm(dst));
+}
+
+TEST_F(StoreServiceTest, InlineRangedReplicaRemoveAndTaskCalls) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  const int not_found = static_cast<int>(ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ((*client)->PutBatch({"b0", "b1"}, {"zero", "one"}, PutConfig{}),
+            (std::vector<int>{0, 0}));
+  EXPECT_EQ((*client)->PutBatch({"b2"}, {}, PutConfig{}), std::vector<int>{kInvalid});
+  std::vector<std::string> values;
+  EXPECT_EQ((*client)->GetBatch({"b0", "missing", "b1"}, &values),
+            (std::vector<int>{0, not_found, 0}));
+  EXPECT_EQ(values, (std::vector<std::string>{"zero", "", "one"}));
+
+  // Ranged reads land in shared memory; a fragment past the object's end or
+  // outside every registration is answered alone.
+  std::string object(100, '\0');
+  for (size_t i = 0; i < object.size(); ++i) object[i] = static_cast<char>(i);
+  ASSERT_EQ((*client)->Put("ranged", object, PutConfig{}), 0);
+  const uint64_t dst = SharedBytes(**client, 4096, 0);
+  EXPECT_EQ((*client)->GetIntoRanges("ranged", {{10, 20, dst}, {0, 5, dst + 100}}),
+            (std::vector<int64_t>{20, 5}));
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const char*>(dst), object.data() + 10, 20), 0);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const char*>(dst + 100), object.data(), 5), 0);
+  EXPECT_EQ((*client)->GetIntoRanges("ranged", {{95, 10, dst}, {0, 5, 4096}, {1, 1, dst}}),
+            (std::vector<int64_t>{static_cast<int64_t>(ErrorCode::BUFFER_OVERFLOW), kInvalid, 1}));
+
+  std::vector<ReplicaDescriptor> replicas;
+  ASSERT_EQ((*client)->GetReplicas("ranged", &replicas), 0);
+  ASSERT_EQ(replicas.size(), 1u);
+  EXPECT_EQ(replicas[0].type, ReplicaType::MEMORY);
+  EXPECT_EQ(replicas[0].memory.size, object.size());
+  EXPECT_EQ((*client)->GetReplicas("missing", &replicas), not_found);
+  EXPECT_TRUE(replicas.empty());
+
+  EXPECT_EQ((*client)->RemoveByRegex("^b[0-9]$", true), 2);
+  EXPECT_EQ((*client)->RemoveByRegex("(", false), kInvalid);
+  EXPECT_EQ((*client)->GetSize("b0"), not_found);
+
+  // Tasks run on the service's client: a copy to no segment is refused
+  // with the master's code; an id that does not parse is INVALID_PARAMS.
+  std::string id;
+  EXPECT_LT((*client)->CreateTask(TaskSpec{TaskType::REPLICA_COPY, "ranged", "", {"nowhere"}}, &id),
+            0);
+  TaskInfo info;
+  EXPECT_EQ((*client)->QueryTask("not-a-uuid", &info), kInvalid);
+  EXPECT_EQ((*client)->RunTask("not-a-uuid"), kInvalid);
+  EXPECT_EQ((*client)->QueryTask(UUID{1, 2}.ToString(), &info),
+            static_cast<int>(ErrorCode::TASK_NOT_FOUND));
+  EXPECT_EQ((*client)->RemoveAll(true), 1);  // "ranged"
+  client->reset();
+  EXPECT_TRUE(FreeShm(dst));
+}
+
+TEST_F(StoreServiceTest, SessionsBelongToTheirConnection) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  constexpr uint64_t kPiece = 4096;
+  const uint64_t mem = SharedBytes(**client, 4 * kPiece, 0);
+  for (uint64_t i = 0; i < 2 * kPiece; ++i) reinterpret_cast<char*>(mem)[i] = static_cast<char>(i);
+  EXPECT_EQ((*client)->PutStart({"layered", "open"}, {2 * kPiece, kPiece}, PutConfig{}),
+            (std::vector<int>{0, 0}));
+  // The object's second half first, then its first.
+  EXPECT_EQ((*client)->SessionRanges(Op::kPutRanges,
+                                     {RangedItem{"layered", {{mem + kPiece, kPiece, kPiece}}},
+                                      RangedItem{"layered", {{mem, kPiece, 0}}},
+                                      RangedItem{"layered", {{4096, kPiece, 0}}}}),
+            (std::vector<int64_t>{kPiece, kPiece, kInvalid}));
+  EXPECT_EQ((*client)->SessionKeys(Op::kPutEnd, {"layered", "never-started"}),
+            (std::vector<int>{0, kInvalid}));
+  EXPECT_EQ((*client)->SessionKeys(Op::kGetStart, {"layered"}), std::vector<int>{0});
+  EXPECT_EQ((*client)->SessionRanges(Op::kGetRanges,
+                                     {RangedItem{"layered", {{mem + 2 * kPiece, 2 * kPiece, 0}}}}),
+            std::vector<int64_t>{2 * kPiece});
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const char*>(mem),
+                        reinterpret_cast<const char*>(mem + 2 * kPiece), 2 * kPiece),
+            0);
+  EXPECT_EQ((*client)->GetEnd({"layered"}), 0);
+  // A new connection holds none of the old one's sessions.
+  client->reset();
+  auto again = Connect();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->SessionKeys(Op::kPutEnd, {"open"}), std::vector<int>{kInvalid});
+  EXPECT_EQ((*again)->GetSize("layered"), static_cast<int64_t>(2 * kPiece));
+  EXPECT_TRUE(FreeShm(mem));
+}
+
+TEST_F(StoreServiceTest, HostileBodiesOfTheNewCallsGetTypedErrors) {
+  UniqueFd fd = RawSession();
+  auto op = [](Op o) { return wire::Writer().Put(static_cast<uint8_t>(o)); };
+  // Counts past the body.
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetIntoRanges).Bytes("k").Put(uint32_t{1u << 30}).Take()),
+            kInvalid);
+  std::string put_batch = op(Op::kPutBatch).Take();
+  {
+    wire::Writer w;
+    PutPutConfig(w, PutConfig{});
+    put_batch += w.Put(uint32_t{1u << 30}).Take();
+  }
+  EXPECT_EQ(Ask(fd.get(), put_batch), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetBatch).Put(uint32_t{1u << 30}).Take()), kInvalid);
+  // A ranged read into memory never registered, and with no fragments.
+  std::string body;
+  std::vector<UniqueFd> fds;
+  ASSERT_TRUE(SendFrame(fd.get(),
+                        op(Op::kGetIntoRanges)
+                            .Bytes("k")
+                            .Put(uint32_t{1})
+                            .Put(uint64_t{0})
+                            .Put(uint64_t{8})
+                            .Put(uint64_t{4096})
+                            .Take(),
+                        2'000));
+  ASSERT_EQ(ReadFrame(fd.get(), &body, &fds, 2'000, 2'000), ReadStatus::kOk);
+  std::vector<int64_t> answers;
+  ASSERT_TRUE(DecodeValues(body, 1, &answers));
+  EXPECT_EQ(answers[0], kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetIntoRanges).Bytes("k").Put(uint32_t{0}).Take()), kInvalid);
+  // An unknown task type, truncated task and remove bodies, trailing bytes.
+  EXPECT_EQ(Ask(fd.get(), op(Op::kCreateTask).Put(uint8_t{9}).Bytes("k").Take()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kQueryTask).Put(uint16_t{3}).Take()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kRunTask).Bytes("junk").Take()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kRemoveAll).Take()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kRemoveByRegex).Bytes("x").Put(uint8_t{0}).Put(uint8_t{0}).Take()),
+            kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetReplicas).Take()), kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetRanges).Put(uint32_t{1u << 30}).Take()), kInvalid);
+  EXPECT_EQ(
+      Ask(fd.get(), op(Op::kPutRanges).Put(uint32_t{1}).Bytes("k").Put(uint32_t{1u << 30}).Take()),
+      kInvalid);
+  EXPECT_EQ(Ask(fd.get(), op(Op::kGetEnd).Put(uint32_t{2}).Take()), kInvalid);
+  std::string put_start = op(Op::kPutStart).Take();
+  {
+    wire::Writer w;
+    PutPutConfig(w, PutConfig{});
+    put_start += w.Put(uint32_t{1u << 30}).Take();
+  }
+  EXPECT_EQ(Ask(fd.get(), put_start), kInvalid);
+  // Still serving.
+  auto client = Connect();
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ((*client)->Health(), 0);
 }
 
 TEST_F(StoreServiceTest, TokenAndTenantAreCheckedBothWays) {

@@ -14,9 +14,15 @@ server_address is Mooncake's "host:port" (the service's --port on this
 host), or the service's --socket_path, or "@name" (an abstract socket).
 The zero-copy calls need buffers inside MooncakeHostMemAllocator's memory
 (other memory answers -600: the service cannot see it). mem_pool_size and
-local_buffer_size are checked as sizes and otherwise unused: put and get
-send their bytes over the socket. docs/python.md lists the calls this shape
-answers so far.
+local_buffer_size are checked as sizes and otherwise unused: put, put_parts,
+put_batch, get, get_batch and get_buffer send their bytes over the socket
+(at most 256 MiB a call). The service runs copy and move tasks on its own
+client and holds this store's put/get sessions (for its connection).
+Segment mounting is not available in this shape: it answers -1011
+(Mooncake's UNAVAILABLE_IN_CURRENT_MODE).
+setup() reaches this shape too (mooncake_config.service_address: vLLM's
+"standalone-store" mode, SGLang's standalone_storage). docs/python.md's
+API table has a column for this shape.
 """
 
 import os
@@ -26,6 +32,25 @@ import _shelfmark as _native
 from shelfmark._util import parse_size
 
 _INVALID_PARAMS = -600
+UNAVAILABLE_IN_CURRENT_MODE = -1011  # Mooncake's code; Shelfmark's ErrorCode has none
+
+
+class ServiceStore(_native.NativeServiceStore):
+    """The native store of this shape, with the calls the service does not
+    offer answered UNAVAILABLE_IN_CURRENT_MODE (the segment is the
+    service's: a dummy client mounts none)."""
+
+    def allocate_and_mount_segment(self, size, engine):
+        return UNAVAILABLE_IN_CURRENT_MODE, ""
+
+    def mount_segment(self, path, offset, size, engine):
+        return UNAVAILABLE_IN_CURRENT_MODE, ""
+
+    def unmount_and_free_segments(self, segment_ids):
+        return UNAVAILABLE_IN_CURRENT_MODE
+
+    def unmount_segments(self, segment_ids):
+        return UNAVAILABLE_IN_CURRENT_MODE
 
 
 class MooncakeHostMemAllocator:
@@ -65,7 +90,7 @@ class StandaloneMixin:
         o.tenant = "" if tenant_id in ("", "default") else tenant_id
         o.timeout_ms = int(rpc_timeout_ms)
         self._store.close()
-        store = _native.NativeServiceStore()
+        store = ServiceStore()
         rc = store.setup(o)
         self._store = store if rc == 0 else _native.NativeStore()
         return _c(rc)

@@ -1,6 +1,6 @@
 """The zero-copy calls of Mooncake's reference that MooncakeDistributedStore
 gains as a mixin: put_from_with_metadata, and the put and get sessions with
-their ranged transfers (python/native/sessions.h):
+their ranged transfers (storeservice/sessions.h):
 
     store.batch_put_session_start(keys, sizes)        # objects allocated, unreadable
     store.batch_put_from_multi_buffer_ranges(keys, ptrs, sizes, dst_offsets)  # any order
@@ -51,9 +51,13 @@ class ZeroCopyMixin:
 
     def _native_sessions(self):
         with _sessions_lock:
-            sessions = self.__dict__.get("_sessions")
-            if sessions is None:
-                sessions = self._sessions = _native.NativeSessions(self._store)
+            store, sessions = self.__dict__.get("_sessions", (None, None))
+            if store is not self._store:  # none yet, or a setup changed the shape
+                if isinstance(self._store, _native.NativeServiceStore):
+                    sessions = self._store  # the service holds them (the same calls)
+                else:
+                    sessions = _native.NativeSessions(self._store)
+                self._sessions = (self._store, sessions)
             return sessions
 
     # --- put sessions --------------------------------------------------------

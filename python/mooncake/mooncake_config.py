@@ -19,6 +19,9 @@ DEFAULT_LOCAL_BUFFER_SIZE = 1 << 30       # 1 GiB, Mooncake's default
 # Shelfmark's own engine names are accepted too.
 PROTOCOLS = {"tcp": "ucx", "rdma": "rdma", "ucx": "ucx", "auto": "auto", "loopback": "loopback"}
 
+MODES = ("embedded", "standalone-store")
+DEFAULT_SERVICE_ADDRESS = "127.0.0.1:50052"  # Mooncake's mooncake_client port
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -46,8 +49,17 @@ class MooncakeConfig:
     enable_ssd_offload: bool = False  # recorded; SSD offload is the nodes' (shelfmark-node)
     ssd_offload_path: str = ""
     tenant_id: str = "default"
+    # The store shape (vLLM's mooncake_config.json "mode"): "embedded", or
+    # "standalone-store" (with global_segment_size 0: the calls go to the
+    # host's store service; standalone.py). standalone_storage is SGLang's
+    # switch for the same; client_server_address names the service.
+    mode: str = "embedded"
+    client_server_address: str = ""
+    standalone_storage: bool = False
 
     def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError("unknown Mooncake mode %r (one of %s)" % (self.mode, ", ".join(MODES)))
         if not isinstance(self.protocol, str) or self.protocol.lower() not in PROTOCOLS:
             raise ValueError("Invalid protocol %r (one of %s)"
                              % (self.protocol, ", ".join(sorted(PROTOCOLS))))
@@ -80,6 +92,9 @@ class MooncakeConfig:
             enable_ssd_offload=_bool(config.get("enable_ssd_offload", False)),
             ssd_offload_path=str(config.get("ssd_offload_path") or ""),
             tenant_id=str(config.get("tenant_id") or "default"),
+            mode=str(config.get("mode") or "embedded"),
+            client_server_address=str(config.get("client_server_address") or ""),
+            standalone_storage=_bool(config.get("standalone_storage", False)),
         )
 
     @staticmethod
@@ -111,4 +126,41 @@ class MooncakeConfig:
             enable_ssd_offload=_bool(os.getenv("MOONCAKE_OFFLOAD_ENABLED", "false")),
             ssd_offload_path=os.getenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", ""),
             tenant_id=os.getenv("MOONCAKE_TENANT_ID", "default"),
+            client_server_address=os.getenv("MOONCAKE_CLIENT_SERVER_ADDRESS", ""),
+            standalone_storage=_bool(os.getenv("MOONCAKE_STANDALONE_STORAGE", "false")),
         )
+
+    def is_standalone(self):
+        """True when this configuration asks for the standalone-store shape."""
+        return self.mode == "standalone-store" or self.standalone_storage
+
+
+def service_address(cfg):
+    """The host's store service a setup() with `cfg` goes to, or None when
+    it asks for the embedded shape: a global_segment_size of 0 with the
+    standalone-store mode in `cfg` or in $MOONCAKE_CONFIG_PATH's file (vLLM
+    passes setup() the file's sizes, not its mode), or SGLang's
+    standalone_storage. The address: the configuration's
+    client_server_address, else $MOONCAKE_PREFERRED_SEGMENT (the service's
+    segment, as vLLM's deployments set it), else 127.0.0.1:50052."""
+    if cfg.global_segment_size != 0:
+        return None
+    file_cfg = {}
+    path = os.getenv("MOONCAKE_CONFIG_PATH")
+    if path and not cfg.is_standalone():
+        try:
+            with open(path) as f:
+                file_cfg = json.load(f)
+        except (OSError, ValueError):
+            file_cfg = {}
+        if not isinstance(file_cfg, dict):
+            file_cfg = {}
+    try:
+        file_standalone = file_cfg.get("mode") == "standalone-store" or \
+            _bool(file_cfg.get("standalone_storage", False))
+    except ValueError:
+        file_standalone = False
+    if not cfg.is_standalone() and not file_standalone:
+        return None
+    return (cfg.client_server_address or str(file_cfg.get("client_server_address") or "")
+            or os.getenv("MOONCAKE_PREFERRED_SEGMENT", "") or DEFAULT_SERVICE_ADDRESS)

@@ -20,7 +20,7 @@ from mooncake._standalone import MooncakeHostMemAllocator, StandaloneMixin
 from mooncake._tasks import QueryTaskResponse, TaskStatus, TaskType, TasksMixin
 from mooncake._tensor import TensorMixin
 from mooncake._zero_copy import ZeroCopyMixin
-from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig
+from mooncake.mooncake_config import PROTOCOLS, MooncakeConfig, service_address
 from shelfmark._util import as_buffer, store_options
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "ReplicaStatus",
@@ -344,6 +344,10 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
     def _setup(self, cfg, rpc_timeout_ms=10_000, transfer_timeout_ms=5_000, cluster_token=None,
                master_token=None, cluster_id=None, enable_ssd_offload=None, ssd_offload_path=None,
                enable_client_http_server=False, client_http_port=9300):
+        address = service_address(cfg)  # the standalone-store shape (_standalone.py)
+        if address is not None:  # the service owns the segment and its SSD tier
+            return self.setup_dummy(0, cfg.local_buffer_size, address, cfg.tenant_id,
+                                    cluster_token, rpc_timeout_ms)
         device = (cfg.device_name or "").split(",")[0].strip()
         o = store_options(
             master=cfg.master_server_address, protocol=PROTOCOLS[cfg.protocol.lower()],

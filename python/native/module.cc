@@ -14,10 +14,10 @@
 
 #include "common/error_code.h"
 #include "python/native/service_store.h"
-#include "python/native/sessions.h"
 #include "python/native/tasks.h"
 #include "python/native/store.h"
 #include "storeservice/host_mem_allocator.h"
+#include "storeservice/sessions.h"
 #include "transport/rdma_plugin.h"
 
 namespace py = pybind11;
@@ -26,6 +26,7 @@ namespace shelfmark::python {
 namespace {
 
 using Release = py::call_guard<py::gil_scoped_release>;
+using storeservice::Sessions;
 
 // An object's bytes held by Python: bytes, bytearray, memoryview, numpy
 // arrays, anything with the buffer protocol (C-contiguous).
@@ -97,6 +98,104 @@ py::tuple GetBytes(S& s, const std::string& key) {
     rc = s.Get(key, &value);
   }
   return py::make_tuple(rc, py::bytes(value));
+}
+
+template <typename S>
+int PutParts(S& s, const std::string& key, const PutConfig& config, const py::args& parts) {
+  PinnedBuffers pinned = PinnedBuffers::OfAll(parts);
+  py::gil_scoped_release release;
+  return s.PutParts(key, pinned.datas, pinned.sizes, config);
+}
+
+template <typename S>
+std::vector<int> PutBatch(S& s, const std::vector<std::string>& keys, const py::sequence& values,
+                          const PutConfig& config) {
+  PinnedBuffers pinned = PinnedBuffers::OfAll(values);
+  py::gil_scoped_release release;
+  return s.PutBatch(keys, pinned.datas, pinned.sizes, config);
+}
+
+template <typename S>
+py::tuple GetBuffer(S& s, const std::string& key) {
+  auto handle = std::make_shared<BufferHandle>();
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = s.Get(key, &handle->bytes);
+  }
+  py::object value = rc == 0 ? py::cast(handle) : py::object(py::none());
+  return py::make_tuple(rc, value);
+}
+
+// (codes, values) of get_batch; `as_handles`: each value a BufferHandle (None
+// where its code is not 0), else bytes.
+template <typename S>
+py::tuple GetBatch(S& s, const std::vector<std::string>& keys, bool as_handles) {
+  std::vector<std::string> values;
+  std::vector<int> codes;
+  {
+    py::gil_scoped_release release;
+    codes = s.GetBatch(keys, &values);
+  }
+  py::list out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!as_handles) {
+      out.append(py::bytes(values[i]));
+    } else if (codes[i] != 0) {
+      out.append(py::none());
+    } else {
+      auto handle = std::make_shared<BufferHandle>();
+      handle->bytes = std::move(values[i]);
+      out.append(py::cast(handle));
+    }
+  }
+  return py::make_tuple(codes, out);
+}
+
+template <typename S>
+py::tuple GetReplicas(S& s, const std::string& key) {
+  std::vector<ReplicaInfo> replicas;
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = s.GetReplicas(key, &replicas);
+  }
+  return py::make_tuple(rc, replicas);
+}
+
+// The copy and move task calls of either store shape: `create(spec, &id)`,
+// `query(id, &info)` without the GIL.
+template <typename Create>
+py::tuple CreateTaskCall(int type, const std::string& key, const std::string& source,
+                         const std::vector<std::string>& targets, Create create) {
+  if (type != 0 && type != 1)
+    return py::make_tuple(static_cast<int>(ErrorCode::INVALID_PARAMS), "");
+  const TaskSpec spec{static_cast<TaskType>(type), key, source, targets};
+  return CodeAndId([&](std::string* id) { return create(spec, id); });
+}
+
+template <typename Query>
+py::tuple QueryTaskCall(const std::string& id, Query query) {
+  TaskInfo info;
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = query(id, &info);
+  }
+  if (rc != 0) return py::make_tuple(rc, py::none());
+  py::dict d;
+  d["id"] = info.id.ToString();
+  d["type"] = static_cast<int>(info.type);
+  d["status"] = static_cast<int>(info.status);
+  d["key"] = info.key;
+  d["source"] = info.source;
+  d["targets"] = info.targets;
+  d["created_at_ms_epoch"] = info.created_at_ms_epoch;
+  d["last_updated_at_ms_epoch"] = info.last_updated_at_ms_epoch;
+  d["assigned_client"] = info.assigned_client.ToString();
+  d["error"] = static_cast<int>(info.error);
+  d["message"] = info.message;
+  return py::make_tuple(0, py::object(d));
 }
 
 py::dict ErrorCodes() {
@@ -187,63 +286,18 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("health_check", &Store::HealthCheck, Release())
       // writes
       .def("put", &PutBytes<Store>)
-      .def("put_parts", [](Store& s, const std::string& key, const PutConfig& config,
-                           const py::args& parts) {
-        PinnedBuffers pinned = PinnedBuffers::OfAll(parts);
-        py::gil_scoped_release release;
-        return s.PutParts(key, pinned.datas, pinned.sizes, config);
-      })
-      .def("put_batch", [](Store& s, const std::vector<std::string>& keys,
-                           const py::sequence& values, const PutConfig& config) {
-        PinnedBuffers pinned = PinnedBuffers::OfAll(values);
-        py::gil_scoped_release release;
-        return s.PutBatch(keys, pinned.datas, pinned.sizes, config);
-      })
+      .def("put_parts", &PutParts<Store>)
+      .def("put_batch", &PutBatch<Store>)
       .def("put_from", &Store::PutFrom, Release())
       .def("batch_put_from", &Store::BatchPutFrom, Release())
       .def("batch_put_from_multi_buffers", &Store::BatchPutFromMultiBuffers, Release())
       // reads
       .def("get", &GetBytes<Store>)
-      .def("get_buffer", [](Store& s, const std::string& key) {
-        auto handle = std::make_shared<BufferHandle>();
-        int rc;
-        {
-          py::gil_scoped_release release;
-          rc = s.Get(key, &handle->bytes);
-        }
-        py::object value = rc == 0 ? py::cast(handle) : py::object(py::none());
-        return py::make_tuple(rc, value);
-      })
-      .def("get_batch", [](Store& s, const std::vector<std::string>& keys) {
-        std::vector<std::string> values;
-        std::vector<int> codes;
-        {
-          py::gil_scoped_release release;
-          codes = s.GetBatch(keys, &values);
-        }
-        py::list out;
-        for (std::string& v : values) out.append(py::bytes(v));
-        return py::make_tuple(codes, out);
-      })
-      .def("batch_get_buffer", [](Store& s, const std::vector<std::string>& keys) {
-        std::vector<std::string> values;
-        std::vector<int> codes;
-        {
-          py::gil_scoped_release release;
-          codes = s.GetBatch(keys, &values);
-        }
-        py::list out;
-        for (size_t i = 0; i < values.size(); ++i) {
-          if (codes[i] != 0) {
-            out.append(py::none());
-            continue;
-          }
-          auto handle = std::make_shared<BufferHandle>();
-          handle->bytes = std::move(values[i]);
-          out.append(py::cast(handle));
-        }
-        return py::make_tuple(codes, out);
-      })
+      .def("get_buffer", &GetBuffer<Store>)
+      .def("get_batch",
+           [](Store& s, const std::vector<std::string>& k) { return GetBatch(s, k, false); })
+      .def("batch_get_buffer",
+           [](Store& s, const std::vector<std::string>& k) { return GetBatch(s, k, true); })
       .def("get_into", &Store::GetInto, Release())
       .def("batch_get_into", &Store::BatchGetInto, Release())
       .def("batch_get_into_multi_buffers", &Store::BatchGetIntoMultiBuffers, Release())
@@ -256,15 +310,7 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("is_exist", &Store::IsExist, Release())
       .def("batch_is_exist", &Store::BatchIsExist, Release())
       .def("get_size", &Store::GetSize, Release())
-      .def("get_replicas", [](Store& s, const std::string& key) {
-        std::vector<ReplicaInfo> replicas;
-        int rc;
-        {
-          py::gil_scoped_release release;
-          rc = s.GetReplicas(key, &replicas);
-        }
-        return py::make_tuple(rc, replicas);
-      })
+      .def("get_replicas", &GetReplicas<Store>)
       .def("remove", &Store::Remove, Release())
       .def("batch_remove", &Store::BatchRemove, Release())
       .def("local_copies", &Store::LocalCopies)
@@ -274,46 +320,32 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
            Release())
       // segments
-      .def("allocate_and_mount_segment", [](Store& s, uint64_t size, const std::string& protocol) {
-        return CodeAndId(
-            [&](std::string* id) { return s.AllocateAndMountSegment(size, protocol, id); });
-      })
+      .def("allocate_and_mount_segment",
+           [](Store& s, uint64_t size, const std::string& protocol) {
+             return CodeAndId(
+                 [&](std::string* id) { return s.AllocateAndMountSegment(size, protocol, id); });
+           })
       .def("unmount_and_free_segments", &Store::UnmountAndFreeSegments, Release())
-      .def("mount_segment", [](Store& s, const std::string& path, uint64_t offset, uint64_t size,
-                               const std::string& protocol) {
-        return CodeAndId(
-            [&](std::string* id) { return s.MountSegment(path, offset, size, protocol, id); });
-      })
+      .def("mount_segment",
+           [](Store& s, const std::string& path, uint64_t offset, uint64_t size,
+              const std::string& protocol) {
+             return CodeAndId(
+                 [&](std::string* id) { return s.MountSegment(path, offset, size, protocol, id); });
+           })
       .def("unmount_segments", &Store::UnmountSegments, Release())
       // copy and move tasks (python/native/tasks.h): type 0 copy, 1 move
-      .def("create_task", [](Store& s, int type, const std::string& key, const std::string& source,
-                             const std::vector<std::string>& targets) {
-        if (type != 0 && type != 1) return py::make_tuple(static_cast<int>(ErrorCode::INVALID_PARAMS), "");
-        const TaskSpec spec{static_cast<TaskType>(type), key, source, targets};
-        return CodeAndId([&](std::string* id) { return CreateTask(s, spec, id); });
-      })
-      .def("run_task", [](Store& s, const std::string& id) { return RunTask(s, id); }, Release())
+      .def("create_task",
+           [](Store& s, int type, const std::string& key, const std::string& source,
+              const std::vector<std::string>& targets) {
+             return CreateTaskCall(
+                 type, key, source, targets,
+                 [&](const TaskSpec& spec, std::string* id) { return CreateTask(s, spec, id); });
+           })
+      .def(
+          "run_task", [](Store& s, const std::string& id) { return RunTask(s, id); }, Release())
       .def("query_task", [](Store& s, const std::string& id) {
-        TaskInfo info;
-        int rc;
-        {
-          py::gil_scoped_release release;
-          rc = QueryTask(s, id, &info);
-        }
-        py::dict d;
-        if (rc != 0) return py::make_tuple(rc, py::none());
-        d["id"] = info.id.ToString();
-        d["type"] = static_cast<int>(info.type);
-        d["status"] = static_cast<int>(info.status);
-        d["key"] = info.key;
-        d["source"] = info.source;
-        d["targets"] = info.targets;
-        d["created_at_ms_epoch"] = info.created_at_ms_epoch;
-        d["last_updated_at_ms_epoch"] = info.last_updated_at_ms_epoch;
-        d["assigned_client"] = info.assigned_client.ToString();
-        d["error"] = static_cast<int>(info.error);
-        d["message"] = info.message;
-        return py::make_tuple(0, py::object(d));
+        return QueryTaskCall(
+            id, [&](const std::string& i, TaskInfo* info) { return QueryTask(s, i, info); });
       });
 
   // Mooncake's put and get sessions over a NativeStore (kept alive by them).
@@ -348,13 +380,51 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("batch_is_exist", &ServiceStore::BatchIsExist, Release())
       .def("get_size", &ServiceStore::GetSize, Release())
       .def("remove", &ServiceStore::Remove, Release())
-      .def("batch_remove", &ServiceStore::BatchRemove, Release());
+      .def("batch_remove", &ServiceStore::BatchRemove, Release())
+      .def("put_parts", &PutParts<ServiceStore>)
+      .def("put_batch", &PutBatch<ServiceStore>)
+      .def("get_buffer", &GetBuffer<ServiceStore>)
+      .def("get_batch",
+           [](ServiceStore& s, const std::vector<std::string>& k) { return GetBatch(s, k, false); })
+      .def("batch_get_buffer",
+           [](ServiceStore& s, const std::vector<std::string>& k) { return GetBatch(s, k, true); })
+      .def("get_into_ranges", &ServiceStore::GetIntoRanges, Release())
+      .def("get_replicas", &GetReplicas<ServiceStore>)
+      .def("remove_all", &ServiceStore::RemoveAll, Release())
+      .def("remove_by_regex", &ServiceStore::RemoveByRegex, py::arg("pattern"),
+           py::arg("force") = false, Release())
+      .def("create_task",
+           [](ServiceStore& s, int type, const std::string& key, const std::string& source,
+              const std::vector<std::string>& targets) {
+             return CreateTaskCall(
+                 type, key, source, targets,
+                 [&](const TaskSpec& spec, std::string* id) { return s.CreateTask(spec, id); });
+           })
+      .def("run_task", &ServiceStore::RunTask, Release())
+      // NativeSessions' calls, held by the service for this connection.
+      .def("put_start", &ServiceStore::PutStart, Release())
+      .def("put_ranges", &ServiceStore::PutRanges, Release())
+      .def("put_end", &ServiceStore::PutEnd, Release())
+      .def("put_revoke", &ServiceStore::PutRevoke, Release())
+      .def("get_start", &ServiceStore::GetStart, Release())
+      .def("get_ranges", &ServiceStore::GetRanges, Release())
+      .def("get_end", &ServiceStore::GetEnd, Release())
+      .def("query_task", [](ServiceStore& s, const std::string& id) {
+        return QueryTaskCall(
+            id, [&](const std::string& i, TaskInfo* info) { return s.QueryTask(i, info); });
+      });
   // Mooncake's MooncakeHostMemAllocator (storeservice/host_mem_allocator.h).
   m.def("alloc_shm", &storeservice::AllocShm, "sealed memfd memory; its address, or 0");
   m.def("free_shm", &storeservice::FreeShm, "frees alloc_shm's memory; False if not one");
 
   py::class_<Sessions>(m, "NativeSessions")
-      .def(py::init<Store*>(), py::keep_alive<1, 2>())
+      .def(py::init([](Store* s) {
+             return std::make_unique<Sessions>([s] {
+               Store::ClientRef r = s->client();
+               return storeservice::SessionClient{r.keep, r.client, r.tenant};
+             });
+           }),
+           py::keep_alive<1, 2>())
       .def("put_start", &Sessions::PutStart, Release())
       .def("put_ranges", &Sessions::PutRanges, Release())
       .def("put_end", &Sessions::PutEnd, Release())

@@ -1,6 +1,7 @@
 #include "python/native/service_store.h"
 
 #include "storeservice/host_mem_allocator.h"
+#include "storeservice/ranged_read.h"
 #include "storeservice/service_client.h"
 #include "storeservice/service_wire.h"
 
@@ -209,6 +210,147 @@ int ServiceStore::Remove(const std::string& key, bool force) {
 std::vector<int> ServiceStore::BatchRemove(const std::vector<std::string>& keys, bool force) {
   SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
   return client->BatchRemove(keys, force);
+}
+
+int ServiceStore::PutParts(const std::string& key, const std::vector<const char*>& datas,
+                           const std::vector<uint64_t>& sizes, const PutConfig& config) {
+  if (datas.size() != sizes.size()) return Code(ErrorCode::INVALID_PARAMS);
+  std::string value;
+  for (size_t i = 0; i < datas.size(); ++i) value.append(datas[i], sizes[i]);
+  return Put(key, value.data(), value.size(), config);
+}
+
+std::vector<int> ServiceStore::PutBatch(const std::vector<std::string>& keys,
+                                        const std::vector<const char*>& datas,
+                                        const std::vector<uint64_t>& sizes,
+                                        const PutConfig& config) {
+  const std::vector<int> invalid(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, invalid);
+  if (datas.size() != keys.size() || sizes.size() != keys.size()) return invalid;
+  std::vector<std::string_view> values;
+  for (size_t i = 0; i < keys.size(); ++i) values.emplace_back(datas[i], sizes[i]);
+  return client->PutBatch(keys, values, config);
+}
+
+std::vector<int> ServiceStore::GetBatch(const std::vector<std::string>& keys,
+                                        std::vector<std::string>* values) {
+  values->assign(keys.size(), std::string());
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->GetBatch(keys, values);
+}
+
+std::vector<std::vector<std::vector<int64_t>>> ServiceStore::GetIntoRanges(
+    const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
+    const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
+    const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
+    const std::vector<std::vector<std::vector<uint64_t>>>& lengths) {
+  auto client = Acquire();
+  return storeservice::ShapeRanges(
+      client != nullptr, ptrs, keys, dst_offsets, src_offsets, lengths,
+      [&](const std::string& key, const std::vector<storeservice::Fragment>& fragments) {
+        return client->GetIntoRanges(key, fragments);
+      });
+}
+
+int ServiceStore::GetReplicas(const std::string& key, std::vector<ReplicaInfo>* replicas) {
+  replicas->clear();
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  std::vector<ReplicaDescriptor> found;
+  const int rc = client->GetReplicas(key, &found);
+  for (const ReplicaDescriptor& r : found) replicas->push_back(ReplicaInfoOf(r));
+  return rc;
+}
+
+int64_t ServiceStore::RemoveAll(bool force) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->RemoveAll(force);
+}
+
+int64_t ServiceStore::RemoveByRegex(const std::string& pattern, bool force) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->RemoveByRegex(pattern, force);
+}
+
+int ServiceStore::CreateTask(const TaskSpec& spec, std::string* id) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->CreateTask(spec, id);
+}
+
+int ServiceStore::RunTask(const std::string& id) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->RunTask(id);
+}
+
+int ServiceStore::QueryTask(const std::string& id, TaskInfo* out) {
+  SHELFMARK_SERVICE_OR(client, Code(ErrorCode::INVALID_PARAMS));
+  return client->QueryTask(id, out);
+}
+
+std::vector<int> ServiceStore::PutStart(const std::vector<std::string>& keys,
+                                        const std::vector<uint64_t>& sizes,
+                                        const PutConfig& config) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->PutStart(keys, sizes, config);
+}
+
+std::vector<int64_t> ServiceStore::SessionRanges(
+    int op, const std::vector<std::string>& keys, const std::vector<std::vector<uint64_t>>& ptrs,
+    const std::vector<std::vector<uint64_t>>& sizes,
+    const std::vector<std::vector<uint64_t>>& offsets) {
+  std::vector<int64_t> out(keys.size(), Code(ErrorCode::INVALID_PARAMS));
+  SHELFMARK_SERVICE_OR(client, out);
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || offsets.size() != keys.size()) {
+    return out;
+  }
+  std::vector<storeservice::RangedItem> items;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ptrs[i].size() != sizes[i].size() || offsets[i].size() != sizes[i].size()) continue;
+    storeservice::RangedItem item{keys[i], {}};
+    for (size_t j = 0; j < ptrs[i].size(); ++j) {
+      item.pieces.push_back({ptrs[i][j], sizes[i][j], offsets[i][j]});
+    }
+    items.push_back(std::move(item));
+    which.push_back(i);
+  }
+  if (items.empty()) return out;
+  const std::vector<int64_t> got = client->SessionRanges(static_cast<storeservice::Op>(op), items);
+  for (size_t k = 0; k < which.size(); ++k) out[which[k]] = got[k];
+  return out;
+}
+
+std::vector<int64_t> ServiceStore::PutRanges(const std::vector<std::string>& keys,
+                                             const std::vector<std::vector<uint64_t>>& ptrs,
+                                             const std::vector<std::vector<uint64_t>>& sizes,
+                                             const std::vector<std::vector<uint64_t>>& offsets) {
+  return SessionRanges(static_cast<int>(storeservice::Op::kPutRanges), keys, ptrs, sizes, offsets);
+}
+
+std::vector<int64_t> ServiceStore::GetRanges(const std::vector<std::string>& keys,
+                                             const std::vector<std::vector<uint64_t>>& ptrs,
+                                             const std::vector<std::vector<uint64_t>>& sizes,
+                                             const std::vector<std::vector<uint64_t>>& offsets) {
+  return SessionRanges(static_cast<int>(storeservice::Op::kGetRanges), keys, ptrs, sizes, offsets);
+}
+
+std::vector<int> ServiceStore::PutEnd(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->SessionKeys(storeservice::Op::kPutEnd, keys);
+}
+
+std::vector<int> ServiceStore::PutRevoke(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->SessionKeys(storeservice::Op::kPutRevoke, keys);
+}
+
+std::vector<int> ServiceStore::GetStart(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, std::vector<int>(keys.size(), Code(ErrorCode::INVALID_PARAMS)));
+  return client->SessionKeys(storeservice::Op::kGetStart, keys);
+}
+
+int ServiceStore::GetEnd(const std::vector<std::string>& keys) {
+  SHELFMARK_SERVICE_OR(client, 0);  // nothing to forget
+  return client->GetEnd(keys);
 }
 
 #undef SHELFMARK_SERVICE_OR

@@ -11,10 +11,14 @@
 // then reads and writes that memory in place. Other memory answers
 // INVALID_PARAMS (the service cannot see it).
 //
-// Not yet through the service (their bindings are absent: Python raises
-// AttributeError): the ranged calls, put_parts / put_batch / get_batch /
-// get_buffer, remove_all / remove_by_regex,
-// get_replicas, and segment mounting (the service owns the segment).
+// The values of put / put_parts / put_batch / get / get_batch travel inline
+// on the socket (a request or answer over kMaxFrameBytes answers
+// INVALID_PARAMS); copy and move tasks run on the service's client.
+// Put and get sessions (storeservice/sessions.h' calls, the same shapes)
+// are held by the service for this store's connection: a reconnection (the
+// service restarted) starts without them. Not through the service: segment
+// mounting (the service owns the segment); python/mooncake answers it
+// -1011 (Mooncake's UNAVAILABLE_IN_CURRENT_MODE).
 //
 // Thread safety: every method may be called from any thread (calls are
 // sent one at a time).
@@ -27,7 +31,9 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/task_types.h"
 #include "common/types.h"
+#include "python/native/store.h"
 
 namespace shelfmark::storeservice {
 class ServiceClient;
@@ -80,6 +86,19 @@ class ServiceStore {
                                                 const std::vector<std::vector<uint64_t>>& ptrs,
                                                 const std::vector<std::vector<uint64_t>>& sizes);
 
+  int PutParts(const std::string& key, const std::vector<const char*>& datas,
+               const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int> PutBatch(const std::vector<std::string>& keys,
+                            const std::vector<const char*>& datas,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int> GetBatch(const std::vector<std::string>& keys, std::vector<std::string>* values);
+  // Store::GetIntoRanges's shapes and answers (storeservice/ranged_read.h).
+  std::vector<std::vector<std::vector<int64_t>>> GetIntoRanges(
+      const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
+      const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& lengths);
+
   int RegisterBuffer(uint64_t ptr, uint64_t size);
   int UnregisterBuffer(uint64_t ptr);  // INVALID_PARAMS when not registered
   bool IsRegistered(uint64_t ptr, uint64_t size) const;
@@ -89,9 +108,39 @@ class ServiceStore {
   int64_t GetSize(const std::string& key);
   int Remove(const std::string& key, bool force);
   std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force);
+  int GetReplicas(const std::string& key, std::vector<ReplicaInfo>* replicas);
+  int64_t RemoveAll(bool force);
+  int64_t RemoveByRegex(const std::string& pattern, bool force);
+
+  // Put and get sessions, as storeservice::Sessions answers them.
+  std::vector<int> PutStart(const std::vector<std::string>& keys,
+                            const std::vector<uint64_t>& sizes, const PutConfig& config);
+  std::vector<int64_t> PutRanges(const std::vector<std::string>& keys,
+                                 const std::vector<std::vector<uint64_t>>& ptrs,
+                                 const std::vector<std::vector<uint64_t>>& sizes,
+                                 const std::vector<std::vector<uint64_t>>& offsets);
+  std::vector<int> PutEnd(const std::vector<std::string>& keys);
+  std::vector<int> PutRevoke(const std::vector<std::string>& keys);
+  std::vector<int> GetStart(const std::vector<std::string>& keys);
+  std::vector<int64_t> GetRanges(const std::vector<std::string>& keys,
+                                 const std::vector<std::vector<uint64_t>>& ptrs,
+                                 const std::vector<std::vector<uint64_t>>& sizes,
+                                 const std::vector<std::vector<uint64_t>>& offsets);
+  int GetEnd(const std::vector<std::string>& keys);
+
+  // Copy and move tasks (python/native/tasks.h's calls), run by the service.
+  int CreateTask(const TaskSpec& spec, std::string* id);
+  int RunTask(const std::string& id);
+  int QueryTask(const std::string& id, TaskInfo* out);
 
  private:
   std::shared_ptr<storeservice::ServiceClient> Acquire() const;
+  // A ranged session call (kPutRanges / kGetRanges): keys whose lists'
+  // shapes differ answer INVALID_PARAMS unsent.
+  std::vector<int64_t> SessionRanges(int op, const std::vector<std::string>& keys,
+                                     const std::vector<std::vector<uint64_t>>& ptrs,
+                                     const std::vector<std::vector<uint64_t>>& sizes,
+                                     const std::vector<std::vector<uint64_t>>& offsets);
 
   mutable Mutex mu_;
   std::shared_ptr<storeservice::ServiceClient> client_ GUARDED_BY(mu_);

@@ -23,6 +23,7 @@
 #include "embedded/ssd_tier_metrics.h"
 #include "service/http_server.h"
 #include "service/metrics.h"
+#include "storeservice/ranged_read.h"
 
 namespace shelfmark::python {
 namespace {
@@ -522,89 +523,23 @@ std::vector<int64_t> Store::BatchGetIntoMultiBuffers(
   return Sizes(impl->client->BatchGetIntoParts(impl->tenant(), keys, parts));
 }
 
-// One key's fragments of GetIntoRanges: ranged one-sided reads into
-// registered memory, answers per fragment (its length or a code). A
-// fragment outside its buffer's registration is INVALID_PARAMS alone; when
-// the read is refused as INVALID_PARAMS (a fragment past the object's end),
-// the object's size sorts those out as BUFFER_OVERFLOW and the rest are
-// read again.
-static std::vector<int64_t> ReadFragments(Client& client, const std::string& tenant,
-                                          const std::string& key,
-                                          const std::vector<ReadRange>& fragments,
-                                          const std::vector<bool>& registered) {
-  std::vector<int64_t> out(fragments.size(), Code(ErrorCode::INVALID_PARAMS));
-  auto read = [&](const std::vector<size_t>& which) {
-    std::vector<ReadRange> ranges;
-    for (size_t k : which) ranges.push_back(fragments[k]);
-    const ErrorCode rc = client.GetIntoRanges(tenant, key, ranges);
-    for (size_t k : which) {
-      out[k] = rc == ErrorCode::OK ? static_cast<int64_t>(fragments[k].length) : Code(rc);
-    }
-    return rc;
-  };
-  std::vector<size_t> valid;
-  for (size_t k = 0; k < fragments.size(); ++k) {
-    if (registered[k]) valid.push_back(k);
-  }
-  if (valid.empty() || read(valid) != ErrorCode::INVALID_PARAMS) return out;
-  auto size = client.GetSize(tenant, key);
-  if (!size.ok()) return out;
-  std::vector<size_t> inside;
-  for (size_t k : valid) {
-    const ReadRange& f = fragments[k];
-    if (f.offset > *size || f.length > *size - f.offset) {
-      out[k] = Code(ErrorCode::BUFFER_OVERFLOW);
-    } else {
-      inside.push_back(k);
-    }
-  }
-  if (!inside.empty()) read(inside);
-  return out;
-}
-
 std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
     const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
     const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
     const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
     const std::vector<std::vector<std::vector<uint64_t>>>& lengths) {
-  const int64_t invalid = Code(ErrorCode::INVALID_PARAMS);
-  // The answers' shape: that of `lengths` where it matches, else one code per key.
-  std::vector<std::vector<std::vector<int64_t>>> out(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out[i].resize(keys[i].size());
-    for (size_t j = 0; j < keys[i].size(); ++j) {
-      // A key with no fragments answers none (Mooncake's shape).
-      const size_t n = i < lengths.size() && j < lengths[i].size() ? lengths[i][j].size() : 1;
-      out[i][j].assign(n, invalid);
-    }
-  }
   auto impl = Acquire();
-  if (impl == nullptr) return out;
-  const bool shape_ok = ptrs.size() == keys.size() && dst_offsets.size() == keys.size() &&
-                        src_offsets.size() == keys.size() && lengths.size() == keys.size();
-  if (!shape_ok) return out;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (dst_offsets[i].size() != keys[i].size() || src_offsets[i].size() != keys[i].size() ||
-        lengths[i].size() != keys[i].size()) {
-      continue;
+  auto read_key = [&](const std::string& key, const std::vector<storeservice::Fragment>& f) {
+    std::vector<ReadRange> ranges;
+    std::vector<bool> readable;
+    for (const storeservice::Fragment& k : f) {
+      ranges.push_back(ReadRange{k.src_offset, k.length, reinterpret_cast<void*>(k.dst)});
+      readable.push_back(k.dst != 0 && k.length > 0 && impl->Registered(k.dst, k.length));
     }
-    for (size_t j = 0; j < keys[i].size(); ++j) {
-      const auto& dst = dst_offsets[i][j];
-      const auto& src = src_offsets[i][j];
-      const auto& len = lengths[i][j];
-      if (dst.size() != len.size() || src.size() != len.size() || len.empty()) continue;
-      std::vector<ReadRange> fragments;
-      std::vector<bool> registered;
-      for (size_t k = 0; k < len.size(); ++k) {
-        const bool fits = ptrs[i] <= UINT64_MAX - dst[k];
-        fragments.push_back(ReadRange{src[k], len[k],
-                                      fits ? reinterpret_cast<void*>(ptrs[i] + dst[k]) : nullptr});
-        registered.push_back(fits && len[k] > 0 && impl->Registered(ptrs[i] + dst[k], len[k]));
-      }
-      out[i][j] = ReadFragments(*impl->client, impl->tenant(), keys[i][j], fragments, registered);
-    }
-  }
-  return out;
+    return storeservice::ReadFragments(*impl->client, impl->tenant(), key, ranges, readable);
+  };
+  return storeservice::ShapeRanges(impl != nullptr, ptrs, keys, dst_offsets, src_offsets, lengths,
+                                   read_key);
 }
 
 std::vector<int64_t> Store::TimeBatchGetInto(const std::vector<std::string>& keys,
@@ -695,23 +630,25 @@ int Store::GetReplicas(const std::string& key, std::vector<ReplicaInfo>* replica
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
   auto location = impl->client->Locate(impl->tenant(), key);
   if (!location.ok()) return Code(location.error());
-  for (const ReplicaDescriptor& r : location->info.replicas) {
-    ReplicaInfo info;
-    info.status = ReplicaStatusName(r.status);
-    info.memory = r.type == ReplicaType::MEMORY;
-    if (info.memory) {
-      info.endpoint = r.memory.endpoint;
-      info.protocol = r.memory.protocol;
-      info.buffer_address = r.memory.buffer_address;
-      info.size = r.memory.size;
-      info.segment_id = r.memory.segment_id.ToString();
-    } else {
-      info.endpoint = r.disk.endpoint;
-      info.size = r.disk.object_size;
-    }
-    replicas->push_back(std::move(info));
-  }
+  for (const ReplicaDescriptor& r : location->info.replicas) replicas->push_back(ReplicaInfoOf(r));
   return kOk;
+}
+
+ReplicaInfo ReplicaInfoOf(const ReplicaDescriptor& r) {
+  ReplicaInfo info;
+  info.status = ReplicaStatusName(r.status);
+  info.memory = r.type == ReplicaType::MEMORY;
+  if (info.memory) {
+    info.endpoint = r.memory.endpoint;
+    info.protocol = r.memory.protocol;
+    info.buffer_address = r.memory.buffer_address;
+    info.size = r.memory.size;
+    info.segment_id = r.memory.segment_id.ToString();
+  } else {
+    info.endpoint = r.disk.endpoint;
+    info.size = r.disk.object_size;
+  }
+  return info;
 }
 
 int Store::Remove(const std::string& key, bool force) {

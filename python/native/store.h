@@ -100,6 +100,8 @@ struct ReplicaInfo {
   uint64_t size = 0;
   std::string segment_id;
 };
+// A master's replica descriptor as get_replica_desc reports it.
+ReplicaInfo ReplicaInfoOf(const ReplicaDescriptor& r);
 
 class Store {
  public:
@@ -134,7 +136,7 @@ class Store {
   int HealthCheck();
 
   // The open client and the store's tenant, for calls built in files of
-  // their own (python/native/sessions.h). `keep` holds the client alive
+  // their own (storeservice/sessions.h). `keep` holds the client alive
   // like a call in flight; `client` is null when the store is closed.
   struct ClientRef {
     std::shared_ptr<void> keep;

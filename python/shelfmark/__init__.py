@@ -132,6 +132,29 @@ class Store:
         self._native = _native.NativeStore()
         _check(self._native.setup(o), "cannot open a store of master %s" % o.master)
 
+    @classmethod
+    def through_service(cls, address="127.0.0.1:50052", *, tenant="", cluster_token=None,
+                        rpc_timeout_ms=10_000):
+        """A store whose calls all go to the host's store service
+        (shelfmark-store-service, docs/node.md) at `address`: its "host:port"
+        (--port on this host), its --socket_path, or "@name". This process
+        opens no transport and hosts nothing. The zero-copy calls (get_into,
+        put_from, register) need buffers inside
+        mooncake.store.MooncakeHostMemAllocator memory (else InvalidParams);
+        local_copies is the service's affair (AttributeError here).
+        cluster_token: $SHELFMARK_CLUSTER_TOKEN when not given, proven to
+        the service, which proves it back. RpcError when no service answers."""
+        o = _native.ServiceStoreOptions()
+        o.server_address = str(address)
+        o.cluster_token = (cluster_token if cluster_token is not None
+                           else os.environ.get("SHELFMARK_CLUSTER_TOKEN", ""))
+        o.tenant = tenant
+        o.timeout_ms = int(rpc_timeout_ms)
+        store = cls.__new__(cls)
+        store._native = _native.NativeServiceStore()
+        _check(store._native.setup(o), "cannot reach the store service at %s" % address)
+        return store
+
     # --- life ---------------------------------------------------------------
     def close(self):
         """Drops the connection; calls in flight finish first. Idempotent."""

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mooncake.mooncake_config import (DEFAULT_GLOBAL_SEGMENT_SIZE, DEFAULT_LOCAL_BUFFER_SIZE,
-                                      MooncakeConfig)
+                                      MooncakeConfig, service_address)
 
 
 def test_from_file_with_defaults(tmp_path):
@@ -71,3 +71,39 @@ def test_follow_leader_hints_from_the_argument_or_the_environment(monkeypatch):
     monkeypatch.setenv("SHELFMARK_FOLLOW_LEADER_HINTS", "1")
     assert options().follow_leader_hints is True
     assert options(follow_leader_hints=False).follow_leader_hints is False
+
+
+def test_the_standalone_store_shape_and_its_service_address(tmp_path, monkeypatch):
+    for var in ("MOONCAKE_CONFIG_PATH", "MOONCAKE_PREFERRED_SEGMENT",
+                "MOONCAKE_STANDALONE_STORAGE", "MOONCAKE_CLIENT_SERVER_ADDRESS"):
+        monkeypatch.delenv(var, raising=False)
+    base = {"local_hostname": "h", "master_server_address": "x:1", "global_segment_size": 0}
+    embedded = MooncakeConfig.from_dict(base)
+    assert embedded.mode == "embedded" and service_address(embedded) is None
+    standalone = MooncakeConfig.from_dict(dict(base, mode="standalone-store"))
+    assert service_address(standalone) == "127.0.0.1:50052"
+    monkeypatch.setenv("MOONCAKE_PREFERRED_SEGMENT", "10.0.0.5:50052")
+    assert service_address(standalone) == "10.0.0.5:50052"
+    given = MooncakeConfig.from_dict(dict(base, mode="standalone-store",
+                                          client_server_address="127.0.0.1:6000"))
+    assert service_address(given) == "127.0.0.1:6000"
+    # A segment of its own: embedded, whatever the mode says.
+    hosting = MooncakeConfig.from_dict(dict(base, mode="standalone-store",
+                                            global_segment_size="1GB"))
+    assert service_address(hosting) is None
+    # vLLM passes setup() the sizes only: the mode is read from the file.
+    p = tmp_path / "vllm.json"
+    p.write_text(json.dumps(dict(base, mode="standalone-store",
+                                 client_server_address="127.0.0.1:7000")))
+    monkeypatch.setenv("MOONCAKE_CONFIG_PATH", str(p))
+    assert service_address(embedded) == "127.0.0.1:7000"
+    p.write_text("not json")
+    assert service_address(embedded) is None
+    # SGLang's switch, from its variable.
+    monkeypatch.delenv("MOONCAKE_CONFIG_PATH")
+    monkeypatch.setenv("MOONCAKE_MASTER", "m:2")
+    monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", "0")
+    monkeypatch.setenv("MOONCAKE_STANDALONE_STORAGE", "true")
+    assert service_address(MooncakeConfig.load_from_env()) == "10.0.0.5:50052"
+    with pytest.raises(ValueError, match="mode"):
+        MooncakeConfig.from_dict(dict(base, mode="sideways"))

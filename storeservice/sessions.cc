@@ -1,8 +1,8 @@
-#include "python/native/sessions.h"
+#include "storeservice/sessions.h"
 
 #include <utility>
 
-namespace shelfmark::python {
+namespace shelfmark::storeservice {
 namespace {
 
 constexpr int kOk = 0;
@@ -42,7 +42,7 @@ std::vector<int64_t> PerKey(const std::vector<std::string>& keys,
   return out;
 }
 
-bool SameClient(const std::weak_ptr<void>& owner, const Store::ClientRef& ref) {
+bool SameClient(const std::weak_ptr<void>& owner, const SessionClient& ref) {
   return ref.client != nullptr && !owner.expired() && owner.lock() == ref.keep;
 }
 
@@ -50,7 +50,7 @@ bool SameClient(const std::weak_ptr<void>& owner, const Store::ClientRef& ref) {
 
 template <typename Session>
 const Session* Sessions::Find(std::map<std::string, Session>& table, const std::string& key,
-                              const Store::ClientRef& ref) {
+                              const SessionClient& ref) {
   auto it = table.find(key);
   if (it == table.end()) return nullptr;
   if (!SameClient(it->second.owner, ref)) {
@@ -63,7 +63,7 @@ const Session* Sessions::Find(std::map<std::string, Session>& table, const std::
 std::vector<int> Sessions::PutStart(const std::vector<std::string>& keys,
                                     const std::vector<uint64_t>& sizes, const PutConfig& config) {
   std::vector<int> out(keys.size(), kInvalid);
-  const Store::ClientRef ref = store_->client();
+  const SessionClient ref = client_of_();
   if (ref.client == nullptr || sizes.size() != keys.size()) return out;
   std::vector<std::string> fresh_keys;
   std::vector<uint64_t> fresh_sizes;
@@ -99,7 +99,7 @@ std::vector<int64_t> Sessions::PutRanges(const std::vector<std::string>& keys,
                                          const std::vector<std::vector<uint64_t>>& ptrs,
                                          const std::vector<std::vector<uint64_t>>& sizes,
                                          const std::vector<std::vector<uint64_t>>& offsets) {
-  const Store::ClientRef ref = store_->client();
+  const SessionClient ref = client_of_();
   return PerKey(keys, ptrs, sizes, offsets, [&](size_t i) {
     PutSession session;
     {
@@ -120,7 +120,7 @@ template <typename Finish>
 std::vector<int> Sessions::FinishPuts(const std::vector<std::string>& keys,
                                       const Finish& finish) {
   std::vector<int> out(keys.size(), kInvalid);
-  const Store::ClientRef ref = store_->client();
+  const SessionClient ref = client_of_();
   if (ref.client == nullptr) return out;
   std::vector<std::string> open;
   std::vector<size_t> which;
@@ -159,7 +159,7 @@ std::vector<int> Sessions::PutRevoke(const std::vector<std::string>& keys) {
 
 std::vector<int> Sessions::GetStart(const std::vector<std::string>& keys) {
   std::vector<int> out(keys.size(), kInvalid);
-  const Store::ClientRef ref = store_->client();
+  const SessionClient ref = client_of_();
   if (ref.client == nullptr) return out;
   GetOptions fresh;
   fresh.use_location_cache = false;  // a session's lease starts now
@@ -180,7 +180,7 @@ std::vector<int64_t> Sessions::GetRanges(const std::vector<std::string>& keys,
                                          const std::vector<std::vector<uint64_t>>& ptrs,
                                          const std::vector<std::vector<uint64_t>>& sizes,
                                          const std::vector<std::vector<uint64_t>>& offsets) {
-  const Store::ClientRef ref = store_->client();
+  const SessionClient ref = client_of_();
   return PerKey(keys, ptrs, sizes, offsets, [&](size_t i) {
     ObjectLocation location;
     {
@@ -203,4 +203,4 @@ int Sessions::GetEnd(const std::vector<std::string>& keys) {
   return kOk;
 }
 
-}  // namespace shelfmark::python
+}  // namespace shelfmark::storeservice
