@@ -310,7 +310,7 @@ class Client {
 
   // --- two-phase puts and ranged reads of a located object ------------------
   // The steps mooncake.store's put and get sessions are made of
-  // (python/native/sessions.h; client_sessions.cc). StartPuts allocates each
+  // (storeservice/sessions.h; client_sessions.cc). StartPuts allocates each
   // object at the master (one BatchPutStart) and answers its MEMORY
   // replicas: not readable until EndPuts, and without a checksum (the bytes
   // arrive piece by piece, so none is known up front; whole reads then

@@ -17,7 +17,7 @@
 #include "common/clock.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
-#include "master/rpc_server.h"
+#include "master/rpc_server_test_util.h"
 #include "node/node.h"
 #include "transport/loopback_engine.h"
 
@@ -97,13 +97,7 @@ class ClientTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    RpcServerOptions options;
-    options.bind_address = "127.0.0.1";
-    options.port = 0;
-    server_ = std::make_unique<RpcServer>(*dir_, nullptr, options);
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok());
-    address_ = "127.0.0.1:" + std::to_string(*port);
+    StartLoopbackMaster(*dir_, &server_, &address_);
   }
 
   void TearDown() override {

@@ -16,7 +16,7 @@
 #include "common/socket_io.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
-#include "master/rpc_server.h"
+#include "master/rpc_server_test_util.h"
 #include "rpc/master_client.h"
 #include "testing/temp_dir.h"
 #include "testing/wait_for.h"
@@ -33,13 +33,7 @@ class EmbeddedClientTest : public ::testing::Test {
     // longer than any read, so no test depends on speed.
     options.default_kv_lease_ttl_ms = 600'000;
     dir_ = MakeTestDirectory(&master_clock_, options);
-    RpcServerOptions rpc;
-    rpc.bind_address = "127.0.0.1";
-    rpc.port = 0;
-    server_ = std::make_unique<RpcServer>(*dir_, nullptr, rpc);
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok());
-    address_ = "127.0.0.1:" + std::to_string(*port);
+    StartLoopbackMaster(*dir_, &server_, &address_);
   }
 
   void TearDown() override { server_->Stop(); }

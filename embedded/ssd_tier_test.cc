@@ -14,7 +14,7 @@
 
 #include "directory/directory.h"
 #include "embedded/embedded_client.h"
-#include "master/rpc_server.h"
+#include "master/rpc_server_test_util.h"
 #include "testing/temp_dir.h"
 #include "testing/wait_for.h"
 #include "transport/transport_test_util.h"
@@ -97,13 +97,7 @@ class EmbeddedSsdTest : public ::testing::Test {
     d.client_ttl_ms = 1'000;  // a closed store's disk is forgotten soon
     d.background_period_ms = 20;
     dir_ = std::make_unique<Directory>(d);
-    RpcServerOptions rpc;
-    rpc.bind_address = "127.0.0.1";
-    rpc.port = 0;
-    server_ = std::make_unique<RpcServer>(*dir_, nullptr, rpc);
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok());
-    address_ = "127.0.0.1:" + std::to_string(*port);
+    StartLoopbackMaster(*dir_, &server_, &address_);
   }
 
   void TearDown() override { server_->Stop(); }

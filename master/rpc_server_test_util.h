@@ -19,6 +19,21 @@
 
 namespace shelfmark {
 
+// An RpcServer over `dir` on a free loopback port, default options and no
+// metrics: the master that client, embedded and store service tests talk
+// to. `*address` is its "127.0.0.1:PORT"; a server that cannot start fails
+// the test (check HasFatalFailure() after the call).
+inline void StartLoopbackMaster(Directory& dir, std::unique_ptr<RpcServer>* server,
+                                std::string* address) {
+  RpcServerOptions options;
+  options.bind_address = "127.0.0.1";
+  options.port = 0;
+  *server = std::make_unique<RpcServer>(dir, nullptr, options);
+  auto port = (*server)->Start();
+  ASSERT_TRUE(port.ok()) << ErrorCodeName(port.error());
+  *address = "127.0.0.1:" + std::to_string(*port);
+}
+
 class RpcServerFixture : public ::testing::Test {
  protected:
   static constexpr size_t kMaxBatch = 4096;

@@ -20,7 +20,7 @@
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
 #include "embedded/embedded_client.h"
-#include "master/rpc_server.h"
+#include "master/rpc_server_test_util.h"
 #include "storeservice/host_mem_allocator.h"
 #include "storeservice/service_client.h"
 #include "storeservice/service_wire.h"
@@ -43,14 +43,11 @@ class StoreServiceTest : public ::testing::Test {
     DirectoryOptions options;
     options.default_kv_lease_ttl_ms = 600'000;
     dir_ = MakeTestDirectory(&master_clock_, options);
-    RpcServerOptions rpc;
-    rpc.bind_address = "127.0.0.1";
-    rpc.port = 0;
-    server_ = std::make_unique<RpcServer>(*dir_, nullptr, rpc);
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok());
+    std::string master;
+    StartLoopbackMaster(*dir_, &server_, &master);
+    if (HasFatalFailure()) return;
     EmbeddedOptions o;
-    o.master = "127.0.0.1:" + std::to_string(*port);
+    o.master = master;
     o.protocol = "ucx";
     o.cluster_token = kToken;
     o.segment_size = 32 << 20;

@@ -46,7 +46,7 @@ class MooncakeConfig:
     protocol: str
     device_name: str
     master_server_address: str
-    enable_ssd_offload: bool = False  # recorded; SSD offload is the nodes' (shelfmark-node)
+    enable_ssd_offload: bool = False  # the SSD tier of the store's own segment (setup)
     ssd_offload_path: str = ""
     tenant_id: str = "default"
     # The store shape (vLLM's mooncake_config.json "mode"): "embedded", or
