@@ -31,9 +31,12 @@
 # and no others (a snapshot from the benchmark's last row would bring back
 # its 16 objects of 1 MiB, tenant perf-get, removed since).
 #
-# Usage: scripts/demo.sh [--vm | --ha] [BUILD_DIR]
+# Usage: scripts/demo.sh [--vm | --ha | --standalone] [BUILD_DIR]
 #   --ha: etcd, three masters with --enable_ha and two nodes; the leader is
 #         killed during puts (scripts/demo_ha.sh, docs/ha.md)
+#   --standalone: the standalone-store shape: a store service per "host"
+#         and engine processes that come and go as its light clients
+#         (scripts/demo_standalone.sh, docs/node.md)
 # Environment: DEMO_OUT (default out/demo): the table (get.txt), JSON lines
 # (get.jsonl) and the plot (get.png) of the last run.
 set -euo pipefail
@@ -48,6 +51,10 @@ vm=0
 if [ "${1:-}" = "--ha" ]; then
   shift
   exec bash "$(dirname "$0")/demo_ha.sh" "$@"
+fi
+if [ "${1:-}" = "--standalone" ]; then
+  shift
+  exec bash "$(dirname "$0")/demo_standalone.sh" "$@"
 fi
 if [ "${1:-}" = "--vm" ]; then
   vm=1
@@ -93,8 +100,7 @@ trap cleanup EXIT
 # call without a token below through.
 unset SHELFMARK_CLUSTER_TOKEN SHELFMARK_MASTER_TOKEN
 token_file="$work/cluster_token"
-(umask 077 && head -c 32 /dev/urandom | base64 | tr -d '/+=' >"$token_file")
-[ -s "$token_file" ] || die "could not write the cluster token to $token_file"
+write_cluster_token "$token_file"
 token_flag=(--cluster_token_file="$token_file")
 
 export MOONCAKE_SNAPSHOT_LOCAL_PATH="$work/snapshots"
@@ -243,4 +249,5 @@ echo "   restored ${restored:-no} objects of all tenants (the master held $held 
 sleep 2
 echo "== shelfmark-cli verify after the restart"
 verify_all
+echo "== (engines as light clients of a store service per host: scripts/demo.sh --standalone)"
 echo "== stopping the nodes and the master"

@@ -55,6 +55,14 @@ cluster_workdir() {
   trap 'stop_pid "$node_pid" || true; stop_pid "$master_pid" || true; rm -rf "$work"' EXIT
 }
 
+# write_cluster_token FILE: a random cluster token in FILE, readable by this
+# user only (mode 600); dies when it could not be written. As a master's
+# token table (auth/token_table.h) a line with a token alone has every role.
+write_cluster_token() {
+  (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '/+=' >"$1")
+  [ -s "$1" ] || die "could not write the cluster token to $1"
+}
+
 # free_port: a TCP port nobody listens on (for servers that cannot bind port 0).
 free_port() {
   local p
