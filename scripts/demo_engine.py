@@ -2,7 +2,9 @@
 --standalone): a light client of one host's shelfmark-store-service
 (mooncake.store's setup_dummy), its buffers in MooncakeHostMemAllocator
 shared memory, the cluster token read from a mode-600 file and proven to the
-service. Values are value_of(key, size), so any process can check any key.
+service. With $MOONCAKE_CONFIG_PATH it connects as vLLM's connector does
+(setup with its "standalone-store" configuration). Values are
+value_of(key, size), so any process can check any key.
 
     demo_engine.py put  TOKEN_FILE SOCKET SEGMENT PREFIX COUNT SIZE
         batch_put_from of PREFIX0..PREFIX{COUNT-1} into SEGMENT (the
@@ -25,6 +27,7 @@ service. Values are value_of(key, size), so any process can check any key.
 
 import ctypes
 import json
+import os
 import random
 import sys
 import time
@@ -37,12 +40,24 @@ def value_of(key, size):
 
 
 def connect(token_file, socket):
+    """SGLang's way, setup_dummy; or, with $MOONCAKE_CONFIG_PATH, vLLM's: its
+    mooncake_config.json ("mode": "standalone-store", client_server_address)
+    read by setup, given the file's master and a global_segment_size of 0."""
     with open(token_file, encoding="ascii") as f:
         token = f.read().strip()
     store = MooncakeDistributedStore()
-    rc = store.setup_dummy(0, 0, socket, cluster_token=token)
+    config = os.environ.get("MOONCAKE_CONFIG_PATH")
+    if config:
+        with open(config, encoding="utf-8") as f:
+            master = json.load(f)["master_server_address"]
+        rc = store.setup("localhost", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", master,
+                         cluster_token=token)
+    else:
+        rc = store.setup_dummy(0, 0, socket, cluster_token=token)
     if rc != 0:
-        sys.exit("demo_engine: setup_dummy(%s) answered %d" % (socket, rc))
+        sys.exit("demo_engine: connecting to %s answered %d" % (socket, rc))
+    if store.get_hostname() != socket:  # a service store answers its socket
+        sys.exit("demo_engine: not a client of %s: %s" % (socket, store.get_hostname()))
     return store
 
 

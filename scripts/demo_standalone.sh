@@ -14,11 +14,12 @@
 # service b and is killed with SIGKILL mid-run. Once b's tier holds C's
 # objects, service b restarts (SIGTERM, then the same socket and SSD
 # directory). Then engine B reads everything through service b and engine D
-# through service a, byte-exact, each looking up first where every replica
-# lies; the table shows per read who wrote and who read, the objects
-# byte-exact, the get's time and where the bytes were (the service's own
-# DRAM: a memcpy in it; the other service's DRAM: a UCX read by it; an SSD
-# tier: LOCAL_DISK). Every program proves a random cluster token from a
+# through service a (connected as vLLM's connector is: setup with a
+# "standalone-store" mooncake_config.json), byte-exact, each looking up
+# first where every replica lies; the table shows per read who wrote and
+# who read, the objects byte-exact, the get's time and where the bytes were
+# (the service's own DRAM: a memcpy in it; the other service's DRAM: a UCX
+# read by it; an SSD tier: LOCAL_DISK). Every program proves a random cluster token from a
 # mode-600 file. Exits non-zero on any mismatch. Stops everything it
 # started, by process id.
 #
@@ -135,9 +136,16 @@ read_all() {
   "${engine[@]}" get "$token_file" "$sock" "$seg" "$segments" engine-c- "$acked" \
     "$size" "C via b (kill -9)" "$1 via $2" >>"$work/reads.json" || failed=1
 }
-echo "== engine B reads every acknowledged object through service b, engine D through service a"
+echo "== engine B (setup_dummy) reads every acknowledged object through service b, then engine D"
+echo "   through service a, connected as vLLM's connector is (setup with a mooncake_config.json"
+echo "   of \"mode\": \"standalone-store\")"
 read_all B b
-read_all D a
+cat >"$work/mooncake_config.json" <<EOF
+{"mode": "standalone-store", "local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE",
+ "master_server_address": "127.0.0.1:$rpc_port", "global_segment_size": 0,
+ "local_buffer_size": "16MB", "protocol": "tcp", "client_server_address": "$work/a.sock"}
+EOF
+MOONCAKE_CONFIG_PATH="$work/mooncake_config.json" read_all D a
 "${engine[@]}" table "$work/reads.json"
 disk="$(service_metric b shelfmark_store_service_disk_requests_total)"
 echo "   service b's tier answered $disk LOCAL_DISK reads;" \
