@@ -80,7 +80,8 @@ class SegmentsMixin:
         grace_period_seconds > 0 (Mooncake's graceful unmount): returns at
         once; the segments take no new allocations but their objects are
         still read for that long, then they are unmounted (at once by
-        close). -600, nothing done, for a negative or non-numeric grace."""
+        close). -600, nothing done, for a grace that is negative, NaN, not a
+        number or over 1e9 s."""
         return self._unmount(self._store.unmount_and_free_segments, segment_ids,
                              grace_period_seconds)
 
