@@ -535,6 +535,10 @@ ErrorCode Client::Read(const ObjectLocation& location, void* dst, uint64_t capac
   return read.ok() ? ErrorCode::OK : read.error();
 }
 
+ErrorCode Client::DrainSegment(const UUID& segment_id) {
+  return impl_->master().DrainSegment(segment_id);
+}
+
 ErrorCode Client::Remove(std::string_view tenant, std::string_view key, bool force) {
   const ErrorCode rc = impl_->master().Remove(tenant, key, force);
   // After the RPC: a lookup racing with it cannot bring the entry back

@@ -287,6 +287,11 @@ class Client {
   // memory stops being this segment's.
   ErrorCode AttachLocalSegment(const UUID& segment_id, void* base, uint64_t size);
   void DetachLocalSegment(const UUID& segment_id);
+  // Asks the master to drain `segment_id`, a segment mounted under this
+  // client's id: a graceful unmount's grace period (Directory::DrainSegment;
+  // the call needs a token with the node or admin role). The unmount that
+  // ends it is the segment node's.
+  ErrorCode DrainSegment(const UUID& segment_id);
   LocalCopyStats local_stats() const;
 
   // --- zero-copy reads ----------------------------------------------------

@@ -16,6 +16,10 @@ ErrorCode Directory::UnmountSegment(const UUID& client, const UUID& segment_id) 
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->UnmountSegment(client, segment_id);
 }
+ErrorCode Directory::DrainSegment(const UUID& client, const UUID& segment_id) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->DrainSegment(client, segment_id);
+}
 PingResponse Directory::Ping(const UUID& client) {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->Ping(client);

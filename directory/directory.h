@@ -98,6 +98,12 @@ class Directory {
   // Removes the segment and every replica inside it (objects left without
   // replicas are erased). SEGMENT_NOT_FOUND / ILLEGAL_CLIENT (not the owner).
   ErrorCode UnmountSegment(const UUID& client, const UUID& segment_id);
+  // Starts a graceful unmount's grace period: the segment takes no new
+  // allocations (puts, copies, promotions, reservations place elsewhere)
+  // while its replicas are still served, until the owner's UnmountSegment.
+  // Puts already placed there complete. OK also when already draining;
+  // SEGMENT_NOT_FOUND / ILLEGAL_CLIENT (not the owner).
+  ErrorCode DrainSegment(const UUID& client, const UUID& segment_id);
   // Marks `client` alive. Unknown client: status NEED_REMOUNT.
   PingResponse Ping(const UUID& client);
   // Registers the client's SSD store (it can then hold LOCAL_DISK replicas).

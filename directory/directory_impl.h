@@ -87,6 +87,7 @@ class DirectoryImpl {
   // segments and clients (directory_nodes.cc)
   ErrorCode MountSegment(const UUID& client, const Segment& segment);
   ErrorCode UnmountSegment(const UUID& client, const UUID& segment_id);
+  ErrorCode DrainSegment(const UUID& client, const UUID& segment_id);
   PingResponse Ping(const UUID& client);
   ErrorCode MountLocalDisk(const UUID& client, bool enable_offloading, std::string_view endpoint);
   void ExpireClients();

@@ -38,6 +38,11 @@ ErrorCode DirectoryImpl::UnmountSegment(const UUID& client, const UUID& segment_
   return ErrorCode::OK;
 }
 
+ErrorCode DirectoryImpl::DrainSegment(const UUID& client, const UUID& segment_id) {
+  // No TouchSegments: a standby need not learn of it (SegmentState::draining).
+  return segments_.BeginDrain(client, segment_id);
+}
+
 PingResponse DirectoryImpl::Ping(const UUID& client) {
   PingResponse resp;
   resp.view_version = view_version_.load(std::memory_order_relaxed);

@@ -54,6 +54,47 @@ TEST_F(NodesTest, UnmountInvalidatesOnlyThatSegmentsReplicas) {
   EXPECT_EQ(dir_->UnmountSegment(node_, a.id), ErrorCode::SEGMENT_NOT_FOUND);
 }
 
+// A graceful unmount's grace period: the draining segment takes no new
+// replica (even a put that names it), its objects are still read, the
+// listing says draining, and the unmount afterwards drops them as usual.
+TEST_F(NodesTest, DrainingSegmentIsReadButTakesNoNewReplicas) {
+  Segment a = Mount(node_, "a");
+  UUID other = UUID::Generate();
+  Mount(other, "b");
+  PutConfig on_a;
+  on_a.preferred_segments = {"a"};
+  ASSERT_EQ(Put("old", 10, on_a), ErrorCode::OK);
+
+  EXPECT_EQ(dir_->DrainSegment(other, a.id), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(dir_->DrainSegment(node_, UUID::Generate()), ErrorCode::SEGMENT_NOT_FOUND);
+  ASSERT_EQ(dir_->DrainSegment(node_, a.id), ErrorCode::OK);
+  EXPECT_EQ(dir_->DrainSegment(node_, a.id), ErrorCode::OK);  // already draining
+  for (int i = 0; i < 8; ++i) {
+    std::string key = "new-" + std::to_string(i);
+    ASSERT_EQ(Put(key, 10, on_a), ErrorCode::OK);
+    auto got = dir_->GetReplicaList("", key);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->replicas[0].memory.endpoint, "b:1234") << key;
+  }
+  PutConfig two;
+  two.replica_num = 2;  // only one segment takes allocations
+  EXPECT_EQ(Put("two", 10, two), ErrorCode::NO_AVAILABLE_HANDLE);
+  auto old = dir_->GetReplicaList("", "old");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->replicas[0].memory.endpoint, "a:1234");
+  bool listed = false;
+  for (const SegmentState& s : dir_->ExportSegmentTable().segments) {
+    EXPECT_EQ(s.draining, s.segment.id == a.id) << s.segment.name;
+    listed = listed || s.segment.id == a.id;
+  }
+  EXPECT_TRUE(listed);
+
+  ASSERT_EQ(dir_->UnmountSegment(node_, a.id), ErrorCode::OK);
+  EXPECT_EQ(dir_->GetReplicaList("", "old").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_TRUE(dir_->GetReplicaList("", "new-0").ok());
+  EXPECT_EQ(dir_->DrainSegment(node_, a.id), ErrorCode::SEGMENT_NOT_FOUND);
+}
+
 // Issue 28: a node restarted on its endpoint mounts a new segment under a
 // new client id; the old process's segment went only at client_ttl, and its
 // descriptors kept being handed out. Now the new mount drops it at once.

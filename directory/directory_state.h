@@ -65,6 +65,12 @@ struct SegmentState {
   Segment segment;
   uint64_t alignment = 64;
   std::vector<std::pair<uint64_t, uint64_t>> free_extents;  // OffsetAllocator::FreeExtents
+  // Draining (Directory::DrainSegment), for listings. Snapshots and HA
+  // replication do not carry it: draining is a grace period the owner ends
+  // with an unmount, so a restored or promoted master serves the segment as
+  // mounted until that unmount (or the owner's expiry) arrives; at worst a
+  // few more objects land there and go with it.
+  bool draining = false;
 };
 
 struct DiskNodeState {

@@ -94,6 +94,18 @@ std::vector<SegmentEntry*> SegmentTable::BeginUnmountSuperseded(const UUID& owne
   return out;
 }
 
+ErrorCode SegmentTable::BeginDrain(const UUID& owner, const UUID& segment_id) {
+  ReaderLock lock(&mu_);
+  auto it = segments_.find(segment_id);
+  if (it == segments_.end() || it->second->unmounting) return ErrorCode::SEGMENT_NOT_FOUND;
+  if (it->second->owner != owner) return ErrorCode::ILLEGAL_CLIENT;
+  // Under the segment's lock, so no TryAllocate that saw it open is still
+  // running once this returns.
+  MutexLock seg_lock(&it->second->mu);
+  it->second->draining = true;
+  return ErrorCode::OK;
+}
+
 void SegmentTable::Erase(SegmentEntry* entry) {
   WriterLock lock(&mu_);
   capacity_.fetch_sub(entry->Capacity());
@@ -110,7 +122,8 @@ std::vector<SegmentState> SegmentTable::Export() const {
   out.reserve(order_.size());
   for (SegmentEntry* e : order_) {
     MutexLock seg_lock(&e->mu);
-    out.push_back({e->owner, e->segment, e->allocator.alignment(), e->allocator.FreeExtents()});
+    out.push_back({e->owner, e->segment, e->allocator.alignment(), e->allocator.FreeExtents(),
+                   e->draining.load()});
   }
   return out;
 }
@@ -195,7 +208,7 @@ std::vector<SegmentEntry*> SegmentTable::OrderCandidates(
 
 bool SegmentTable::TryAllocate(SegmentEntry* seg, uint64_t size, uint64_t* offset) {
   MutexLock lock(&seg->mu);
-  if (seg->unmounting) return false;
+  if (seg->unmounting || seg->draining) return false;
   auto got = seg->allocator.Allocate(size);
   if (!got) return false;
   *offset = *got;
@@ -244,7 +257,7 @@ Result<Placement> SegmentTable::AllocateNamed(std::string_view name, uint64_t si
 bool SegmentTable::HasNamed(std::string_view name) const {
   ReaderLock lock(&mu_);
   for (const SegmentEntry* seg : order_) {
-    if (seg->segment.name == name && !seg->unmounting.load()) return true;
+    if (seg->segment.name == name && !seg->unmounting.load() && !seg->draining.load()) return true;
   }
   return false;
 }
@@ -255,7 +268,9 @@ bool SegmentTable::CouldEverPlace(uint32_t count, uint64_t size) const {
   for (SegmentEntry* seg : order_) {
     // AlignedSize is 0 when rounding up overflows (sizes near 2^64).
     uint64_t need = seg->AlignedSize(size);
-    if (!seg->unmounting && need != 0 && need <= seg->Capacity() && ++able == count) return true;
+    if (!seg->unmounting && !seg->draining && need != 0 && need <= seg->Capacity() &&
+        ++able == count)
+      return true;
   }
   return false;
 }

@@ -39,6 +39,9 @@ struct SegmentEntry {
   Mutex mu;
   OffsetAllocator allocator GUARDED_BY(mu);
   std::atomic<bool> unmounting{false};
+  // Draining (a graceful unmount's grace period): no new allocations, its
+  // replicas still served, until its owner unmounts it.
+  std::atomic<bool> draining{false};
 
   // `size` rounded to the allocator's alignment, and its capacity. Both read
   // only fields the allocator never changes after construction, so no lock
@@ -69,6 +72,11 @@ class SegmentTable {
   // endpoint is a listening address one process holds at a time, so they
   // are a previous incarnation's, whose memory is gone (issue 28).
   std::vector<SegmentEntry*> BeginUnmountSuperseded(const UUID& owner, const Segment& segment);
+  // Marks the segment draining: Allocate, AllocateOwned and AllocateNamed
+  // skip it, HasNamed and CouldEverPlace ignore it, Find still returns it
+  // (reads of its replicas are served). OK also when already draining;
+  // SEGMENT_NOT_FOUND / ILLEGAL_CLIENT (owner differs).
+  ErrorCode BeginDrain(const UUID& owner, const UUID& segment_id);
   // Forgets the segment. Precondition: no replica points at it.
   void Erase(SegmentEntry* entry);
 
@@ -86,11 +94,12 @@ class SegmentTable {
   // order; copy tasks). SEGMENT_NOT_FOUND when no mounted segment has that
   // name; NO_AVAILABLE_HANDLE when none of them has room.
   Result<Placement> AllocateNamed(std::string_view name, uint64_t size);
-  // Whether a mounted (not unmounting) segment is named `name`.
+  // Whether a mounted (not unmounting, not draining) segment is named `name`.
   bool HasNamed(std::string_view name) const;
   void Free(SegmentEntry* segment, uint64_t offset, uint64_t size);
   // Whether `count` replicas of `size` bytes could be placed if every
-  // segment were empty: that many mounted segments (not unmounting) are each
+  // segment were empty: that many mounted segments (not unmounting, not
+  // draining) are each
   // at least that large. When false no eviction can make the put succeed.
   bool CouldEverPlace(uint32_t count, uint64_t size) const;
 

@@ -1,5 +1,6 @@
 #include "embedded/embedded_client.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -197,31 +198,99 @@ Result<Segment> EmbeddedClient::Add(NodeOptions n, std::string_view protocol, bo
   return mounted;
 }
 
-ErrorCode EmbeddedClient::UnmountSegments(const std::vector<UUID>& ids, bool file_backed) {
+Result<std::vector<std::unique_ptr<HostedSegment>>> EmbeddedClient::TakeAdded(
+    const std::vector<UUID>& ids, bool file_backed) {
   std::vector<std::unique_ptr<HostedSegment>> taken;
-  {
-    MutexLock lock(&added_mu_);
-    std::set<UUID> seen;
-    for (const UUID& id : ids) {
-      auto it = added_.find(id);
-      // A null segment is still starting: not yet one to unmount.
-      if (it == added_.end() || it->second.segment == nullptr ||
-          it->second.file_backed != file_backed || !seen.insert(id).second) {
-        return ErrorCode::INVALID_PARAMS;
-      }
-    }
-    for (const UUID& id : ids) {
-      auto it = added_.find(id);
-      taken.push_back(std::move(it->second.segment));
-      added_.erase(it);
+  MutexLock lock(&added_mu_);
+  std::set<UUID> seen;
+  for (const UUID& id : ids) {
+    auto it = added_.find(id);
+    // A null segment is still starting: not yet one to unmount.
+    if (it == added_.end() || it->second.segment == nullptr ||
+        it->second.file_backed != file_backed || !seen.insert(id).second) {
+      return ErrorCode::INVALID_PARAMS;
     }
   }
+  for (const UUID& id : ids) {
+    auto it = added_.find(id);
+    taken.push_back(std::move(it->second.segment));
+    added_.erase(it);
+  }
+  return taken;
+}
+
+namespace {
+
+// Stops (unmounts) each segment: the first code that is not OK.
+ErrorCode StopAll(std::vector<std::unique_ptr<HostedSegment>>& segments) {
   ErrorCode rc = ErrorCode::OK;
-  for (auto& segment : taken) {
+  for (auto& segment : segments) {
     const ErrorCode stopped = segment->Stop();
     if (rc == ErrorCode::OK) rc = stopped;
   }
   return rc;
+}
+
+}  // namespace
+
+ErrorCode EmbeddedClient::UnmountSegments(const std::vector<UUID>& ids, bool file_backed,
+                                          int64_t grace_ms) {
+  if (grace_ms < 0) return ErrorCode::INVALID_PARAMS;
+  auto taken = TakeAdded(ids, file_backed);
+  if (!taken.ok()) return taken.error();
+  if (grace_ms > 0) return UnmountGracefully(std::move(taken).value(), grace_ms);
+  return StopAll(*taken);
+}
+
+ErrorCode EmbeddedClient::UnmountGracefully(std::vector<std::unique_ptr<HostedSegment>> segments,
+                                            int64_t grace_ms) {
+  std::vector<std::unique_ptr<HostedSegment>> refused;
+  ErrorCode rc = ErrorCode::OK;
+  for (auto& segment : segments) {
+    const ErrorCode drained = client_->DrainSegment(segment->segment().id);
+    if (drained == ErrorCode::OK) continue;
+    if (rc == ErrorCode::OK) rc = drained;
+    refused.push_back(std::move(segment));
+  }
+  std::erase(segments, nullptr);
+  (void)StopAll(refused);
+  if (segments.empty()) return rc;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  MutexLock lock(&grace_mu_);
+  if (closing_) {  // Close has begun: no grace left
+    lock.unlock();
+    (void)StopAll(segments);
+    return rc;
+  }
+  ++draining_;
+  grace_threads_.emplace_back([this, deadline, held = std::move(segments)]() mutable {
+    {
+      MutexLock wait(&grace_mu_);
+      while (!closing_) {
+        if (grace_cv_.wait_until(wait, deadline) == std::cv_status::timeout) break;
+      }
+    }
+    (void)StopAll(held);
+    MutexLock done(&grace_mu_);
+    --draining_;
+  });
+  return rc;
+}
+
+bool EmbeddedClient::draining() const {
+  MutexLock lock(&grace_mu_);
+  return draining_ != 0;
+}
+
+void EmbeddedClient::EndGracePeriods() {
+  std::vector<std::thread> threads;
+  {
+    MutexLock lock(&grace_mu_);
+    closing_ = true;
+    threads.swap(grace_threads_);
+  }
+  grace_cv_.notify_all();
+  for (std::thread& t : threads) t.join();
 }
 
 std::vector<Segment> EmbeddedClient::added_segments() const {
@@ -234,6 +303,9 @@ std::vector<Segment> EmbeddedClient::added_segments() const {
 }
 
 ErrorCode EmbeddedClient::Close() {
+  // Graceful unmounts first: their segments unmount now, while the
+  // client their nodes use still exists.
+  EndGracePeriods();
   // Taken out under the lock, stopped outside it: a stopping node may still
   // call RemountSiblings.
   std::map<UUID, Added> added;

@@ -41,12 +41,14 @@
 // on client() is in flight.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -143,7 +145,15 @@ class EmbeddedClient {
   // (nothing done) when one is not such a segment of this client, or is
   // named twice; else the first unmount's code that is not OK (the segments
   // are gone either way).
-  ErrorCode UnmountSegments(const std::vector<UUID>& ids, bool file_backed = false);
+  // grace_ms > 0 (Mooncake's graceful unmount): the segments leave
+  // added_segments() at once and the master drains them (no new
+  // allocations, their objects still read); this returns then, and a
+  // thread unmounts them after grace_ms (Close: at once). A segment the
+  // master would not drain is unmounted at once, and that code returned.
+  ErrorCode UnmountSegments(const std::vector<UUID>& ids, bool file_backed = false,
+                            int64_t grace_ms = 0);
+  // Whether a graceful unmount's segments are still mounted (draining).
+  bool draining() const;
   // The segments added and not yet unmounted.
   std::vector<Segment> added_segments() const;
 
@@ -173,12 +183,30 @@ class EmbeddedClient {
     bool file_backed = false;
   };
 
+  // Takes the named added segments out of added_, all or none (see
+  // UnmountSegments): INVALID_PARAMS.
+  Result<std::vector<std::unique_ptr<HostedSegment>>> TakeAdded(const std::vector<UUID>& ids,
+                                                                bool file_backed);
+  // Drains `segments` at the master and unmounts them after grace_ms on a
+  // thread of grace_threads_; those the master refused, now.
+  ErrorCode UnmountGracefully(std::vector<std::unique_ptr<HostedSegment>> segments,
+                              int64_t grace_ms);
+  // Stops every graceful unmount's wait: their segments unmount now.
+  void EndGracePeriods();
+
   const EmbeddedOptions options_;
   std::unique_ptr<Client> client_;
   mutable Mutex added_mu_;
   std::unique_ptr<SsdTier> ssd_ GUARDED_BY(added_mu_);  // before hosted_: outlives its node
   std::unique_ptr<HostedSegment> hosted_ GUARDED_BY(added_mu_);
   std::map<UUID, Added> added_ GUARDED_BY(added_mu_);
+  // Graceful unmounts: their threads wait on grace_cv_ until their deadline
+  // or closing_, then unmount their segments.
+  mutable Mutex grace_mu_;
+  std::condition_variable_any grace_cv_;
+  bool closing_ GUARDED_BY(grace_mu_) = false;
+  size_t draining_ GUARDED_BY(grace_mu_) = 0;  // graceful unmounts not yet done
+  std::vector<std::thread> grace_threads_ GUARDED_BY(grace_mu_);
 };
 
 }  // namespace shelfmark

@@ -194,6 +194,57 @@ TEST_F(EmbeddedClientTest, AddedSegmentsLiveBesideTheHostedOne) {
   EXPECT_EQ(dir_->Stats().superseded_segments, 0u);
 }
 
+// A graceful unmount: the call returns with the segment draining at the
+// master (listed so; no new replicas; its objects read here and by another
+// client) and leaves it mounted until the grace period ends, here by Close.
+TEST_F(EmbeddedClientTest, AGracefulUnmountDrainsUntilClose) {
+  auto e = Make(Options("emb-grace-close", 4 << 20));
+  ASSERT_TRUE(e);
+  Client& c = *e->client();
+  auto added = e->MountSegment(4 << 20, "ucx");
+  ASSERT_TRUE(added.ok());
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  ASSERT_EQ(c.Put("t", "old", "old bytes", there), ErrorCode::OK);
+  ASSERT_EQ(AtMaster("old")->replicas[0].memory.segment_id, added->id);
+
+  EXPECT_EQ(e->UnmountSegments({added->id}, false, /*grace_ms=*/-1), ErrorCode::INVALID_PARAMS);
+  ASSERT_EQ(e->UnmountSegments({added->id}, false, /*grace_ms=*/3'600'000), ErrorCode::OK);
+  EXPECT_TRUE(e->draining());
+  EXPECT_TRUE(e->added_segments().empty());
+  EXPECT_EQ(e->UnmountSegments({added->id}, false, 1), ErrorCode::INVALID_PARAMS);
+  bool listed_draining = false;
+  for (const SegmentState& s : dir_->ExportSegmentTable().segments) {
+    if (s.segment.id == added->id) listed_draining = s.draining;
+  }
+  EXPECT_TRUE(listed_draining);
+  ASSERT_EQ(c.Put("t", "new", "new bytes", there), ErrorCode::OK);
+  EXPECT_EQ(AtMaster("new")->replicas[0].memory.segment_id, e->segment()->id);
+  EXPECT_EQ(*c.Get("t", "old"), "old bytes");
+  auto other = Make(Options("", 0));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other->client()->Get("t", "old"), "old bytes");
+
+  EXPECT_EQ(e->Close(), ErrorCode::OK);  // unmounts it now, not in an hour
+  EXPECT_FALSE(e->draining());
+  EXPECT_EQ(AtMaster("old").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->Stats().segment_count, 0u);
+}
+
+TEST_F(EmbeddedClientTest, AGracefulUnmountEndsAfterTheGracePeriod) {
+  auto e = Make(Options("emb-grace", 4 << 20));
+  ASSERT_TRUE(e);
+  auto added = e->MountSegment(4 << 20, "ucx");
+  ASSERT_TRUE(added.ok());
+  PutOptions there;
+  there.config.preferred_segments = {added->name};
+  ASSERT_EQ(e->client()->Put("t", "old", "old bytes", there), ErrorCode::OK);
+  ASSERT_EQ(e->UnmountSegments({added->id}, false, /*grace_ms=*/1'000), ErrorCode::OK);
+  EXPECT_TRUE(testing::WaitFor([&] { return !e->draining(); }, 60'000));
+  EXPECT_EQ(AtMaster("old").error(), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(dir_->Stats().segment_count, 1u);
+}
+
 // Without a hosted segment the engines listen only when asked (`listen`):
 // a segment added to a client that does not listen could not be reached.
 TEST_F(EmbeddedClientTest, AddedSegmentsNeedAListeningEngine) {

@@ -125,8 +125,11 @@ std::string SegmentDetailJson(const SegmentState& s) {
          ",\"segment_id\":" + JsonString(s.segment.id.ToString()) +
          ",\"client_id\":" + JsonString(s.owner.ToString()) +
          ",\"base_address\":" + JsonString(base) + ",\"size_bytes\":" + std::to_string(size) +
-         ",\"size_human\":" + JsonString(gib) + ",\"te_endpoint\":" + JsonString(s.segment.endpoint) +
-         ",\"protocol\":" + JsonString(s.segment.protocol) + ",\"status\":\"OK\"" +
+         ",\"size_human\":" + JsonString(gib) +
+         ",\"te_endpoint\":" + JsonString(s.segment.endpoint) +
+         ",\"protocol\":" + JsonString(s.segment.protocol) +
+         // Mooncake's name for a segment in its graceful unmount's grace period.
+         ",\"status\":" + (s.draining ? "\"GRACEFULLY_UNMOUNTING\"" : "\"OK\"") +
          ",\"allocator_used_bytes\":" + std::to_string(used) +
          ",\"allocator_capacity_bytes\":" + std::to_string(size) +
          ",\"allocator_usage_percent\":" + percent + "}";

@@ -104,6 +104,13 @@ TEST_F(AdminPagesTest, SegmentPagesCountWhatIsAllocated) {
       "\"allocator_used_bytes\":4096,\"allocator_capacity_bytes\":1048576,"
       "\"allocator_usage_percent\":0.390625}]}";
   EXPECT_EQ(detail.body, expected);
+
+  // A draining segment (a graceful unmount's grace period) has Mooncake's
+  // status for it.
+  ASSERT_EQ(dir_->DrainSegment(node_, a.id), ErrorCode::OK);
+  std::string draining = expected;
+  draining.replace(draining.find("\"status\":\"OK\""), 13, "\"status\":\"GRACEFULLY_UNMOUNTING\"");
+  EXPECT_EQ(Get("/get_segments_detail").body, draining);
 }
 
 TEST_F(AdminPagesTest, QuerySegmentSumsEverySegmentOfTheNameAndRefusesUnknownOnes) {

@@ -74,6 +74,12 @@ class MasterServiceImpl final : public wire::MasterService::Server {
     });
   }
 
+  kj::Promise<void> drainSegment(DrainSegmentContext ctx) override {
+    return Serve(kDrainSegment, ctx, [&](auto p) {
+      return dir_.DrainSegment(rpcconv::Decode(p.getClientId()), rpcconv::Decode(p.getSegmentId()));
+    });
+  }
+
   kj::Promise<void> ping(PingContext ctx) override {
     return Serve(kPing, ctx, [&](auto p) {
       PingResponse r = dir_.Ping(rpcconv::Decode(p.getClientId()));

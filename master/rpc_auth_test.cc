@@ -236,6 +236,8 @@ std::vector<Call> EveryCall() {
       {"mountSegment", kRoleNode, [=](MasterClient& m, auto&) { return m.MountSegment(segment); }},
       {"unmountSegment", kRoleNode | kRoleAdmin,
        [](MasterClient& m, auto&) { return m.UnmountSegment(UUID::Generate()); }},
+      {"drainSegment", kRoleNode | kRoleAdmin,
+       [](MasterClient& m, auto&) { return m.DrainSegment(UUID::Generate()); }},
       {"ping", kRoleNode, [](MasterClient& m, auto&) { return CodeOf(m.Ping()); }},
       {"mountLocalDisk", kRoleNode,
        [](MasterClient& m, auto&) { return m.MountLocalDisk(true, "127.0.0.1:2"); }},

@@ -119,6 +119,12 @@ TEST_F(RpcServerTest, SegmentPutGetRoundTrip) {
   ASSERT_TRUE(client.PutStart("", "key-3", 100, {}).ok());
   EXPECT_EQ(other.PutEnd("", "key-3"), ErrorCode::ILLEGAL_CLIENT);
 
+  // Draining: refused for others' segments, the object still read.
+  EXPECT_EQ(client.DrainSegment(UUID::Generate()), ErrorCode::SEGMENT_NOT_FOUND);
+  EXPECT_EQ(other.DrainSegment(seg.id), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(client.DrainSegment(seg.id), ErrorCode::OK);
+  EXPECT_TRUE(client.GetReplicaList("", "key-1").ok());
+  EXPECT_EQ(client.PutStart("", "key-4", 100, {}).error(), ErrorCode::NO_AVAILABLE_HANDLE);
   EXPECT_EQ(client.UnmountSegment(UUID::Generate()), ErrorCode::SEGMENT_NOT_FOUND);
   EXPECT_EQ(other.UnmountSegment(seg.id), ErrorCode::ILLEGAL_CLIENT);
   EXPECT_EQ(client.UnmountSegment(seg.id), ErrorCode::OK);

@@ -57,6 +57,7 @@ constexpr CallKind kAllocs = CallKind::kAllocation;
 #define SHELFMARK_RPC_METHODS(X)                                                       \
   X(kMountSegment, "MountSegment", kNode, kWrites)                                     \
   X(kUnmountSegment, "UnmountSegment", kNodeOrAdmin, kWrites)                          \
+  X(kDrainSegment, "DrainSegment", kNodeOrAdmin, kWrites)                              \
   X(kPing, "Ping", kNode, kLive)                                                       \
   X(kMountLocalDisk, "MountLocalDisk", kNode, kWrites)                                 \
   X(kPutStart, "PutStart", kClient, kAllocs)                                           \

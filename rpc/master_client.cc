@@ -505,14 +505,32 @@ ErrorCode MasterClient::MountSegment(const Segment& segment) {
       [](auto r) { return ReplyCode(r); });
 }
 
+namespace {
+// A (clientId, segmentId) request: unmountSegment's and drainSegment's.
+template <typename Request>
+Request WithSegment(Request req, const UUID& client_id, const UUID& segment_id) {
+  rpcconv::Encode(client_id, req.initClientId());
+  rpcconv::Encode(segment_id, req.initSegmentId());
+  return req;
+}
+}  // namespace
+
 ErrorCode MasterClient::UnmountSegment(const UUID& segment_id) {
   return impl_->Call<ErrorCode>(
       false,
       [&](wire::MasterService::Client& m) {
-        auto req = m.unmountSegmentRequest(capnp::MessageSize{16, 0});
-        rpcconv::Encode(impl_->options.client_id, req.initClientId());
-        rpcconv::Encode(segment_id, req.initSegmentId());
-        return req;
+        return WithSegment(m.unmountSegmentRequest(capnp::MessageSize{16, 0}),
+                           impl_->options.client_id, segment_id);
+      },
+      [](auto r) { return ReplyCode(r); });
+}
+
+ErrorCode MasterClient::DrainSegment(const UUID& segment_id) {
+  return impl_->Call<ErrorCode>(
+      false,
+      [&](wire::MasterService::Client& m) {
+        return WithSegment(m.drainSegmentRequest(capnp::MessageSize{16, 0}),
+                           impl_->options.client_id, segment_id);
       },
       [](auto r) { return ReplyCode(r); });
 }

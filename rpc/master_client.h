@@ -93,6 +93,8 @@ class MasterClient {
 
   ErrorCode MountSegment(const Segment& segment);
   ErrorCode UnmountSegment(const UUID& segment_id);
+  // Directory::DrainSegment; a master without the call answers an RPC error.
+  ErrorCode DrainSegment(const UUID& segment_id);
   Result<PingResponse> Ping();
   ErrorCode MountLocalDisk(bool enable_offloading, std::string_view endpoint);
 

@@ -256,6 +256,10 @@ interface MasterService {
   # --- segments and clients ---------------------------------------------------
   mountSegment @0 (clientId :Uuid, segment :Segment) -> (code :Int32, leader :Text);
   unmountSegment @1 (clientId :Uuid, segmentId :Uuid) -> (code :Int32, leader :Text);
+  # A graceful unmount's grace period (Directory::DrainSegment): the segment
+  # takes no new allocations, its replicas are still read, until the owner's
+  # unmountSegment. A master older than this answers UNIMPLEMENTED.
+  drainSegment @34 (clientId :Uuid, segmentId :Uuid) -> (code :Int32, leader :Text);
   # `code` is OK; `status` says whether the client must re-mount.
   ping @2 (clientId :Uuid)
       -> (code :Int32, viewVersion :UInt64, status :ClientStatus, leader :Text);

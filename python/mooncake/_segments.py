@@ -36,6 +36,16 @@ def _ids(segment_ids):
     return ids if all(isinstance(i, str) for i in ids) else None
 
 
+def _grace_ms(seconds):
+    """The grace period in whole milliseconds, or None when it is not a
+    number >= 0 (bool is not one)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return None
+    if not seconds >= 0 or seconds > 1e9:  # NaN fails the first test
+        return None
+    return int(seconds * 1000)
+
+
 def _size(size):
     return isinstance(size, int) and size > 0
 
@@ -67,8 +77,11 @@ class SegmentsMixin:
         one of them (setup's segment is freed by close), an id named twice or
         an empty list. The master drops every replica in them: objects that
         lived only there are gone (get answers b"", is_exist 0).
-        grace_period_seconds > 0 (Mooncake: readable, no new allocations, for
-        that long) is not supported here: -600, nothing done."""
+        grace_period_seconds > 0 (Mooncake's graceful unmount): returns at
+        once; the segments take no new allocations but their objects are
+        still read for that long, then they are unmounted (at once by
+        close). -600, nothing done, for a grace that is negative, NaN, not a
+        number or over 1e9 s."""
         return self._unmount(self._store.unmount_and_free_segments, segment_ids,
                              grace_period_seconds)
 
@@ -102,6 +115,7 @@ class SegmentsMixin:
     @staticmethod
     def _unmount(native, segment_ids, grace_period_seconds):
         ids = _ids(segment_ids)
-        if not ids or grace_period_seconds != 0:
+        grace_ms = _grace_ms(grace_period_seconds)
+        if not ids or grace_ms is None:
             return _INVALID_PARAMS
-        return _mooncake(native(ids))
+        return _mooncake(native(ids, grace_ms))

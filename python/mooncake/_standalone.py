@@ -46,10 +46,10 @@ class ServiceStore(_native.NativeServiceStore):
     def mount_segment(self, path, offset, size, engine):
         return UNAVAILABLE_IN_CURRENT_MODE, ""
 
-    def unmount_and_free_segments(self, segment_ids):
+    def unmount_and_free_segments(self, segment_ids, grace_ms=0):
         return UNAVAILABLE_IN_CURRENT_MODE
 
-    def unmount_segments(self, segment_ids):
+    def unmount_segments(self, segment_ids, grace_ms=0):
         return UNAVAILABLE_IN_CURRENT_MODE
 
 

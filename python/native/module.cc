@@ -325,14 +325,16 @@ PYBIND11_MODULE(_shelfmark, m) {
              return CodeAndId(
                  [&](std::string* id) { return s.AllocateAndMountSegment(size, protocol, id); });
            })
-      .def("unmount_and_free_segments", &Store::UnmountAndFreeSegments, Release())
+      .def("unmount_and_free_segments", &Store::UnmountAndFreeSegments, py::arg("segment_ids"),
+           py::arg("grace_ms") = 0, Release())
       .def("mount_segment",
            [](Store& s, const std::string& path, uint64_t offset, uint64_t size,
               const std::string& protocol) {
              return CodeAndId(
                  [&](std::string* id) { return s.MountSegment(path, offset, size, protocol, id); });
            })
-      .def("unmount_segments", &Store::UnmountSegments, Release())
+      .def("unmount_segments", &Store::UnmountSegments, py::arg("segment_ids"),
+           py::arg("grace_ms") = 0, Release())
       // copy and move tasks (python/native/tasks.h): type 0 copy, 1 move
       .def("create_task",
            [](Store& s, int type, const std::string& key, const std::string& source,

@@ -684,21 +684,21 @@ int Store::AllocateAndMountSegment(uint64_t size, const std::string& protocol, s
 }
 
 // The segments named by `ids` of the kind `file_backed`, unmounted (all or
-// none).
-static int Unmount(EmbeddedClient& embedded, const std::vector<std::string>& ids,
-                   bool file_backed) {
+// none; after grace_ms, drained meanwhile).
+static int Unmount(EmbeddedClient& embedded, const std::vector<std::string>& ids, bool file_backed,
+                   int64_t grace_ms) {
   std::vector<UUID> parsed;
   for (const std::string& text : ids) {
     auto id = UUID::Parse(text);
     if (!id) return Code(ErrorCode::INVALID_PARAMS);
     parsed.push_back(*id);
   }
-  return Code(embedded.UnmountSegments(parsed, file_backed));
+  return Code(embedded.UnmountSegments(parsed, file_backed, grace_ms));
 }
 
-int Store::UnmountAndFreeSegments(const std::vector<std::string>& ids) {
+int Store::UnmountAndFreeSegments(const std::vector<std::string>& ids, int64_t grace_ms) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
-  return Unmount(*impl->embedded, ids, /*file_backed=*/false);
+  return Unmount(*impl->embedded, ids, /*file_backed=*/false, grace_ms);
 }
 
 int Store::MountSegment(const std::string& path, uint64_t offset, uint64_t size,
@@ -721,9 +721,9 @@ int Store::MountSegment(const std::string& path, uint64_t offset, uint64_t size,
   return kOk;
 }
 
-int Store::UnmountSegments(const std::vector<std::string>& ids) {
+int Store::UnmountSegments(const std::vector<std::string>& ids, int64_t grace_ms) {
   SHELFMARK_STORE_OR(impl, Code(ErrorCode::INVALID_PARAMS));
-  return Unmount(*impl->embedded, ids, /*file_backed=*/true);
+  return Unmount(*impl->embedded, ids, /*file_backed=*/true, grace_ms);
 }
 
 #undef SHELFMARK_STORE_OR

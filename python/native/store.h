@@ -220,8 +220,9 @@ class Store {
   int AllocateAndMountSegment(uint64_t size, const std::string& protocol, std::string* id);
   // Unmounts and frees segments AllocateAndMountSegment made, all or none
   // (INVALID_PARAMS for an id that is not one, or is named twice). The
-  // master drops every replica in them.
-  int UnmountAndFreeSegments(const std::vector<std::string>& ids);
+  // master drops every replica in them. grace_ms > 0: drained first, then
+  // unmounted after grace_ms; returns at once (EmbeddedClient::UnmountSegments).
+  int UnmountAndFreeSegments(const std::vector<std::string>& ids, int64_t grace_ms);
   // Mooncake's mount_segment: `size` bytes of the regular file at `path`
   // (a /dev/shm or hugetlbfs file, ...) from `offset` (a multiple of the
   // page size), opened read-write and mapped shared, served as one more
@@ -233,7 +234,7 @@ class Store {
                    const std::string& protocol, std::string* id);
   // Mooncake's unmount_segment: UnmountAndFreeSegments for MountSegment's
   // segments (the file and its bytes stay the caller's).
-  int UnmountSegments(const std::vector<std::string>& ids);
+  int UnmountSegments(const std::vector<std::string>& ids, int64_t grace_ms);
 
  private:
   struct Impl;

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -157,6 +158,82 @@ def test_close_unmounts_added_segments(lone_master, prefix):
         other.close()
 
 
+def wait_until(condition, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting: " + what
+        time.sleep(0.05)
+
+
+def two_segments_objects_in_one(store, prefix):
+    """Two segments added to the store, a and b, and the keys of four
+    objects put into a: (a, b, keys)."""
+    a, b = (store.allocate_and_mount_segment(8 * MiB)["segment_ids"][0] for _ in range(2))
+    in_a = [prefix + "a%d" % i for i in range(4)]
+    put_into(store, in_a, a)
+    return a, b, in_a
+
+
+def test_graceful_unmount_drains_until_close(lone_master, prefix):
+    # Mooncake's grace period: the call returns at once; the segment takes no
+    # new objects (even those whose hint names it) but its own are still
+    # read, here and by another client, until it is unmounted: at the grace
+    # period's end or, as here, at close.
+    store, other = open_store(lone_master), open_store(lone_master)
+    try:
+        a, b, in_a = two_segments_objects_in_one(store, prefix)
+        assert all(segment_ids(store, k) == {a} for k in in_a)
+
+        assert store.unmount_and_free_segment([a], grace_period_seconds=3600) == OK
+        during = [prefix + "new%d" % i for i in range(4)]
+        put_into(store, during, a)
+        assert all(segment_ids(store, k) == {b} for k in during)
+        for k in in_a:
+            assert store.get(k) == value(k), k
+            assert other.get(k) == value(k), k
+        # No longer one of the store's segments: a second unmount is refused.
+        assert store.unmount_and_free_segment([a]) == INVALID_PARAMS
+        assert store.close() == OK  # unmounts it now, not in an hour
+        assert [other.is_exist(k) for k in in_a + during] == [0] * 8
+    finally:
+        store.close()
+        other.close()
+
+
+def test_graceful_unmount_ends_after_the_grace_period(lone_master, prefix):
+    store, other = open_store(lone_master), open_store(lone_master)
+    try:
+        a, b, in_a = two_segments_objects_in_one(store, prefix)
+        assert store.unmount_and_free_segment([a], 2) == OK
+        during = [prefix + "new%d" % i for i in range(4)]
+        put_into(store, during, a)  # during the grace, or after: never in a
+        assert all(segment_ids(store, k) == {b} for k in during)
+        wait_until(lambda: [other.is_exist(k) for k in in_a] == [0] * len(in_a),
+                   "the drained segment's objects to go")
+        for k in during:
+            assert other.get(k) == value(k), k
+        assert store.unmount_and_free_segment([b]) == OK
+    finally:
+        store.close()
+        other.close()
+
+
+def test_graceful_unmount_of_a_file_segment(master_addr, prefix, shm_file):
+    store, other = open_store(master_addr), open_store(master_addr)
+    try:
+        r = store.mount_segment(shm_file, 4 * MiB)
+        assert r["ret"] == OK, r
+        keys = [prefix + str(i) for i in range(3)]
+        put_into(store, keys, r["segment_ids"][0])
+        assert store.unmount_segment(r["segment_ids"], -1) == INVALID_PARAMS
+        assert store.unmount_segment(r["segment_ids"], 1) == OK
+        wait_until(lambda: [other.is_exist(k) for k in keys] == [0] * 3,
+                   "the file segment's objects to go")
+    finally:
+        store.close()
+        other.close()
+
+
 def test_refusals(master_addr, prefix):
     before = MooncakeDistributedStore()
     assert before.allocate_and_mount_segment(MiB) == \
@@ -171,10 +248,11 @@ def test_refusals(master_addr, prefix):
         assert r["ret"] == OK
         sid = r["segment_ids"][0]
         # Refused, and nothing unmounted: unknown ids, a non-id, the same id
-        # twice, an empty list, a grace period, a bare string.
+        # twice, an empty list, a negative or non-numeric grace period, a
+        # bare string.
         for ids, grace in (([str(uuid.uuid4())], 0), ([sid, str(uuid.uuid4())], 0),
-                           (["not-a-segment"], 0), ([sid, sid], 0), ([], 0), ([sid], 30),
-                           (sid, 0)):
+                           (["not-a-segment"], 0), ([sid, sid], 0), ([], 0), ([sid], -1),
+                           ([sid], "1"), ([sid], float("nan")), (sid, 0)):
             assert store.unmount_and_free_segment(ids, grace) == INVALID_PARAMS, (ids, grace)
         put_into(store, [prefix + "still"], sid)
         assert segment_ids(store, prefix + "still") == {sid}
@@ -211,7 +289,7 @@ def test_mount_a_callers_file(master_addr, prefix, shm_file):
         assert read_elsewhere(master_addr, keys) == "ok"
         # Each kind of segment is unmounted by its own call.
         assert store.unmount_and_free_segment([sid]) == INVALID_PARAMS
-        assert store.unmount_segment([sid], 30) == INVALID_PARAMS
+        assert store.unmount_segment([sid], -1) == INVALID_PARAMS  # a negative grace
         assert all(store.is_exist(k) == 1 for k in keys)
         assert store.unmount_segment([sid]) == OK
         assert [store.is_exist(k) for k in keys] == [0] * len(keys)
