@@ -5,8 +5,10 @@
 //  - CreateDataClient: such a Client, or nullptr after a message on stderr;
 //  - PrintTransferCounters: one stderr line per engine of such a client,
 //    "<program>: rdma reads posted: N, writes posted: N, bytes read: N,
-//    bytes written: N, connects: N" ("<program>: ucx: no transfer counters"
-//    for an engine that keeps none).
+//    bytes written: N, connects: N, same-host reads: N (B bytes), same-host
+//    writes: N (B bytes)" (the same-host ones: copies through a node's
+//    mapped segment, ucx only; "<program>: ucx: no transfer counters" for an
+//    engine that keeps none).
 //
 // Thread safety: every function may be called from any thread.
 #pragma once
@@ -60,9 +62,11 @@ inline void PrintTransferCounters(const Client& client, std::string_view program
     std::fprintf(stderr,
                  "%.*s: %s reads posted: %" PRIu64 ", writes posted: %" PRIu64
                  ", bytes read: %" PRIu64 ", bytes written: %" PRIu64 ", connects: %" PRIu64
-                 ", same-host reads: %" PRIu64 " (%" PRIu64 " bytes)\n",
+                 ", same-host reads: %" PRIu64 " (%" PRIu64 " bytes), same-host writes: %" PRIu64
+                 " (%" PRIu64 " bytes)\n",
                  n, program.data(), protocol, c->reads_posted, c->writes_posted, c->bytes_read,
-                 c->bytes_written, c->connects, c->local_reads, c->local_bytes_read);
+                 c->bytes_written, c->connects, c->local_reads, c->local_bytes_read,
+                 c->local_writes, c->local_bytes_written);
   }
 }
 

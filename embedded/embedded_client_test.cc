@@ -66,7 +66,7 @@ class EmbeddedClientTest : public ::testing::Test {
 
   static uint64_t RmaOps(Client& client) {
     auto c = client.TransferCounters("ucx");
-    return c ? c->reads_posted + c->writes_posted + c->local_reads : 0;
+    return c ? c->reads_posted + c->writes_posted + c->local_reads + c->local_writes : 0;
   }
 
   ManualClock master_clock_;

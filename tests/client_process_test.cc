@@ -89,6 +89,18 @@ class ClientProcessTest : public ::testing::Test {
     return node;
   }
 
+  // Kills `node` (SIGKILL), waits for the master to drop its segment, then
+  // starts `name` on `port` and waits for its segment; nullptr on a failure.
+  std::unique_ptr<ChildProcess> KillAndRestart(std::unique_ptr<ChildProcess> node,
+                                               const std::string& name, uint16_t port) {
+    node->Signal(SIGKILL);
+    EXPECT_EQ(node->Wait(10'000), 128 + SIGKILL);
+    if (!WaitForMetric(http_, "shelfmark_master_segments", 0, 20'000)) return nullptr;
+    auto second = StartNode(name, port);
+    if (!WaitForMetric(http_, "shelfmark_master_segments", 1, 20'000)) return nullptr;
+    return second;
+  }
+
   std::unique_ptr<Client> MakeClient() {
     ClientOptions options;
     options.transfer_timeout_ms = 3000;
@@ -158,11 +170,8 @@ TEST_F(ClientProcessTest, SameHostReadsNeverComeFromARestartedNodesOldMemory) {
   EXPECT_EQ(before->local_reads, 1u);
   EXPECT_EQ(before->reads_posted, 0u);
   EXPECT_EQ(before->local_maps, 1u);
-  node->Signal(SIGKILL);
-  ASSERT_EQ(node->Wait(10'000), 128 + SIGKILL);
-  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segments", 0, 20'000));
-  auto second = StartNode("second", port);
-  ASSERT_TRUE(WaitForMetric(http_, "shelfmark_master_segments", 1, 20'000));
+  auto second = KillAndRestart(std::move(node), "second", port);
+  ASSERT_NE(second, nullptr);
   // Another client writes, so the reader's connection to the dead node is
   // untouched until its next read.
   auto writer = MakeClient();
@@ -178,6 +187,40 @@ TEST_F(ClientProcessTest, SameHostReadsNeverComeFromARestartedNodesOldMemory) {
   auto after = client->TransferCounters("ucx");
   EXPECT_EQ(after->local_maps, 2u);
   EXPECT_EQ(after->local_reads, 2u);
+}
+
+// Same-host writes are copies into the node's segment mapped into this
+// process. A put after the node was killed and restarted on the same
+// endpoint is never copied into the old mapping and reported done: it fails
+// (the stale connection) or lands in the new segment, where another client
+// reads exactly its bytes.
+TEST_F(ClientProcessTest, SameHostWritesNeverGoToARestartedNodesOldMemory) {
+  const uint16_t port = testing::FreePort();
+  auto node = StartNode("first", port);
+  auto client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  ASSERT_EQ(client->Put("", "w1", Pattern(65536, 1)), ErrorCode::OK);
+  auto before = client->TransferCounters("ucx");
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(before->local_writes, 1u);
+  EXPECT_EQ(before->local_bytes_written, 65536u);
+  EXPECT_EQ(before->writes_posted, 0u);
+  auto second = KillAndRestart(std::move(node), "second", port);
+  ASSERT_NE(second, nullptr);
+  ErrorCode put = client->Put("", "w2", Pattern(65536, 2));
+  if (put != ErrorCode::OK) {  // the stale connection failed this put; the next one reconnects
+    EXPECT_EQ(put, ErrorCode::TRANSFER_FAIL) << ErrorCodeName(put);
+    put = client->Put("", "w2", Pattern(65536, 2));
+  }
+  ASSERT_EQ(put, ErrorCode::OK) << ErrorCodeName(put);
+  auto reader = MakeClient();
+  ASSERT_NE(reader, nullptr);
+  auto got = reader->Get("", "w2");
+  ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
+  EXPECT_EQ(*got, Pattern(65536, 2)) << "the put's bytes went to the dead node's memory";
+  auto after = client->TransferCounters("ucx");
+  EXPECT_EQ(after->local_maps, 2u);
+  EXPECT_EQ(after->local_writes, 2u);  // the first put and the one through the new mapping
 }
 
 TEST_F(ClientProcessTest, SigtermUnmountsAndExitsZero) {

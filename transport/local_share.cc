@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "common/socket_io.h"
 #include "common/wire_bytes.h"
@@ -102,6 +103,32 @@ std::optional<Reply> DecodeReply(std::string_view bytes) {
   if (!in.done() || magic != kMagic || version != kVersion || accepted > 1) return std::nullopt;
   reply.accepted = accepted == 1;
   return reply;
+}
+
+std::string ReceiveReply(int fd, UniqueFd* memfd, UniqueFd* pidfd) {
+  char buf[kReplySize + 1];  // one more: a longer reply is not one
+  iovec iov{buf, sizeof(buf)};
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  std::vector<UniqueFd> fds;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+      int received = -1;
+      std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds.emplace_back(received);
+    }
+  }
+  if (fds.size() == 2) {
+    *memfd = std::move(fds[0]);
+    *pidfd = std::move(fds[1]);
+  }
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
 }  // namespace local_share_wire
@@ -229,7 +256,7 @@ void LocalShareServer::Answer(int fd) {
 }
 
 LocalMapping::~LocalMapping() {
-  if (memory_ != nullptr) munmap(const_cast<uint8_t*>(memory_), size_);
+  if (memory_ != nullptr) munmap(memory_, size_);
   if (pidfd_ >= 0) close(pidfd_);
 }
 
@@ -240,6 +267,10 @@ bool LocalMapping::Alive() const {
 
 void LocalMapping::Read(uint64_t address, void* dst, uint64_t length) const {
   std::memcpy(dst, memory_ + (address - base_), length);
+}
+
+void LocalMapping::Write(uint64_t address, const void* src, uint64_t length) const {
+  std::memcpy(memory_ + (address - base_), src, length);
 }
 
 std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_view cluster_token,
@@ -264,24 +295,8 @@ std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_v
     *error = "local share: no answer";
     return nullptr;
   }
-  char buf[kReplySize + 1];  // one more: a longer reply is not one
-  iovec iov{buf, sizeof(buf)};
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  const ssize_t n = recvmsg(fd.get(), &msg, MSG_CMSG_CLOEXEC);
-  int fds[2] = {-1, -1};
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (n > 0 && cmsg != nullptr && cmsg->cmsg_type == SCM_RIGHTS &&
-      cmsg->cmsg_len == CMSG_LEN(2 * sizeof(int))) {
-    std::memcpy(fds, CMSG_DATA(cmsg), sizeof(fds));
-  }
-  UniqueFd memfd(fds[0]), pidfd(fds[1]);
-  const std::optional<Reply> reply =
-      DecodeReply(std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0));
+  UniqueFd memfd, pidfd;
+  const std::optional<Reply> reply = DecodeReply(ReceiveReply(fd.get(), &memfd, &pidfd));
   if (!reply) {
     *error = "local share: bad answer";
     return nullptr;
@@ -302,13 +317,15 @@ std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_v
     *error = "local share: refused";
     return nullptr;
   }
-  void* memory = mmap(nullptr, size, PROT_READ, MAP_SHARED, memfd.get(), 0);
+  // Read-write: same-host puts are copies too (the token already allows
+  // them over the transport; local_share.h).
+  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
   if (memory == MAP_FAILED) {
     *error = std::string("local share: mmap: ") + std::strerror(errno);
     return nullptr;
   }
   std::shared_ptr<LocalMapping> mapping(new LocalMapping());
-  mapping->memory_ = static_cast<const uint8_t*>(memory);
+  mapping->memory_ = static_cast<uint8_t*>(memory);
   mapping->base_ = base;
   mapping->size_ = size;
   mapping->pidfd_ = pidfd.Release();

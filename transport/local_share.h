@@ -1,6 +1,7 @@
-// Same-host one-sided reads: a node offers its segment (memory backed by a
-// memfd) to clients on its own host, which map it read-only and read
-// MEMORY replicas with memcpy: no transport, no work by the node's CPU.
+// Same-host one-sided reads and writes: a node offers its segment (memory
+// backed by a memfd) to clients on its own host, which map it read-write
+// and read and write MEMORY replicas with memcpy: no transport, no work by
+// the node's CPU.
 //
 // LocalShareServer (node side): an abstract unix socket (its name is random
 // and published with the worker address, ucx_address_server.h). Mutual
@@ -22,10 +23,18 @@
 // LocalMapping (client side): the mapping of one node's segment, made by
 // MapLocalShare, valid while the node process lives: Alive() polls the
 // node's pidfd (readable once the process exited), so a node that died or
-// restarted on the same endpoint is never read from its old memory.
+// restarted on the same endpoint is never read or written through its old
+// memory.
 //
-// Contracts: the mapping is PROT_READ (a client cannot write a node's
-// memory this way); reads outside [base, base + size) are refused.
+// Contracts: the mapping is PROT_READ | PROT_WRITE, MAP_SHARED: what a
+// client copies in is in the node's segment at once. It grants nothing the
+// cluster token does not: a token holder may already read and write any
+// byte of the node's live segment over the transport (docs/security.md).
+// Callers copy only inside [base, base + size) (Covers) and only while
+// Alive(); the node's memory outside its segment is never mapped. A segment
+// its node retired while the process lives stays mapped here: copies land in
+// pages the node no longer uses (node.cc: RetireMemory keeps the range, so
+// no later segment reuses its addresses), and the UCX path would refuse them.
 // Thread safety: LocalMapping is immutable after creation (any thread);
 // LocalShareServer: construct and destroy on one thread.
 #pragma once
@@ -40,6 +49,7 @@
 #include "auth/proof.h"
 #include "common/poll_thread.h"
 #include "common/result.h"
+#include "common/socket_io.h"
 
 namespace shelfmark {
 
@@ -92,12 +102,14 @@ class LocalMapping {
   }
   // Copies [address, address + length) into dst; requires Covers().
   void Read(uint64_t address, void* dst, uint64_t length) const;
+  // Copies src into [address, address + length); requires Covers().
+  void Write(uint64_t address, const void* src, uint64_t length) const;
 
  private:
   friend std::shared_ptr<LocalMapping> MapLocalShare(std::string_view, std::string_view, int,
                                                      std::string*);
   LocalMapping() = default;
-  const uint8_t* memory_ = nullptr;
+  uint8_t* memory_ = nullptr;
   uint64_t base_ = 0, size_ = 0;
   int pidfd_ = -1;
 };
@@ -124,6 +136,10 @@ struct Reply {
   auth::Proof proof{};
 };
 std::optional<Reply> DecodeReply(std::string_view bytes);
+// Receives one reply's bytes (up to kReplySize + 1: a longer reply is not
+// one) and its descriptors: *memfd and *pidfd when exactly two came, else
+// none kept (closed). "" when nothing came.
+std::string ReceiveReply(int fd, UniqueFd* memfd, UniqueFd* pidfd);
 }  // namespace local_share_wire
 
 // An identity of this host's running kernel (its boot id): equal for every

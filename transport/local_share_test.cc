@@ -64,7 +64,7 @@ class LocalShareTest : public ::testing::Test {
   std::unique_ptr<LocalShareServer> server_;
 };
 
-TEST_F(LocalShareTest, TheRightTokenMapsTheSegmentReadOnly) {
+TEST_F(LocalShareTest, TheRightTokenMapsTheSegmentReadWrite) {
   std::string error;
   auto mapping = MapLocalShare(server_->name(), "secret", 2000, &error);
   ASSERT_NE(mapping, nullptr) << error;
@@ -76,6 +76,8 @@ TEST_F(LocalShareTest, TheRightTokenMapsTheSegmentReadOnly) {
   ASSERT_TRUE(mapping->Covers(0x10000 + 100, 5));
   mapping->Read(0x10000 + 100, got, 5);
   EXPECT_EQ(std::string(got, 5), "fresh");
+  mapping->Write(0x10000 + kSize - 3, "put", 3);  // the client's writes are the node's at once
+  EXPECT_EQ(std::string(segment_ + kSize - 3, 3), "put");
   EXPECT_FALSE(mapping->Covers(0x10000 - 1, 2));
   EXPECT_FALSE(mapping->Covers(0x10000 + kSize - 4, 5));
   EXPECT_FALSE(mapping->Covers(UINT64_MAX - 2, 5));
@@ -108,9 +110,11 @@ TEST_F(LocalShareTest, ARecordedAnswerIsRefusedAgainstAFreshChallenge) {
   const std::string recorded = w::EncodeAnswer("secret", server_->name(), *nonce, auth::NewNonce());
   EXPECT_EQ(recorded.find("secret"), std::string::npos);
   ASSERT_TRUE(SendAll(first.get(), recorded, 1000));
-  std::optional<w::Reply> reply = w::DecodeReply(ReadExactly(first.get(), w::kReplySize));
+  UniqueFd memfd, pidfd;
+  std::optional<w::Reply> reply = w::DecodeReply(w::ReceiveReply(first.get(), &memfd, &pidfd));
   ASSERT_TRUE(reply.has_value());
   EXPECT_TRUE(reply->accepted);  // the answer was good where it was made
+  EXPECT_TRUE(memfd.valid() && pidfd.valid());  // the memfd (mapped read-write), the pidfd
 
   UniqueFd second = ConnectShare(server_->name());
   ASSERT_TRUE(second.valid());
@@ -119,16 +123,19 @@ TEST_F(LocalShareTest, ARecordedAnswerIsRefusedAgainstAFreshChallenge) {
   ASSERT_TRUE(fresh.has_value());
   EXPECT_NE(*fresh, *nonce);
   ASSERT_TRUE(SendAll(second.get(), recorded, 1000));
-  reply = w::DecodeReply(ReadExactly(second.get(), w::kReplySize));
+  UniqueFd no_memfd, no_pidfd;
+  reply = w::DecodeReply(w::ReceiveReply(second.get(), &no_memfd, &no_pidfd));
   ASSERT_TRUE(reply.has_value());
   EXPECT_FALSE(reply->accepted);
+  EXPECT_FALSE(no_memfd.valid() || no_pidfd.valid());  // without the token: nothing to map
   EXPECT_EQ(reply->size, 0u);
   EXPECT_TRUE(testing::WaitFor([&] { return server_->refused() == 1; }, 5000));
   EXPECT_EQ(server_->shared(), 1u);
 }
 
 // A server that accepts anyone but cannot prove the token (it holds
-// another): the client maps nothing, though descriptors were offered.
+// another): the client maps nothing, though descriptors were offered, so it
+// neither reads an impostor's memory nor writes object bytes into it.
 TEST_F(LocalShareTest, AServerThatCannotProveTheTokenIsNotMapped) {
   auto impostor = LocalShareServer::Start(memfd_.get(), 0x10000, kSize, "other");
   ASSERT_TRUE(impostor.ok());

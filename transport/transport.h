@@ -94,11 +94,14 @@ struct EngineCounters {
   // Listening side: of the rejected, handshakes naming a challenge that was
   // not outstanding (a replay, an expired or never issued one).
   uint64_t stale_challenges = 0;
-  // Same-host reads served from a node's segment mapped into this process
-  // (ucx: transport/local_share.h): no transport, no work by the node.
+  // Same-host reads and writes served by memcpy from and into a node's
+  // segment mapped into this process (ucx: transport/local_share.h): no
+  // transport, no work by the node.
   uint64_t local_reads = 0;
   uint64_t local_bytes_read = 0;
-  uint64_t local_maps = 0;  // node segments mapped for such reads
+  uint64_t local_writes = 0;
+  uint64_t local_bytes_written = 0;
+  uint64_t local_maps = 0;  // node segments mapped for such copies
   // Listening side (ucx: ucx_memory_access.h): accesses to this engine's
   // remote regions refused before any byte was touched, by reason: no live
   // region with that rkey (a previous process's or an unregistered
@@ -127,8 +130,8 @@ class TransportEngine {
   virtual Result<MemoryRegion> RegisterMemory(void* addr, uint64_t size, bool remote_access) = 0;
   virtual void UnregisterMemory(const MemoryRegion& region) = 0;
   // Offers a remote_access region, whose memory is `memfd` mapped at
-  // region.addr from offset 0, to clients on this host, which then read it
-  // without the transport (ucx: local_share.h). Engines that cannot share
+  // region.addr from offset 0, to clients on this host, which then read and
+  // write it without the transport (ucx: local_share.h). Engines that cannot share
   // ignore it and answer OK.
   virtual ErrorCode ShareLocally(const MemoryRegion& /*region*/, int /*memfd*/) {
     return ErrorCode::OK;

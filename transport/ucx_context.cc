@@ -20,9 +20,9 @@ namespace {
 constexpr int kPollSafetyNetMs = 20;   // progress-thread wake-up even without events
 constexpr int kSpinsBeforeWait = 256;  // idle progress calls before a waiter sleeps
 
-// SHELFMARK_UCX_SAME_HOST=0 turns same-host reads off (benchmarks of the
-// network path between two processes of one host).
-bool SameHostReadsWanted() {
+// SHELFMARK_UCX_SAME_HOST=0 turns same-host reads and writes off
+// (benchmarks of the network path between two processes of one host).
+bool SameHostCopiesWanted() {
   const char* value = std::getenv("SHELFMARK_UCX_SAME_HOST");
   return value == nullptr || std::string_view(value) != "0";
 }
@@ -59,7 +59,7 @@ Result<bool> UcxContext::Init() {
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return ErrorCode::TRANSFER_FAIL;
   // tcp unless the environment says otherwise: the RDMA path is the verbs
-  // engine, same-host reads are the local share (local_share.h), and the
+  // engine, same-host reads and writes are the local share (local_share.h), and the
   // peer-failure error mode excludes shared memory anyway. With endpoints
   // made from worker addresses UCX 1.13 would also pick ud/rc over any
   // RDMA device (soft-RoCE included), whose wireup did not complete there
@@ -139,7 +139,7 @@ Result<bool> UcxContext::ShareLocally(int memfd, uint64_t base, uint64_t size) {
 std::shared_ptr<LocalMapping> UcxContext::MapIfLocal(
     const std::optional<ucx_wire::NodeAddress>& address, int timeout_ms) {
   if (!address || address->share_name.empty() || boot_id_.empty() ||
-      address->boot_id != boot_id_ || !SameHostReadsWanted()) {
+      address->boot_id != boot_id_ || !SameHostCopiesWanted()) {
     return nullptr;
   }
   std::string error;

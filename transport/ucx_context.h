@@ -96,7 +96,7 @@ struct ClientConn {
   ucx_wire::Hello hello;
   auth::Nonce node_nonce{};
   // The node's segment mapped here when it runs on this host and shares it
-  // (local_share.h); reads covered by it are a memcpy.
+  // (local_share.h); reads and writes covered by it are a memcpy.
   std::shared_ptr<LocalMapping> local;
   std::unique_ptr<UcxEpArg> arg;
 };

@@ -56,21 +56,24 @@ std::string RefusalMessage(const UcxAmOut& out, ErrorCode code) {
   }
 }
 
-// Serves the READ ops whose node shares its segment on this host by memcpy
-// (the worker lock released meanwhile: the copies need no worker); returns
-// the ops left for UCX (all of them for writes).
-std::vector<const TransferOp*> ReadLocally(
+// Serves the ops whose node shares its segment on this host (local_share.h)
+// by memcpy from or into the mapping (the worker lock released meanwhile:
+// the copies need no worker); returns the ops left for UCX. Each copy needs
+// a READY connection, the op's range inside the mapped segment and the node
+// process alive (its pidfd): a node that exited, perhaps restarted on the
+// same endpoint, is never read or written through its old memory.
+std::vector<const TransferOp*> CopyLocally(
     UcxContext& context, TransferKind kind, std::span<const TransferOp> ops,
     const std::map<std::string_view, std::shared_ptr<ClientConn>>& conns,
-    std::atomic<uint64_t>& reads, std::atomic<uint64_t>& bytes) REQUIRES(context.mu()) {
+    LocalCopyCounters& counters) REQUIRES(context.mu()) {
   std::vector<const TransferOp*> remote;
   std::vector<std::pair<const TransferOp*, std::shared_ptr<LocalMapping>>> local;
   for (const TransferOp& op : ops) {
     const ClientConn& conn = *conns.at(op.remote->endpoint);
     const std::shared_ptr<LocalMapping>& mapping = conn.local;
     const uint64_t address = op.remote->buffer_address + op.remote_offset;
-    if (kind == TransferKind::READ && conn.state == ClientConn::State::READY &&
-        mapping != nullptr && mapping->Covers(address, op.length)) {
+    if (conn.state == ClientConn::State::READY && mapping != nullptr &&
+        mapping->Covers(address, op.length)) {
       local.emplace_back(&op, mapping);
     } else {
       remote.push_back(&op);
@@ -78,14 +81,21 @@ std::vector<const TransferOp*> ReadLocally(
   }
   if (local.empty()) return remote;
   context.mu().unlock();
+  const bool read = kind == TransferKind::READ;
   for (auto& [op, mapping] : local) {
     if (!mapping->Alive()) {  // the node exited: its old memory is not its segment now
       remote.push_back(op);
       continue;
     }
-    mapping->Read(op->remote->buffer_address + op->remote_offset, op->local, op->length);
-    reads.fetch_add(1, std::memory_order_relaxed);
-    bytes.fetch_add(op->length, std::memory_order_relaxed);
+    const uint64_t address = op->remote->buffer_address + op->remote_offset;
+    if (read) {
+      mapping->Read(address, op->local, op->length);
+    } else {
+      mapping->Write(address, op->local, op->length);
+    }
+    (read ? counters.reads : counters.writes).fetch_add(1, std::memory_order_relaxed);
+    (read ? counters.bytes_read : counters.bytes_written)
+        .fetch_add(op->length, std::memory_order_relaxed);
   }
   context.mu().lock();
   return remote;
@@ -182,8 +192,10 @@ std::optional<EngineCounters> UcxEngine::transfer_counters() const {
   EngineCounters c;
   c.reads_posted = reads_posted_.load(std::memory_order_relaxed);
   c.writes_posted = writes_posted_.load(std::memory_order_relaxed);
-  c.local_reads = local_reads_.load(std::memory_order_relaxed);
-  c.local_bytes_read = local_bytes_read_.load(std::memory_order_relaxed);
+  c.local_reads = local_.reads.load(std::memory_order_relaxed);
+  c.local_bytes_read = local_.bytes_read.load(std::memory_order_relaxed);
+  c.local_writes = local_.writes.load(std::memory_order_relaxed);
+  c.local_bytes_written = local_.bytes_written.load(std::memory_order_relaxed);
   c.local_maps = context_->local_maps();
   c.accepted = context_->accepted();
   c.rejected = context_->rejected();
@@ -235,8 +247,7 @@ TransferStatus UcxEngine::Transfer(TransferKind kind, std::span<const TransferOp
                                    &error);
     if (conn == nullptr) return Fail(ErrorCode::TRANSFER_FAIL, error);
   }
-  std::vector<const TransferOp*> remote_ops =
-      ReadLocally(*context_, kind, ops, conns, local_reads_, local_bytes_read_);
+  std::vector<const TransferOp*> remote_ops = CopyLocally(*context_, kind, ops, conns, local_);
   if (remote_ops.empty()) return {};
   std::vector<UcxAmOut> requests;
   requests.reserve(remote_ops.size());

@@ -28,7 +28,8 @@
 //
 // Transfer(): descriptor bounds and the local buffer (inside a region this
 // engine registered) are checked before anything is sent (INVALID_PARAMS);
-// same-host reads are copies from the node's mapped segment (local_share.h);
+// same-host reads and writes are copies from and into the node's mapped
+// segment (local_share.h; SHELFMARK_UCX_SAME_HOST=0 turns them off);
 // the others are one request per op, all in flight together, answered once
 // the bytes are in the local buffer (read) or in the owner's segment
 // (write). On timeout or error the result is TRANSFER_FAIL naming the cause
@@ -78,6 +79,11 @@ namespace shelfmark {
 class UcxContext;
 struct UcxRegions;
 
+// Same-host copies served from a node's mapped segment (local_share.h).
+struct LocalCopyCounters {
+  std::atomic<uint64_t> reads{0}, bytes_read{0}, writes{0}, bytes_written{0};
+};
+
 class UcxEngine final : public TransportEngine {
  public:
   static constexpr std::string_view kProtocol = "ucx";
@@ -96,7 +102,8 @@ class UcxEngine final : public TransportEngine {
   void UnregisterMemory(const MemoryRegion& region) override;
   ErrorCode ShareLocally(const MemoryRegion& region, int memfd) override;
   // reads_posted / writes_posted (UCX RMA ops), local_reads,
-  // local_bytes_read (same-host reads served by memcpy) and local_maps;
+  // local_bytes_read, local_writes, local_bytes_written (same-host copies)
+  // and local_maps;
   // node side: hellos accepted, rejected and stale_challenges.
   std::optional<EngineCounters> transfer_counters() const override;
   TransferStatus Transfer(TransferKind kind, std::span<const TransferOp> ops,
@@ -114,7 +121,7 @@ class UcxEngine final : public TransportEngine {
   std::unique_ptr<UcxAm> am_;
   std::unique_ptr<UcxRegions> regions_;
   std::atomic<uint64_t> reads_posted_{0}, writes_posted_{0};
-  std::atomic<uint64_t> local_reads_{0}, local_bytes_read_{0};
+  LocalCopyCounters local_;
 };
 
 // The raw-UCX baseline for perf: one read request of `length` bytes from

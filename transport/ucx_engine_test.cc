@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -310,9 +311,9 @@ TEST(UcxEngineCreateTest, PortInUseIsInvalidParams) {
 }
 
 // A node segment that is a memfd, shared on this host (TransportEngine::
-// ShareLocally): reads are a memcpy from the client's read-only mapping
-// (counted, no UCX get posted); writes still travel over UCX and are seen by
-// the next local read; a client with a wrong token maps nothing.
+// ShareLocally): reads and writes are a memcpy from and into the client's
+// mapping (counted, no UCX operation posted), inside the segment only; a
+// client with a wrong token maps nothing.
 class UcxLocalShareTest : public ::testing::Test {
  protected:
   static constexpr uint64_t kSize = 4 << 20;
@@ -361,7 +362,7 @@ class UcxLocalShareTest : public ::testing::Test {
   MemoryDescriptor desc_;
 };
 
-TEST_F(UcxLocalShareTest, SameHostReadsAreCopiesFromTheMappedSegment) {
+TEST_F(UcxLocalShareTest, SameHostReadsAndWritesAreCopiesThroughTheMappedSegment) {
   auto client = Client("token");
   for (uint64_t i = 0; i < kSize; ++i) segment_[i] = static_cast<char>(i * 7 + 3);
   TransferStatus read = One(*client, TransferKind::READ, desc_, 4096, local_.data(), 1 << 20);
@@ -370,6 +371,7 @@ TEST_F(UcxLocalShareTest, SameHostReadsAreCopiesFromTheMappedSegment) {
   std::string update(64, 'w');
   std::memcpy(local_.data(), update.data(), update.size());
   ASSERT_TRUE(One(*client, TransferKind::WRITE, desc_, 100, local_.data(), 64).ok());
+  EXPECT_EQ(std::string(segment_ + 100, 64), update);  // in the node's memory at once
   std::memset(local_.data(), 0, 64);
   ASSERT_TRUE(One(*client, TransferKind::READ, desc_, 100, local_.data(), 64).ok());
   EXPECT_EQ(std::string(local_.data(), 64), update);
@@ -377,9 +379,52 @@ TEST_F(UcxLocalShareTest, SameHostReadsAreCopiesFromTheMappedSegment) {
   ASSERT_TRUE(counters.has_value());
   EXPECT_EQ(counters->local_reads, 2u);
   EXPECT_EQ(counters->local_bytes_read, (1u << 20) + 64);
+  EXPECT_EQ(counters->local_writes, 1u);
+  EXPECT_EQ(counters->local_bytes_written, 64u);
   EXPECT_EQ(counters->reads_posted, 0u);
-  EXPECT_EQ(counters->writes_posted, 1u);
+  EXPECT_EQ(counters->writes_posted, 0u);
   EXPECT_EQ(counters->local_maps, 1u);
+}
+
+// A forged descriptor reaching past the segment (or before it): the write is
+// not a local copy (the mapping ends at the segment's end: a copy there
+// would fault) but a request that the node refuses whole.
+TEST_F(UcxLocalShareTest, AWriteOutsideTheSegmentIsRefusedAndTouchesNothing) {
+  auto client = Client("token");
+  std::memset(segment_, 's', kSize);
+  std::memset(local_.data(), 'x', 4096);
+  for (const int64_t shift : {int64_t{kSize} - 32, int64_t{-32}}) {
+    MemoryDescriptor forged = desc_;
+    forged.buffer_address = desc_.buffer_address + shift;
+    forged.size = 4096;
+    TransferStatus write = One(*client, TransferKind::WRITE, forged, 0, local_.data(), 64);
+    EXPECT_EQ(write.code, ErrorCode::TRANSFER_FAIL) << shift;
+    EXPECT_NE(write.message.find("outside its segment"), std::string::npos) << write.message;
+  }
+  EXPECT_EQ(std::string(segment_ + kSize - 32, 32), std::string(32, 's'));
+  EXPECT_EQ(std::string(segment_, 32), std::string(32, 's'));
+  auto counters = client->transfer_counters();
+  ASSERT_TRUE(counters.has_value());
+  EXPECT_EQ(counters->local_writes, 0u);
+  EXPECT_EQ(counters->writes_posted, 2u);
+  EXPECT_EQ(node_->transfer_counters()->refused_out_of_range, 2u);
+}
+
+// SHELFMARK_UCX_SAME_HOST=0 (read when a connection is made): no mapping,
+// reads and writes over UCX.
+TEST_F(UcxLocalShareTest, SameHostCopiesCanBeTurnedOff) {
+  auto client = Client("token");
+  std::memset(local_.data(), 'o', 64);
+  setenv("SHELFMARK_UCX_SAME_HOST", "0", 1);
+  const TransferStatus write = One(*client, TransferKind::WRITE, desc_, 0, local_.data(), 64);
+  unsetenv("SHELFMARK_UCX_SAME_HOST");
+  ASSERT_TRUE(write.ok()) << write.message;
+  EXPECT_EQ(std::string(segment_, 64), std::string(64, 'o'));
+  auto counters = client->transfer_counters();
+  ASSERT_TRUE(counters.has_value());
+  EXPECT_EQ(counters->local_maps, 0u);
+  EXPECT_EQ(counters->local_writes, 0u);
+  EXPECT_EQ(counters->writes_posted, 1u);
 }
 
 TEST_F(UcxLocalShareTest, AWrongTokenMapsNothing) {

@@ -572,6 +572,59 @@ def test_preferred_segment_get_hostname_keeps_every_chunk_in_the_own_segment(ci_
         engine.close()
 
 
+# Reads KEYS from another process with same-host copies off (UCX: the
+# segment's owner copies the bytes out of its own memory) and prints, per
+# key, whether it holds the bytes of the file named by the key's index.
+SAME_HOST_OFF_READER = r"""
+import os, sys
+from mooncake.store import MooncakeDistributedStore
+master, expected, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+s = MooncakeDistributedStore()
+assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 4 << 20, "tcp", "", master) == 0
+data = open(expected, "rb").read()
+n = len(data) // len(keys)
+print(" ".join("ok" if s.get(k) == data[i * n:(i + 1) * n] else "bad" for i, k in enumerate(keys)))
+s.close()
+"""
+
+
+def test_segment_less_puts_into_a_same_host_peer_read_back_byte_exact(ci_master, k, tmp_path):
+    """A client without a segment puts (put and batch_put_from) into another
+    process's segment on this host: the bytes are copied into the peer's
+    segment mapped here (docs/transport.md), and read back exact, by the
+    writer and by a process that reads over UCX (the peer serves its own
+    memory)."""
+    peer = Peer(ci_master, "127.0.0.1")
+    writer = open_store(ci_master, hostname="127.0.0.1", segment=0)
+    try:
+        config = ReplicateConfig()
+        config.preferred_segment = peer.info["hostname"]
+        chunk = 64 * 1024
+        keys = [k("same-host-%d" % i) for i in range(16)]
+        data = os.urandom(16 * chunk)
+        for i, key in enumerate(keys[:8]):
+            assert writer.put(key, data[i * chunk:(i + 1) * chunk], config) == OK
+        buf, ptr = c_buffer(8 * chunk)
+        ctypes.memmove(buf, data[8 * chunk:], 8 * chunk)
+        assert writer.register_buffer(ptr, 8 * chunk) == OK
+        assert writer.batch_put_from(keys[8:], [ptr + i * chunk for i in range(8)],
+                                     [chunk] * 8, config) == [OK] * 8
+        assert set(chunk_endpoints(writer, keys).values()) == {peer.info["endpoint"]}
+        assert [writer.get(key) == data[i * chunk:(i + 1) * chunk]
+                for i, key in enumerate(keys)] == [True] * 16
+        expected = tmp_path / "expected"
+        expected.write_bytes(data)
+        r = subprocess.run([sys.executable, "-c", SAME_HOST_OFF_READER, ci_master,
+                            str(expected), *keys], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, SHELFMARK_UCX_SAME_HOST="0"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.split() == ["ok"] * 16, r.stdout
+        assert writer.unregister_buffer(ptr) == OK
+    finally:
+        writer.close()
+        peer.close()
+
+
 def test_prefer_alloc_in_same_node_keeps_chunks_on_the_writers_host(ci_master, k):
     """The peer stands for another host (127.0.0.2: its segment's endpoint
     is there); the writer's chunks stay on 127.0.0.1."""
