@@ -12,6 +12,7 @@ int64_t Code(ErrorCode code) { return static_cast<int64_t>(code); }
 RangeAnswers ShapeRanges(
     bool open, const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
     const RangeLists& dst_offsets, const RangeLists& src_offsets, const RangeLists& lengths,
+    const std::function<uint64_t(uint64_t)>& room,
     const std::function<std::vector<int64_t>(const std::string&, const std::vector<Fragment>&)>&
         read_key) {
   RangeAnswers out(keys.size());
@@ -31,6 +32,7 @@ RangeAnswers ShapeRanges(
         lengths[i].size() != keys[i].size()) {
       continue;
     }
+    const uint64_t buffer_room = room(ptrs[i]);
     for (size_t j = 0; j < keys[i].size(); ++j) {
       const auto& dst = dst_offsets[i][j];
       const auto& src = src_offsets[i][j];
@@ -38,7 +40,7 @@ RangeAnswers ShapeRanges(
       if (dst.size() != len.size() || src.size() != len.size() || len.empty()) continue;
       std::vector<Fragment> fragments;
       for (size_t k = 0; k < len.size(); ++k) {
-        const bool fits = ptrs[i] <= UINT64_MAX - dst[k];
+        const bool fits = dst[k] <= buffer_room && len[k] <= buffer_room - dst[k];
         fragments.push_back(Fragment{src[k], len[k], fits ? ptrs[i] + dst[k] : 0});
       }
       std::vector<int64_t> answers = read_key(keys[i][j], fragments);

@@ -26,7 +26,8 @@ using RangeAnswers = std::vector<std::vector<std::vector<int64_t>>>;
 using RangeLists = std::vector<std::vector<std::vector<uint64_t>>>;
 
 // One fragment as the caller named it: `dst` is the buffer's address plus
-// the fragment's offset, 0 when that sum overflows (never registered).
+// the fragment's offset, 0 when the fragment does not lie inside the
+// registration that holds the buffer (never registered memory).
 struct Fragment {
   uint64_t src_offset = 0;
   uint64_t length = 0;
@@ -34,11 +35,15 @@ struct Fragment {
 };
 
 // The answers of get_into_ranges(ptrs, keys, dst_offsets, src_offsets,
-// lengths); `read_key(key, fragments)` answers each well-shaped key's
-// fragments (one answer per fragment) and is not called when !open.
+// lengths); `room(ptr)` is the registered bytes from ptr to the end of the
+// registration holding it (0 when none), so a fragment past its own
+// buffer's registration is refused even where another registration follows
+// it; `read_key(key, fragments)` answers each well-shaped key's fragments
+// (one answer per fragment) and is not called when !open.
 RangeAnswers ShapeRanges(
     bool open, const std::vector<uint64_t>& ptrs, const std::vector<std::vector<std::string>>& keys,
     const RangeLists& dst_offsets, const RangeLists& src_offsets, const RangeLists& lengths,
+    const std::function<uint64_t(uint64_t)>& room,
     const std::function<std::vector<int64_t>(const std::string&, const std::vector<Fragment>&)>&
         read_key);
 

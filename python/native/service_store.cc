@@ -181,13 +181,18 @@ int ServiceStore::UnregisterBuffer(uint64_t ptr) {
   return client->UnregisterShm(allocation);
 }
 
-bool ServiceStore::IsRegistered(uint64_t ptr, uint64_t size) const {
+uint64_t ServiceStore::Room(uint64_t ptr) const {
   MutexLock lock(&mu_);
   auto it = buffers_.upper_bound(ptr);
-  if (it == buffers_.begin()) return false;
+  if (it == buffers_.begin()) return 0;
   --it;
   const uint64_t offset = ptr - it->first;
-  return offset <= it->second.first && size <= it->second.first - offset;
+  return offset <= it->second.first ? it->second.first - offset : 0;
+}
+
+bool ServiceStore::IsRegistered(uint64_t ptr, uint64_t size) const {
+  const uint64_t room = Room(ptr);
+  return room > 0 && size <= room;
 }
 
 int ServiceStore::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
@@ -247,6 +252,7 @@ std::vector<std::vector<std::vector<int64_t>>> ServiceStore::GetIntoRanges(
   auto client = Acquire();
   return storeservice::ShapeRanges(
       client != nullptr, ptrs, keys, dst_offsets, src_offsets, lengths,
+      [&](uint64_t ptr) { return Room(ptr); },
       [&](const std::string& key, const std::vector<storeservice::Fragment>& fragments) {
         return client->GetIntoRanges(key, fragments);
       });

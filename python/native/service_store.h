@@ -135,6 +135,9 @@ class ServiceStore {
 
  private:
   std::shared_ptr<storeservice::ServiceClient> Acquire() const;
+  // The registered bytes from ptr to the end of the buffer holding it (0
+  // when none holds it).
+  uint64_t Room(uint64_t ptr) const;
   // A ranged session call (kPutRanges / kGetRanges): keys whose lists'
   // shapes differ answer INVALID_PARAMS unsent.
   std::vector<int64_t> SessionRanges(int op, const std::vector<std::string>& keys,

@@ -178,14 +178,21 @@ struct Store::Impl {
   bool staging() const { return options.local_buffer_bytes > 0; }
   const std::string& tenant() const { return options.tenant; }
 
-  // [ptr, ptr + size) lies inside one registered buffer.
-  bool Registered(uint64_t ptr, uint64_t size) {
+  // The registered bytes from ptr to the end of the buffer holding it (0
+  // when none holds it).
+  uint64_t Room(uint64_t ptr) {
     MutexLock lock(&buffers_mu);
     auto it = buffers.upper_bound(ptr);
-    if (it == buffers.begin()) return false;
+    if (it == buffers.begin()) return 0;
     --it;
     const uint64_t end = it->first + it->second;
-    return ptr >= it->first && ptr <= end && size <= end - ptr;
+    return ptr <= end ? end - ptr : 0;
+  }
+
+  // [ptr, ptr + size) lies inside one registered buffer.
+  bool Registered(uint64_t ptr, uint64_t size) {
+    const uint64_t room = Room(ptr);
+    return room > 0 && size <= room;
   }
 
   // The bytes of registered memory, or nullopt.
@@ -538,8 +545,9 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
     }
     return storeservice::ReadFragments(*impl->client, impl->tenant(), key, ranges, readable);
   };
+  auto room = [&](uint64_t ptr) { return impl->Room(ptr); };
   return storeservice::ShapeRanges(impl != nullptr, ptrs, keys, dst_offsets, src_offsets, lengths,
-                                   read_key);
+                                   room, read_key);
 }
 
 std::vector<int64_t> Store::TimeBatchGetInto(const std::vector<std::string>& keys,

@@ -188,9 +188,11 @@ def test_get_into_ranges(store, prefix):
     v1 = bytes(range(40))
     v2 = bytes(range(100, 140))
     assert store.put(k1, v1) == OK and store.put(k2, v2) == OK
-    b0 = (ctypes.c_ubyte * 32)()
-    b1 = (ctypes.c_ubyte * 32)()
-    p0, p1 = ctypes.addressof(b0), ctypes.addressof(b1)
+    # Two registrations side by side, so a fragment past the first buffer's
+    # end lands in registered memory: it must still be refused.
+    both = (ctypes.c_ubyte * 64)()
+    p0 = ctypes.addressof(both)
+    p1 = p0 + 32
     assert store.register_buffer(p0, 32) == OK and store.register_buffer(p1, 32) == OK
     try:
         results = store.get_into_ranges(
@@ -199,14 +201,17 @@ def test_get_into_ranges(store, prefix):
             [[[1, 30], [2]], [[0], [10]]],
             [[[4, 3], [5]], [[6], [4]]])
         assert results == [[[4, 3], [5]], [[6], [4]]]
-        assert bytes(b0)[0:4] == v1[1:5] and bytes(b0)[20:23] == v1[30:33]
-        assert bytes(b0)[8:13] == v2[2:7]
-        assert bytes(b1)[4:10] == v2[0:6] and bytes(b1)[16:20] == v1[10:14]
+        b0, b1 = bytes(both)[:32], bytes(both)[32:]
+        assert b0[0:4] == v1[1:5] and b0[20:23] == v1[30:33]
+        assert b0[8:13] == v2[2:7]
+        assert b1[4:10] == v2[0:6] and b1[16:20] == v1[10:14]
         bad = store.get_into_ranges([p0], [[prefix + "none", k1]], [[[0], [0, 28]]],
                                     [[[0], [0, 38]]], [[[4], [4, 4]]])
         # a missing key; a fragment past the object's end; then one past the buffer's end
         assert bad == [[[OBJECT_NOT_FOUND], [4, BUFFER_OVERFLOW]]]
+        before = bytes(both)[32:]
         assert store.get_into_ranges([p0], [[k1]], [[[40]]], [[[0]]], [[[4]]]) == [[[INVALID_PARAMS]]]
+        assert bytes(both)[32:] == before
     finally:
         store.unregister_buffer(p0)
         store.unregister_buffer(p1)

@@ -255,6 +255,16 @@ def test_ranged_reads_and_replica_descriptors(service, prefix):
         assert reader.get_replica_desc(prefix + "missing") == []
         assert set(reader.batch_get_replica_desc([prefix + "ranged"])) == {prefix + "ranged"}
         assert reader.unregister_buffer(dst) == 0
+        # Two registrations side by side: a fragment past the first one's end
+        # is refused though registered memory follows it.
+        half = size // 2
+        assert reader.register_buffer(dst, half) == 0
+        assert reader.register_buffer(dst + half, half) == 0
+        before = read(dst + half, 64)
+        assert reader.get_into_ranges([dst], [[prefix + "ranged"]], [[[half + 8]]], [[[0]]],
+                                      [[[16]]]) == [[[-600]]]
+        assert read(dst + half, 64) == before
+        assert reader.unregister_buffer(dst) == 0 and reader.unregister_buffer(dst + half) == 0
     finally:
         writer.close()
         reader.close()
