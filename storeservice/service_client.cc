@@ -72,6 +72,7 @@ ErrorCode ServiceClient::Reconnect() {
   if (!fd.valid()) return ErrorCode::RPC_FAIL;
   if (ErrorCode rc = Handshake(fd.get(), options_); rc != ErrorCode::OK) return rc;
   fd_ = std::move(fd);
+  reader_.emplace(fd_.get());
   for (const auto& [base, shm] : shms_) {
     std::string answer;
     ErrorCode rc = Call(RegisterRequest(base, shm.size), &answer, shm.fd.get());
@@ -94,8 +95,7 @@ ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int
   if (request.size() > kMaxFrameBytes) return ErrorCode::INVALID_PARAMS;
   std::vector<UniqueFd> fds;
   if (!SendFrame(fd_.get(), request, options_.timeout_ms, fd_to_pass) ||
-      ReadFrame(fd_.get(), answer, &fds, options_.timeout_ms, options_.timeout_ms) !=
-          ReadStatus::kOk) {
+      reader_->Read(answer, &fds, options_.timeout_ms, options_.timeout_ms) != ReadStatus::kOk) {
     fd_.Reset();  // the next call connects afresh
     return ErrorCode::RPC_FAIL;
   }

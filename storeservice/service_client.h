@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,7 @@ class ServiceClient {
   const ServiceClientOptions options_;
   Mutex mu_;
   UniqueFd fd_ GUARDED_BY(mu_);
+  std::optional<FrameReader> reader_ GUARDED_BY(mu_);  // fd_'s answers, while it is valid
   std::map<uint64_t, Shm> shms_ GUARDED_BY(mu_);
 };
 

@@ -5,9 +5,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "transport/proof_parts.h"
 
@@ -33,14 +35,16 @@ bool TakeFds(msghdr& msg, std::vector<UniqueFd>* fds) {
   return (msg.msg_flags & MSG_CTRUNC) == 0;
 }
 
-// Reads exactly `size` bytes (and any descriptors with them).
-ReadStatus ReadExact(int fd, char* out, size_t size, std::vector<UniqueFd>* fds,
-                     int first_timeout_ms, int timeout_ms) {
-  size_t got = 0;
-  while (got < size) {
-    const int wait = got == 0 ? first_timeout_ms : timeout_ms;
-    if (!WaitFd(fd, POLLIN, wait)) return got == 0 ? ReadStatus::kTimeout : ReadStatus::kBad;
-    iovec iov{out + got, size - got};
+// One recvmsg into [out, out + size) (and the descriptors with its bytes);
+// the bytes read, 0 for EAGAIN, or the end: kClosed (the peer closed) or
+// kBad (an error, truncated descriptors).
+struct Received {
+  size_t bytes = 0;
+  std::optional<ReadStatus> end;
+};
+Received ReceiveSome(int fd, char* out, size_t size, std::vector<UniqueFd>* fds) {
+  for (;;) {
+    iovec iov{out, size};
     alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))];
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -48,12 +52,28 @@ ReadStatus ReadExact(int fd, char* out, size_t size, std::vector<UniqueFd>* fds,
     msg.msg_control = control;
     msg.msg_controllen = sizeof(control);
     const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n < 0) return ReadStatus::kBad;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return {};
+    if (n < 0) return {0, ReadStatus::kBad};
     const bool fds_whole = TakeFds(msg, fds);
-    if (n == 0) return got == 0 ? ReadStatus::kClosed : ReadStatus::kBad;
-    if (!fds_whole) return ReadStatus::kBad;
-    got += static_cast<size_t>(n);
+    if (n == 0) return {0, ReadStatus::kClosed};
+    if (!fds_whole) return {0, ReadStatus::kBad};
+    return {static_cast<size_t>(n), std::nullopt};
+  }
+}
+
+// Reads exactly `size` bytes (and any descriptors with them); bytes already
+// there are taken without a poll.
+ReadStatus ReadExact(int fd, char* out, size_t size, std::vector<UniqueFd>* fds,
+                     int first_timeout_ms, int timeout_ms) {
+  size_t got = 0;
+  while (got < size) {
+    const Received r = ReceiveSome(fd, out + got, size - got, fds);
+    if (r.end) return got == 0 ? *r.end : ReadStatus::kBad;
+    got += r.bytes;
+    if (r.bytes > 0) continue;
+    const int wait = got == 0 ? first_timeout_ms : timeout_ms;
+    if (!WaitFd(fd, POLLIN, wait)) return got == 0 ? ReadStatus::kTimeout : ReadStatus::kBad;
   }
   return ReadStatus::kOk;
 }
@@ -139,19 +159,39 @@ int ListenUnix(const std::string& socket) {
   return fd.Release();
 }
 
+namespace {
+
+// Leaves in `msg` what a sendmsg of it that sent `sent` bytes did not send
+// (the descriptor went with the first bytes).
+void SkipSent(msghdr* msg, size_t sent) {
+  msg->msg_control = nullptr;
+  msg->msg_controllen = 0;
+  while (sent > 0 && msg->msg_iovlen > 0) {
+    const size_t take = std::min(sent, msg->msg_iov[0].iov_len);
+    msg->msg_iov[0].iov_base = static_cast<char*>(msg->msg_iov[0].iov_base) + take;
+    msg->msg_iov[0].iov_len -= take;
+    sent -= take;
+    if (msg->msg_iov[0].iov_len == 0) {
+      ++msg->msg_iov;
+      --msg->msg_iovlen;
+    }
+  }
+}
+
+}  // namespace
+
 bool SendFrame(int fd, std::string_view body, int timeout_ms, int fd_to_pass) {
-  std::string frame;
-  frame.reserve(4 + body.size());
-  wire::Appender(&frame).Put(static_cast<uint32_t>(body.size()));
-  frame.append(body);
-  size_t sent = 0;
+  char header[4];
+  const auto size = static_cast<uint32_t>(body.size());
+  std::memcpy(header, &size, sizeof(size));
+  // Header and body leave in one sendmsg (no copy of the body); the
+  // descriptor rides on the frame's first bytes.
+  iovec iov[2] = {{header, sizeof(header)}, {const_cast<char*>(body.data()), body.size()}};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = body.empty() ? 1 : 2;
   if (fd_to_pass >= 0) {
-    // The descriptor rides on the frame's first bytes.
-    iovec iov{frame.data(), frame.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof(control);
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -159,12 +199,20 @@ bool SendFrame(int fd, std::string_view body, int timeout_ms, int fd_to_pass) {
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
-    if (!WaitFd(fd, POLLOUT, timeout_ms)) return false;
-    const ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n <= 0) return false;
-    sent = static_cast<size_t>(n);
   }
-  return SendAll(fd, std::string_view(frame).substr(sent), timeout_ms);
+  size_t sent = 0;
+  while (sent < sizeof(header) + body.size()) {
+    const ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!WaitFd(fd, POLLOUT, timeout_ms)) return false;
+      continue;
+    }
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+    SkipSent(&msg, static_cast<size_t>(n));
+  }
+  return true;
 }
 
 ReadStatus ReadFrame(int fd, std::string* body, std::vector<UniqueFd>* fds,
@@ -178,6 +226,32 @@ ReadStatus ReadFrame(int fd, std::string* body, std::vector<UniqueFd>* fds,
   body->resize(size);
   if (size == 0) return ReadStatus::kOk;
   s = ReadExact(fd, body->data(), size, fds, timeout_ms, timeout_ms);
+  return s == ReadStatus::kOk ? s : ReadStatus::kBad;
+}
+
+ReadStatus FrameReader::Read(std::string* body, std::vector<UniqueFd>* fds,
+                             int first_byte_timeout_ms, int timeout_ms, uint32_t max_bytes) {
+  // The header: from what an earlier read left, else one poll and one
+  // recvmsg (which brings the body too when it is there).
+  while (have_ < 4) {
+    const int wait = have_ == 0 ? first_byte_timeout_ms : timeout_ms;
+    if (!WaitFd(fd_, POLLIN, wait)) return have_ == 0 ? ReadStatus::kTimeout : ReadStatus::kBad;
+    const Received r = ReceiveSome(fd_, buf_.data() + have_, buf_.size() - have_, fds);
+    if (r.end) return have_ == 0 ? *r.end : ReadStatus::kBad;
+    have_ += r.bytes;
+  }
+  uint32_t size = 0;
+  std::memcpy(&size, buf_.data(), sizeof(size));
+  if (size > max_bytes) return ReadStatus::kBad;
+  const size_t taken = std::min<size_t>(size, have_ - 4);
+  body->assign(buf_.data() + 4, taken);
+  // What is past this frame stays for the next.
+  std::memmove(buf_.data(), buf_.data() + 4 + taken, have_ - 4 - taken);
+  have_ -= 4 + taken;
+  if (taken == size) return ReadStatus::kOk;
+  body->resize(size);
+  const ReadStatus s =
+      ReadExact(fd_, body->data() + taken, size - taken, fds, timeout_ms, timeout_ms);
   return s == ReadStatus::kOk ? s : ReadStatus::kBad;
 }
 

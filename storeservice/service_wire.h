@@ -5,7 +5,7 @@
 // Frame: u32le body length, then the body (at most kMaxFrameBytes; a longer
 // announcement is a protocol error and the reader gives up on the stream).
 // A frame may carry file descriptors (SCM_RIGHTS) on its bytes; the reader
-// collects every descriptor that arrives with a frame's bytes.
+// collects every descriptor that arrives while it reads the frame.
 //
 // Handshake, each message one frame (labels: auth/proof.h's rules):
 //   service -> client  challenge {magic "SMSS", version, service nonce}
@@ -149,19 +149,42 @@ UniqueFd ConnectUnix(const std::string& socket);
 
 // --- frames ------------------------------------------------------------------
 
-// Sends one frame with `fd_to_pass` attached (< 0: none); false on an error
-// or a socket that stays full for `timeout_ms`.
+// Sends one frame (header and body in one sendmsg when the socket takes
+// it) with `fd_to_pass` attached (< 0: none); false on an error or a
+// socket that stays full for `timeout_ms`.
 bool SendFrame(int fd, std::string_view body, int timeout_ms, int fd_to_pass = -1);
 
 enum class ReadStatus { kOk, kClosed, kTimeout, kBad };
 // Reads one frame into *body and the descriptors that came with it into
-// *fds (owned). `first_byte_timeout_ms` < 0 waits for the frame's start
-// without limit; the rest must come within `timeout_ms` of each wait.
-// kClosed: the peer closed before a frame began; kBad: an error, a frame
-// cut short, a length over `max_bytes`, truncated descriptors.
+// *fds (owned); reads no byte past the frame. `first_byte_timeout_ms` < 0
+// waits for the frame's start without limit; the rest must come within
+// `timeout_ms` of each wait. kClosed: the peer closed before a frame
+// began; kBad: an error, a frame cut short, a length over `max_bytes`,
+// truncated descriptors.
 ReadStatus ReadFrame(int fd, std::string* body, std::vector<UniqueFd>* fds,
                      int first_byte_timeout_ms, int timeout_ms,
                      uint32_t max_bytes = kMaxFrameBytes);
+
+// ReadFrame for a connection's stream of requests or answers, with fewer
+// system calls: a frame that has arrived whole (up to kReadAhead bytes) is
+// taken with one poll and one recvmsg, bytes read past it are kept for the
+// next Read, and a longer body is read straight into place. Descriptors go
+// to the frame being read when they arrive (a peer that sends a frame
+// before the answer to its last may see them counted with the earlier one:
+// neither side of this protocol does). Statuses as ReadFrame's.
+// Thread safety: one thread at a time.
+class FrameReader {
+ public:
+  static constexpr size_t kReadAhead = 64 << 10;
+  explicit FrameReader(int fd) : fd_(fd), buf_(kReadAhead) {}
+  ReadStatus Read(std::string* body, std::vector<UniqueFd>* fds, int first_byte_timeout_ms,
+                  int timeout_ms, uint32_t max_bytes = kMaxFrameBytes);
+
+ private:
+  const int fd_;
+  std::vector<char> buf_;
+  size_t have_ = 0;  // bytes of buf_ read and not yet taken
+};
 
 // --- handshake ---------------------------------------------------------------
 

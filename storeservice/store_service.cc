@@ -128,9 +128,10 @@ void StoreService::Serve(Connection* c) {
   }
   {
     ServiceSession session(client_, options_.tenant, &mapped_bytes_);
+    FrameReader requests(fd);
     for (;;) {
       fds.clear();
-      const ReadStatus s = ReadFrame(fd, &body, &fds, -1, timeout);
+      const ReadStatus s = requests.Read(&body, &fds, -1, timeout);
       if (s != ReadStatus::kOk) {
         if (s == ReadStatus::kBad) dropped_.fetch_add(1);
         break;

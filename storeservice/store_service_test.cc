@@ -7,11 +7,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auth/proof.h"
@@ -145,6 +148,53 @@ class StoreServiceTest : public ::testing::Test {
 };
 
 constexpr int kInvalid = static_cast<int>(ErrorCode::INVALID_PARAMS);
+
+// Frames over a socketpair whose send buffer is far smaller than a frame:
+// SendFrame's sendmsg takes it in pieces and a FrameReader gets the body
+// byte-exact with the descriptor riding on its start; frames that arrived
+// together come out one by one, in order.
+TEST(ServiceWireTest, FrameReaderTakesFramesWholeAndInOrder) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair), 0);
+  UniqueFd writer(pair[0]), reader_fd(pair[1]);
+  const int small = 4096;
+  ASSERT_EQ(setsockopt(writer.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+  std::string big(4 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 + (i >> 13));
+  UniqueFd passed(memfd_create("frame-test", MFD_CLOEXEC));
+  ASSERT_TRUE(passed.valid());
+  ASSERT_EQ(ftruncate(passed.get(), 12345), 0);
+  bool sent = false;
+  std::thread send([&] { sent = SendFrame(writer.get(), big, 5'000, passed.get()); });
+  FrameReader reader(reader_fd.get());
+  std::string body;
+  std::vector<UniqueFd> fds;
+  EXPECT_EQ(reader.Read(&body, &fds, 5'000, 5'000), ReadStatus::kOk);
+  send.join();
+  EXPECT_TRUE(sent);
+  EXPECT_TRUE(body == big);
+  ASSERT_EQ(fds.size(), 1u);
+  struct stat st {};
+  ASSERT_EQ(fstat(fds[0].get(), &st), 0);
+  EXPECT_EQ(st.st_size, 12345);
+  fds.clear();
+  ASSERT_TRUE(SendFrame(writer.get(), "a", 2'000) && SendFrame(writer.get(), "", 2'000) &&
+              SendFrame(writer.get(), "ccc", 2'000));
+  for (const char* want : {"a", "", "ccc"}) {
+    EXPECT_EQ(reader.Read(&body, &fds, 2'000, 2'000), ReadStatus::kOk);
+    EXPECT_EQ(body, want);
+  }
+  EXPECT_TRUE(fds.empty());
+  // Nothing more comes: the wait times out; a header cut short by the
+  // writer's close is a bad frame, and a length over the limit too.
+  EXPECT_EQ(reader.Read(&body, &fds, 50, 50), ReadStatus::kTimeout);
+  ASSERT_TRUE(SendFrame(writer.get(), "four", 2'000));
+  EXPECT_EQ(reader.Read(&body, &fds, 2'000, 2'000, 3), ReadStatus::kBad);
+  FrameReader fresh(reader_fd.get());
+  ASSERT_TRUE(SendAll(writer.get(), std::string("\x10\0", 2), 2'000));
+  writer.Reset();
+  EXPECT_EQ(fresh.Read(&body, &fds, 2'000, 2'000), ReadStatus::kBad);
+}
 
 TEST_F(StoreServiceTest, ZeroCopyCallsMoveBytesThroughSharedMemory) {
   auto client = Connect();
