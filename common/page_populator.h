@@ -1,0 +1,49 @@
+// Page tables for a shared mapping filled in batches on first use.
+//
+// A process that maps another process's shared memory (a node's segment,
+// transport/local_share.h; a client's buffer, storeservice/) starts with no
+// page table entries for it: every first touch of a 4 KiB page is a minor
+// fault, which costs more than copying the page (about 2/3 of a same-host
+// put of 64 KiB objects). PagePopulator fills the entries of a whole chunk
+// (kChunkBytes) with one madvise(MADV_POPULATE_WRITE) the first time a copy
+// touches it, so the faults of a chunk are paid once, in one system call.
+// The work is bounded by the ranges copied, never by the mapping's size:
+// a client of a 1 TiB segment populates only the chunks its objects lie in.
+//
+// Contracts: base is page-aligned and [base, base + size) is one writable
+// shared mapping that outlives the populator. Populating only changes the
+// cost of later accesses: a kernel without MADV_POPULATE_WRITE (before
+// Linux 5.14) or a failing call leaves the pages to fault in one by one, and
+// pages the kernel unmaps later (reclaim) fault in again as usual.
+// Thread safety: any thread; two threads may populate one chunk at once
+// (harmless).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace shelfmark {
+
+class PagePopulator {
+ public:
+  static constexpr uint64_t kChunkBytes = uint64_t{2} << 20;
+
+  PagePopulator(void* base, uint64_t size);
+
+  // Populates, for writing, every chunk that [offset, offset + length)
+  // (relative to base, clipped to the mapping) touches and that was not
+  // populated before.
+  void Touch(uint64_t offset, uint64_t length);
+
+  // Chunks populated so far (each madvise counted once).
+  uint64_t chunks_populated() const { return populated_.load(std::memory_order_relaxed); }
+
+ private:
+  uint8_t* base_;
+  uint64_t size_;
+  std::unique_ptr<std::atomic<uint64_t>[]> done_;  // a bit a chunk
+  std::atomic<uint64_t> populated_{0};
+};
+
+}  // namespace shelfmark
