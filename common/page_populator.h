@@ -3,10 +3,14 @@
 // A process that maps another process's shared memory (a node's segment,
 // transport/local_share.h; a client's buffer, storeservice/) starts with no
 // page table entries for it: every first touch of a 4 KiB page is a minor
-// fault, which costs more than copying the page (about 2/3 of a same-host
-// put of 64 KiB objects). PagePopulator fills the entries of a whole chunk
-// (kChunkBytes) with one madvise(MADV_POPULATE_WRITE) the first time a copy
-// touches it, so the faults of a chunk are paid once, in one system call.
+// fault, which costs more than copying the page. PagePopulator fills the
+// entries of a whole chunk (kChunkBytes) with one
+// madvise(MADV_POPULATE_WRITE) the first time a copy touches it: no
+// exception a page. (Measured here: 16 MiB copied in 64 KiB pieces into a
+// fresh mapping of a populated memfd ran at 1.0 GB/s with a fault a page,
+// 1.85 GB/s with the populator, 8.9 GB/s once mapped; the kernel's work a
+// page remains, so what makes same-host copies fast is that the mappings
+// and their page tables live as long as the connection or registration.)
 // The work is bounded by the ranges copied, never by the mapping's size:
 // a client of a 1 TiB segment populates only the chunks its objects lie in.
 //
