@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack it
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older headers lack it
 #endif
 
 namespace shelfmark {
@@ -25,7 +25,7 @@ void PagePopulator::Touch(uint64_t offset, uint64_t length) {
     const uint64_t from = chunk * kChunkBytes;
     // A failure (EINVAL on an old kernel) is not retried: the pages fault
     // in one by one, as without the populator.
-    madvise(base_ + from, std::min(kChunkBytes, size_ - from), MADV_POPULATE_WRITE);
+    madvise(base_ + from, std::min(kChunkBytes, size_ - from), MADV_POPULATE_READ);
     word.fetch_or(bit, std::memory_order_relaxed);
     populated_.fetch_add(1, std::memory_order_relaxed);
   }

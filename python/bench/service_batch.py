@@ -14,15 +14,15 @@ process, interleaved round by round.
 
 Each round puts --objects fresh keys per path (timed), reads them back
 (timed), checks the bytes, then removes them (untimed). Also times one
-get_into of a --size object per path (p50 over --single calls). GB/s are
-1e9 bytes/s, medians over rounds; ratios are against numpy's copy of the
-same --objects x --size bytes between two buffers. "flt" columns: minor
-page faults during a path's calls, all rounds, of this process and of the
-service (--service_pid): where first touches of shared memory happen (the
-kernel counts a page mapped by MADV_POPULATE_WRITE as one too, so they
-show where page tables are filled, not how cheaply); the benchmark's own
-buffers are written before the first round, so theirs are not counted. Exit 1 when a
-call fails or a byte is wrong. The service's token: $SHELFMARK_CLUSTER_TOKEN.
+get_into of a --size object per path (p50 over --single calls). GB/s are 1e9
+bytes/s, medians over rounds; ratios are against numpy's copy of the same
+--objects x --size bytes between two buffers. "flt" columns: minor page
+faults during a path's calls, all rounds, of this process and of the service
+(--service_pid): where first touches of shared memory happen (the kernel
+counts a page a populate call faults in as one too, so they show where page
+tables are filled, not how cheaply); the benchmark's own buffers are written
+before the first round, so theirs are not counted. Exit 1 when a call fails
+or a byte is wrong. The service's token: $SHELFMARK_CLUSTER_TOKEN.
 """
 
 import argparse
