@@ -47,6 +47,11 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, TransportEngine*
       return ErrorCode::NO_AVAILABLE_HANDLE;
     }
   }
+  // MAP_POPULATE: the segment's pages are allocated and mapped here, once,
+  // so the node's own copies (an embedded store's own-segment puts, a store
+  // service's) never fault on a first touch, and same-host clients that map
+  // it find its pages allocated. The cost is the segment's size, which the
+  // node holds for its life anyway.
   void* mem = mmap(nullptr, node->options_.segment_size, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_POPULATE, own_memory ? memfd.get() : node->options_.memory_fd,
                    static_cast<off_t>(own_memory ? 0 : node->options_.memory_offset));

@@ -5,9 +5,12 @@
 # python/bench/service_batch.py: batch_put_from / batch_get_into of
 # BENCH_OBJECTS x BENCH_SIZE (256 x 64 KiB) through the service (a dummy
 # client, buffers in MooncakeHostMemAllocator memory), on an embedded
-# store's own segment in the same Python process, and numpy's copy of the
-# same bytes, interleaved over BENCH_ROUNDS rounds; GB/s, the ratios to the
-# copy, and one 64 KiB get_into through each path.
+# store's own segment in the same Python process, from a segment-less
+# client (global_segment_size=0) into the service's segment (same-host
+# copies through its mapping, transport/local_share.h), and numpy's copy of
+# the same bytes, interleaved over BENCH_ROUNDS rounds; GB/s, the ratios to the
+# copy, one 64 KiB get_into through each path, and the page faults each
+# path's calls cost (this process's and the service's).
 #
 # Usage: scripts/bench_store_service.sh [BUILD_DIR]
 # Environment: BENCH_ROUNDS (8), BENCH_OBJECTS (256), BENCH_SIZE (65536).
@@ -36,5 +39,5 @@ wait_line "$work/service.err" "socket " >/dev/null || die "store service did not
 log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 SHELFMARK_CLUSTER_TOKEN="$token" PYTHONPATH="$build/python" "$python" \
   python/bench/service_batch.py --master="127.0.0.1:$rpc_port" --service="$work/store.sock" \
-  --service_segment=127.0.0.1:50052 \
+  --service_segment=127.0.0.1:50052 --service_pid="$node_pid" \
   --rounds="${BENCH_ROUNDS:-8}" --objects="${BENCH_OBJECTS:-256}" --size="${BENCH_SIZE:-65536}"

@@ -69,7 +69,8 @@ int32_t ServiceSession::Register(uint64_t base, uint64_t size, std::vector<Uniqu
     munmap(local, size);
     return Code(rc);
   }
-  mappings_[base] = Mapping{static_cast<char*>(local), size};
+  mappings_[base] =
+      Mapping{static_cast<char*>(local), size, std::make_unique<PagePopulator>(local, size)};
   if (mapped_bytes_ != nullptr) mapped_bytes_->fetch_add(size);
   return Code(ErrorCode::OK);
 }
@@ -89,6 +90,7 @@ char* ServiceSession::Translate(uint64_t ptr, uint64_t size) const {
   --it;
   const uint64_t offset = ptr - it->first;
   if (offset > it->second.size || size > it->second.size - offset) return nullptr;
+  it->second.populator->Touch(offset, size);
   return it->second.local + offset;
 }
 

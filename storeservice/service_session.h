@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "common/page_populator.h"
 #include "common/socket_io.h"
 #include "common/wire_bytes.h"
 #include "storeservice/service_wire.h"
@@ -57,11 +58,15 @@ class ServiceSession {
   struct Mapping {
     char* local = nullptr;  // the service's mapping
     uint64_t size = 0;
+    // Its page tables, filled a chunk at a time on first use rather than a
+    // fault a page (common/page_populator.h).
+    std::unique_ptr<PagePopulator> populator;
   };
   int32_t Register(uint64_t base, uint64_t size, std::vector<UniqueFd>& fds);
   int32_t Unregister(uint64_t base);
   void Unmap(const Mapping& m);
-  // The service's address of the client's [ptr, ptr + size), or nullptr.
+  // The service's address of the client's [ptr, ptr + size), or nullptr;
+  // the range's pages are populated for the copy that follows.
   char* Translate(uint64_t ptr, uint64_t size) const;
   std::string BatchPutFrom(const PutConfig& config, const std::vector<Item>& items);
   std::string BatchGetInto(const std::vector<Item>& items);

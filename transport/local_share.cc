@@ -266,10 +266,12 @@ bool LocalMapping::Alive() const {
 }
 
 void LocalMapping::Read(uint64_t address, void* dst, uint64_t length) const {
+  populator_->Touch(address - base_, length);
   std::memcpy(dst, memory_ + (address - base_), length);
 }
 
 void LocalMapping::Write(uint64_t address, const void* src, uint64_t length) const {
+  populator_->Touch(address - base_, length);
   std::memcpy(memory_ + (address - base_), src, length);
 }
 
@@ -329,6 +331,7 @@ std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_v
   mapping->base_ = base;
   mapping->size_ = size;
   mapping->pidfd_ = pidfd.Release();
+  mapping->populator_ = std::make_unique<PagePopulator>(memory, size);
   return mapping;
 }
 

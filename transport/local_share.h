@@ -35,8 +35,14 @@
 // its node retired while the process lives stays mapped here: copies land in
 // pages the node no longer uses (node.cc: RetireMemory keeps the range, so
 // no later segment reuses its addresses), and the UCX path would refuse them.
-// Thread safety: LocalMapping is immutable after creation (any thread);
-// LocalShareServer: construct and destroy on one thread.
+// The client's page tables for the segment are filled a 2 MiB chunk at a
+// time when a copy first touches it (common/page_populator.h): a fault a
+// page would cost more than the copy, and populating the whole mapping at
+// once would cost time and page tables in proportion to the segment, not
+// to what the client uses.
+// Thread safety: LocalMapping is immutable after creation but for its
+// populator, which is thread-safe (any thread); LocalShareServer: construct
+// and destroy on one thread.
 #pragma once
 
 #include <atomic>
@@ -47,6 +53,7 @@
 #include <string_view>
 
 #include "auth/proof.h"
+#include "common/page_populator.h"
 #include "common/poll_thread.h"
 #include "common/result.h"
 #include "common/socket_io.h"
@@ -112,6 +119,7 @@ class LocalMapping {
   uint8_t* memory_ = nullptr;
   uint64_t base_ = 0, size_ = 0;
   int pidfd_ = -1;
+  std::unique_ptr<PagePopulator> populator_;  // over memory_
 };
 
 // Maps the segment served at abstract socket `name`, proving `cluster_token`

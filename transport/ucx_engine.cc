@@ -61,7 +61,10 @@ std::string RefusalMessage(const UcxAmOut& out, ErrorCode code) {
 // the copies need no worker); returns the ops left for UCX. Each copy needs
 // a READY connection, the op's range inside the mapped segment and the node
 // process alive (its pidfd): a node that exited, perhaps restarted on the
-// same endpoint, is never read or written through its old memory.
+// same endpoint, is never read or written through its old memory. Liveness
+// is polled once per node and call, before its copies (a system call per op
+// is a sizeable part of a 64 KiB copy; a node may die during any copy either
+// way).
 std::vector<const TransferOp*> CopyLocally(
     UcxContext& context, TransferKind kind, std::span<const TransferOp> ops,
     const std::map<std::string_view, std::shared_ptr<ClientConn>>& conns,
@@ -82,8 +85,11 @@ std::vector<const TransferOp*> CopyLocally(
   if (local.empty()) return remote;
   context.mu().unlock();
   const bool read = kind == TransferKind::READ;
+  std::map<const LocalMapping*, bool> alive;
   for (auto& [op, mapping] : local) {
-    if (!mapping->Alive()) {  // the node exited: its old memory is not its segment now
+    auto [it, first] = alive.try_emplace(mapping.get(), false);
+    if (first) it->second = mapping->Alive();
+    if (!it->second) {  // the node exited: its old memory is not its segment now
       remote.push_back(op);
       continue;
     }
