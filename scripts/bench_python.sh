@@ -13,7 +13,12 @@
 #     the node ("node");
 #   - in the own mode, a get of one object in the process's own segment
 #     against a memcpy of the same size: 256 KiB in both languages, and
-#     BENCH_LOCAL_SIZE (64 MiB) in Python.
+#     BENCH_LOCAL_SIZE (64 MiB) in Python;
+#   - python/bench/one_call.py: one-object put_from, get_into and is_exist
+#     (4 KiB, in the store's own segment) from Python against the same call
+#     in the native store's C++ loop, alternating in blocks in one process,
+#     BENCH_ONE_ITERS (2000) calls of each (the per-call overhead; goal
+#     <= 1.2).
 # The table shows medians over the rounds: the batch p50 of Python, of C++
 # in the same process and of shelfmark-perf, the Python / same-process C++
 # ratio (goal <= 1.05), and get / memcpy bandwidth (goal >= 0.8). Every get
@@ -21,13 +26,14 @@
 #
 # Usage: scripts/bench_python.sh [BUILD_DIR]
 # Environment: BENCH_ROUNDS (3), BENCH_ITERS (200), BENCH_LOCAL_SIZE
-# (67108864), BENCH_OUT (out/bench_python.jsonl; rewritten).
+# (67108864), BENCH_ONE_ITERS (2000), BENCH_OUT (out/bench_python.jsonl; rewritten).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 rounds="${BENCH_ROUNDS:-3}"
 iters="${BENCH_ITERS:-200}"
 local_size="${BENCH_LOCAL_SIZE:-67108864}"
+one_iters="${BENCH_ONE_ITERS:-2000}"
 out="${BENCH_OUT:-$root/out/bench_python.jsonl}"
 
 script=bench_python
@@ -61,11 +67,15 @@ for ((r = 1; r <= rounds; r++)); do
   PYTHONPATH="$build/python" "$python" python/bench/batch_get.py --master="127.0.0.1:$rpc_port" \
     --iters=20 --local_size="$local_size" --json |
     sed "s/^{/{\"lang\": \"python\", \"mode\": \"own-large\", \"round\": $r, /" >> "$out"
+  PYTHONPATH="$build/python" "$python" python/bench/one_call.py --master="127.0.0.1:$rpc_port" \
+    --iters="$one_iters" --json | sed "s/^{/{\"lang\": \"python\", \"mode\": \"one\", \"round\": $r, /" >> "$out"
 done
 
-# median LANG MODE FIELD: the median over the rounds.
+# median LANG MODE FIELD [CALL]: the median over the rounds (of CALL's lines).
 median() {
-  grep -E "\"lang\": ?\"$1\", ?\"mode\": ?\"$2\"" "$out" | json_field "$3" |
+  local call="${4:+\"call\": \"$4\"}"  # "" matches every line
+  grep -E "\"lang\": ?\"$1\", ?\"mode\": ?\"$2\"" "$out" | grep -F -- "$call" |
+    sed -n "s/.*\"$3\":\([^,}]*\).*/\1/p" |
     sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "null" }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "null" }'; }
@@ -84,5 +94,11 @@ printf "%-34s %12s %12s\n" "own-segment get / memcpy, $((local_size >> 20)) MiB"
   "$(median python own-large local_vs_memcpy)"
 printf "%-34s %12s %12s\n" "  (GB/s: get, memcpy)" "-" \
   "$(median python own-large local_get_gbps), $(median python own-large memcpy_gbps)"
-echo "(ratio: Python p50 / same-process C++ p50, goal <= 1.05; get / memcpy goal >= 0.8)"
+for call in put_from get_into is_exist; do
+  printf "%-34s %12s %12s %8s\n" "one $call 4 KiB p50 us (own)" \
+    "$(median python one cpp_p50_us "$call")" "$(median python one python_p50_us "$call")" \
+    "$(median python one python_vs_cpp "$call")"
+done
+echo "(ratio: Python p50 / same-process C++ p50, goal <= 1.05 batched, <= 1.2 one call;" \
+  "get / memcpy goal >= 0.8)"
 echo "JSON lines: $out"

@@ -43,26 +43,39 @@ def fail(what, code):
     sys.exit(1)
 
 
-def timed_batches(store, keys, dst, size, iters, warmup, block):
-    """(Python ns per batch, C++ ns per batch), alternating blocks."""
-    ptrs = [dst.ctypes.data + i * size for i in range(len(keys))]
-    sizes = [size] * len(keys)
+def alternate(call, check, native, iters, warmup, block):
+    """(Python ns per call, C++ ns per call): --iters timed call()s, each
+    answer given to check() after its timing (it fails the run, or resets
+    what the call changed), alternating in blocks of `block` with
+    native(n), the native store's loop of n timed calls of the same."""
     python, cpp = [], []
-    for i in range(warmup):
-        store.batch_get_into(keys, ptrs, sizes)
+    for _ in range(warmup):
+        check(call())
     while len(python) < iters:
         n = min(block, iters - len(python))
         for _ in range(n):
             t0 = time.perf_counter_ns()
-            got = store.batch_get_into(keys, ptrs, sizes)
+            got = call()
             python.append(time.perf_counter_ns() - t0)
-            if any(g != size for g in got):
-                fail("batch_get_into", got)
-        native = store._store.time_batch_get_into(keys, ptrs, sizes, n)
-        if len(native) != n:
-            fail("time_batch_get_into", native)
-        cpp.extend(native)
+            check(got)
+        got = native(n)
+        if len(got) != n:
+            fail("the native loop", got)
+        cpp.extend(got)
     return python, cpp
+
+
+def timed_batches(store, keys, dst, size, iters, warmup, block):
+    """(Python ns per batch, C++ ns per batch), alternating blocks."""
+    ptrs = [dst.ctypes.data + i * size for i in range(len(keys))]
+    sizes = [size] * len(keys)
+
+    def check(got):
+        if any(g != size for g in got):
+            fail("batch_get_into", got)
+    return alternate(lambda: store.batch_get_into(keys, ptrs, sizes), check,
+                     lambda n: store._store.time_batch_get_into(keys, ptrs, sizes, n),
+                     iters, warmup, block)
 
 
 def local_vs_memcpy(store, key, size, iters):

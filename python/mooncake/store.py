@@ -404,6 +404,9 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
                                     self._host(config)))
 
     def put_from(self, key, buffer_ptr, size, config=None):
+        if config is None:  # _one's answer without its Python (the per-call hot path)
+            code = self._store.put_from(key, buffer_ptr, size, _DEFAULT_CONFIG)
+            return code if code == 0 else _put_code(code)
         return _one(config, False, lambda c: self._store.put_from(key, buffer_ptr, size, c),
                     self._host(config))
 
@@ -488,7 +491,8 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
     def get_into(self, key, buffer_ptr, size):
         """Bytes read into the registered buffer, or a negative code
         (-10 BUFFER_OVERFLOW when the object is larger than size)."""
-        return _c(self._store.get_into(key, buffer_ptr, size))
+        got = self._store.get_into(key, buffer_ptr, size)
+        return got if got >= 0 else _c(got)
 
     def batch_get_into(self, keys, buffer_ptrs, sizes):
         return _cs(self._store.batch_get_into(list(keys), list(buffer_ptrs), list(sizes)))
@@ -514,7 +518,8 @@ class MooncakeDistributedStore(TensorMixin, ZeroCopyMixin, SegmentsMixin, TasksM
     # --- metadata -------------------------------------------------------------
     def is_exist(self, key):
         """1 exists, 0 not, a negative code on error."""
-        return _c(self._store.is_exist(key))
+        got = self._store.is_exist(key)
+        return got if got >= 0 else _c(got)
 
     def batch_is_exist(self, keys):
         return _cs(self._store.batch_is_exist(list(keys)))

@@ -316,6 +316,9 @@ PYBIND11_MODULE(_shelfmark, m) {
       .def("local_copies", &Store::LocalCopies)
       .def("disk_stats", &Store::DiskStats)
       .def("time_batch_get_into", &Store::TimeBatchGetInto, Release())
+      .def("time_put_from", &Store::TimePutFrom, Release())
+      .def("time_get_into", &Store::TimeGetInto, Release())
+      .def("time_is_exist", &Store::TimeIsExist, Release())
       .def("remove_all", &Store::RemoveAll, Release())
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
            Release())

@@ -550,21 +550,54 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
                                    room, read_key);
 }
 
-std::vector<int64_t> Store::TimeBatchGetInto(const std::vector<std::string>& keys,
-                                             const std::vector<uint64_t>& ptrs,
-                                             const std::vector<uint64_t>& sizes, int iters) {
+// `iters` runs of call() timed by steady_clock, then of after() untimed
+// (what resets the state a call changed); ns per call, or empty when a call
+// answers false (the bench cannot tell a failed call's time from a real one).
+template <typename Call, typename After>
+static std::vector<int64_t> TimeCalls(int iters, Call call, After after) {
   std::vector<int64_t> ns;
+  ns.reserve(std::max(iters, 0));
   for (int i = 0; i < iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<int64_t> got = BatchGetInto(keys, ptrs, sizes);
+    const bool ok = call();
     ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::steady_clock::now() - start)
                      .count());
-    for (size_t k = 0; k < got.size(); ++k) {
-      if (got[k] != static_cast<int64_t>(sizes[k])) return {};
-    }
+    if (!ok) return {};
+    after();
   }
   return ns;
+}
+
+std::vector<int64_t> Store::TimeBatchGetInto(const std::vector<std::string>& keys,
+                                             const std::vector<uint64_t>& ptrs,
+                                             const std::vector<uint64_t>& sizes, int iters) {
+  auto call = [&] {
+    const std::vector<int64_t> got = BatchGetInto(keys, ptrs, sizes);
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (got[k] != static_cast<int64_t>(sizes[k])) return false;
+    }
+    return true;
+  };
+  return TimeCalls(iters, call, [] {});
+}
+
+std::vector<int64_t> Store::TimePutFrom(const std::string& key, uint64_t ptr, uint64_t size,
+                                        const PutConfig& config, int iters) {
+  return TimeCalls(
+      iters, [&] { return PutFrom(key, ptr, size, config) == kOk; },
+      [&] { Remove(key, /*force=*/true); });
+}
+
+std::vector<int64_t> Store::TimeGetInto(const std::string& key, uint64_t ptr, uint64_t size,
+                                        int iters) {
+  return TimeCalls(
+      iters, [&] { return GetInto(key, ptr, size) == static_cast<int64_t>(size); }, [] {});
+}
+
+std::vector<int64_t> Store::TimeIsExist(const std::string& key, int iters) {
+  return TimeCalls(
+      iters, [&] { return IsExist(key) >= 0; }, [] {});
 }
 
 // --- registered memory -----------------------------------------------------

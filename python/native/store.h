@@ -186,12 +186,19 @@ class Store {
       const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
       const std::vector<std::vector<std::vector<uint64_t>>>& lengths);
 
-  // The benchmark's C++ baseline (python/bench/batch_get.py): `iters` calls
-  // of BatchGetInto timed in C++, in this process, on this store's client
-  // and buffers; ns per call, or empty when a call fails.
+  // The benchmarks' C++ baselines (python/bench/batch_get.py, one_call.py):
+  // `iters` calls of BatchGetInto / PutFrom / GetInto / IsExist timed in
+  // C++, in this process, on this store's client and buffers; ns per call,
+  // or empty when a call fails (a get short of `size` bytes, a put not 0, an
+  // exist check answering a code). TimePutFrom removes the key after each
+  // put, untimed, so that every timed put writes.
   std::vector<int64_t> TimeBatchGetInto(const std::vector<std::string>& keys,
                                         const std::vector<uint64_t>& ptrs,
                                         const std::vector<uint64_t>& sizes, int iters);
+  std::vector<int64_t> TimePutFrom(const std::string& key, uint64_t ptr, uint64_t size,
+                                   const PutConfig& config, int iters);
+  std::vector<int64_t> TimeGetInto(const std::string& key, uint64_t ptr, uint64_t size, int iters);
+  std::vector<int64_t> TimeIsExist(const std::string& key, int iters);
 
   // --- registered memory ---------------------------------------------------
   int RegisterBuffer(uint64_t ptr, uint64_t size);

@@ -12,6 +12,8 @@ import time
 import numpy as np
 import pytest
 
+import _shelfmark
+
 from conftest import dead_master_addr
 from mooncake.store import (BufferHandle, MooncakeDistributedStore, ReplicaStatus,
                             ReplicateConfig, SoftPinAction)
@@ -161,6 +163,26 @@ def test_batch_put_from_get_into(store, prefix):
         assert got == [size] * n + [OBJECT_NOT_FOUND]
         assert np.array_equal(src, dst)
     assert store.batch_remove(keys + [prefix + "none"], force=True) == [OK] * n + [OBJECT_NOT_FOUND]
+
+
+def test_native_timing_loops(store, prefix):
+    """The benchmarks' C++ loops (python/bench): one figure (ns) per call,
+    none when a call fails; time_put_from leaves no object behind."""
+    size, native = 4096, store._store
+    src, dst = pattern(size, 9), np.zeros(size, dtype=np.uint8)
+    key, missing = prefix + "timed", prefix + "timed-none"
+    with Registered(store, src, dst):
+        put = native.time_put_from(key, src.ctypes.data, size, _shelfmark.PutConfig(), 3)
+        assert len(put) == 3 and all(ns > 0 for ns in put)
+        assert store.is_exist(key) == 0
+        assert store.put_from(key, src.ctypes.data, size) == OK
+        assert len(native.time_get_into(key, dst.ctypes.data, size, 4)) == 4
+        assert np.array_equal(src, dst)
+        assert len(native.time_is_exist(key, 5)) == 5
+        assert len(native.time_batch_get_into([key], [dst.ctypes.data], [size], 2)) == 2
+        assert native.time_get_into(missing, dst.ctypes.data, size, 2) == []
+        assert native.time_batch_get_into([missing], [dst.ctypes.data], [size], 2) == []
+    assert store.remove(key, True) == OK
 
 
 def test_multi_buffers(store, prefix):
