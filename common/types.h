@@ -193,6 +193,10 @@ struct DirectoryStats {
   // Segments dropped because a new owner mounted at their endpoint (a node
   // restarted there, or a client naming a live node's endpoint).
   uint64_t superseded_segments = 0;
+  // SSD store registrations dropped, with their LOCAL_DISK replicas, because
+  // a new client took their endpoint: mounted a segment superseding their
+  // owner's, or registered a store at the same endpoint.
+  uint64_t superseded_disks = 0;
   // Completed passes of the background work (client expiry, offload
   // time-outs, stale puts, eviction).
   uint64_t background_runs = 0;

@@ -23,8 +23,16 @@ bool ClientRegistry::Known(const UUID& client) const {
 }
 
 std::unique_ptr<DiskNode> ClientRegistry::MountDisk(const UUID& client, std::string_view endpoint,
-                                                    bool enable_offloading, int64_t now_ms) {
+                                                    bool enable_offloading, int64_t now_ms,
+                                                    std::vector<const DiskNode*>* superseded) {
   MutexLock lock(&mu_);
+  if (superseded != nullptr) {
+    for (auto& [id, other] : clients_) {
+      if (id != client && other.disk && other.disk->endpoint == endpoint) {
+        superseded->push_back(TakeDiskOf(other));
+      }
+    }
+  }
   ClientState& state = clients_[client];
   state.last_seen_ms = now_ms;
   if (state.disk && state.disk->endpoint == endpoint &&
@@ -34,6 +42,19 @@ std::unique_ptr<DiskNode> ClientRegistry::MountDisk(const UUID& client, std::str
   std::unique_ptr<DiskNode> old = std::move(state.disk);
   state.disk = std::make_unique<DiskNode>(client, std::string(endpoint), enable_offloading);
   return old;
+}
+
+const DiskNode* ClientRegistry::TakeDisk(const UUID& client) {
+  MutexLock lock(&mu_);
+  auto it = clients_.find(client);
+  return it == clients_.end() ? nullptr : TakeDiskOf(it->second);
+}
+
+const DiskNode* ClientRegistry::TakeDiskOf(ClientState& state) {
+  if (!state.disk) return nullptr;
+  state.offload_queue.clear();  // no store takes them now
+  state.taken_disks.push_back(std::move(state.disk));
+  return state.taken_disks.back().get();
 }
 
 DiskNode* ClientRegistry::Disk(const UUID& client) const {

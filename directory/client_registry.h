@@ -2,8 +2,10 @@
 // SSD stores (DiskNode, owner of LOCAL_DISK replicas) and their offload work.
 //
 // Thread safety: all methods are thread-safe (one mutex, a leaf lock).
-// Lifetime: a DiskNode stays valid until the directory has removed every
-// replica that points at it and calls ReleaseDisk().
+// Lifetime: a DiskNode MountDisk returns or TakeExpired hands out lives
+// as long as the caller keeps it (it drops the node's replicas first); one
+// taken out by TakeDisk or a superseding MountDisk stays valid until its
+// client goes (a call of that client may still hold it).
 #pragma once
 
 #include <atomic>
@@ -55,9 +57,20 @@ class ClientRegistry {
   bool Known(const UUID& client) const;
   // Installs the client's SSD store. Returns the node replaced by a mount
   // with a different endpoint or offload setting (its replicas must be
-  // dropped before it is destroyed), or null.
+  // dropped before it is destroyed), or null. With `superseded`, other
+  // clients' stores at `endpoint` are first taken out, as TakeDisk does,
+  // under the same lock, and appended to it: an endpoint names one live
+  // process, so they are a previous process's there (the caller drops their
+  // replicas). Snapshot restore passes none: it installs what it reads.
   std::unique_ptr<DiskNode> MountDisk(const UUID& client, std::string_view endpoint,
-                                      bool enable_offloading, int64_t now_ms);
+                                      bool enable_offloading, int64_t now_ms,
+                                      std::vector<const DiskNode*>* superseded = nullptr);
+  // Takes the client's SSD store out (null: it has none): Disk() no longer
+  // finds it, so no replica is added to it; the caller drops its replicas.
+  // Drops the offload tasks queued for it; its in-flight ones stay until
+  // they time out (TakeTimedOutInflight), so their pins are dropped. The
+  // client stays known until it expires, and the node valid until then.
+  const DiskNode* TakeDisk(const UUID& client);
   // The client's DiskNode or null.
   DiskNode* Disk(const UUID& client) const;
   // Removes and returns the clients silent since before `now_ms - ttl_ms`;
@@ -105,7 +118,11 @@ class ClientRegistry {
     std::unique_ptr<DiskNode> disk;
     std::deque<OffloadTask> offload_queue;
     std::vector<InflightOffload> inflight;
+    std::vector<std::unique_ptr<DiskNode>> taken_disks;  // by TakeDisk, kept until the client goes
   };
+  // TakeDisk's work on a state, under mu_.
+  static const DiskNode* TakeDiskOf(ClientState& state);
+
   mutable Mutex mu_;
   std::unordered_map<UUID, ClientState, UUIDHash> clients_ GUARDED_BY(mu_);
   bool expiry_held_ GUARDED_BY(mu_) = false;

@@ -353,6 +353,7 @@ class DirectoryImpl {
   std::atomic<uint64_t> promotions_abandoned_{0};
   std::atomic<uint64_t> unplaceable_puts_{0};
   std::atomic<uint64_t> superseded_segments_{0};
+  std::atomic<uint64_t> superseded_disks_{0};
   std::atomic<uint64_t> upserts_{0};
   std::atomic<uint64_t> background_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};

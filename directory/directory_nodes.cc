@@ -1,7 +1,9 @@
 // Segments and clients: mounting, liveness and what a vanished node takes
 // with it.
 #include <algorithm>
+#include <memory>
 #include <unordered_set>
+#include <vector>
 
 #include "directory/directory_impl.h"
 
@@ -10,20 +12,29 @@ namespace shelfmark {
 ErrorCode DirectoryImpl::MountSegment(const UUID& client, const Segment& segment) {
   // A node restarted on its endpoint mounts with a new id: its previous
   // process's segment goes now, not at client_ttl (its descriptors would
-  // only be refused by the new process).
+  // only be refused by the new process). So does that process's SSD store:
+  // its LOCAL_DISK replicas would send reads to a dead process (the new one
+  // registers its store and re-reports what the store holds).
   std::vector<SegmentEntry*> superseded = segments_.BeginUnmountSuperseded(client, segment);
   if (!superseded.empty()) {
+    std::vector<const void*> owners(superseded.begin(), superseded.end());
+    size_t disks = 0;
+    for (SegmentEntry* s : superseded) {
+      if (const DiskNode* disk = clients_.TakeDisk(s->owner)) {
+        owners.push_back(disk);
+        ++disks;
+      }
+    }
     DropReservationsOn(superseded);
-    PurgeOwners({superseded.begin(), superseded.end()});
+    PurgeOwners(owners);
     DropRetiredOn(superseded);
     for (SegmentEntry* s : superseded) segments_.Erase(s);
     superseded_segments_.fetch_add(superseded.size(), std::memory_order_relaxed);
+    superseded_disks_.fetch_add(disks, std::memory_order_relaxed);
   }
   ErrorCode rc = segments_.Mount(client, segment);
-  if (rc == ErrorCode::OK) {
-    clients_.Touch(client, Now());
-    TouchSegments();
-  }
+  if (rc == ErrorCode::OK) clients_.Touch(client, Now());
+  if (rc == ErrorCode::OK || !superseded.empty()) TouchSegments();
   return rc;
 }
 
@@ -55,9 +66,16 @@ ErrorCode DirectoryImpl::MountLocalDisk(const UUID& client, bool enable_offloadi
   if (client.is_nil() || endpoint.empty() || endpoint.size() > 1024) {
     return ErrorCode::INVALID_PARAMS;
   }
+  // A node restarted on its endpoint registers its store under a new id:
+  // the previous process's store there goes now, not at client_ttl (its
+  // LOCAL_DISK replicas would send reads to a dead process).
+  std::vector<const DiskNode*> superseded;
   std::unique_ptr<DiskNode> replaced =
-      clients_.MountDisk(client, endpoint, enable_offloading, Now());
-  if (replaced) PurgeOwners({replaced.get()});
+      clients_.MountDisk(client, endpoint, enable_offloading, Now(), &superseded);
+  superseded_disks_.fetch_add(superseded.size(), std::memory_order_relaxed);
+  std::vector<const void*> owners(superseded.begin(), superseded.end());
+  if (replaced) owners.push_back(replaced.get());
+  PurgeOwners(owners);
   TouchSegments();
   return ErrorCode::OK;
 }

@@ -117,6 +117,72 @@ TEST_F(NodesTest, ANewIncarnationAtTheSameEndpointDropsTheOldSegment) {
   EXPECT_EQ(got->replicas[0].memory.segment_id, again.id);
 }
 
+// The same restart with an SSD store: the old process's store registration
+// went only at client_ttl, so lookups kept naming the dead process's
+// LOCAL_DISK replicas beside the new process's re-reported ones. Now the new
+// segment's mount drops them at once.
+TEST_F(NodesTest, ANewIncarnationAtTheSameEndpointDropsTheOldDiskReplicas) {
+  ASSERT_NO_FATAL_FAILURE(MountNodeWithStore(node_));
+  ASSERT_EQ(dir_->Stat("", "also-in-b")->replicas.size(), 2u);
+
+  const UUID restarted = UUID::Generate();
+  ASSERT_EQ(dir_->MountSegment(restarted, MakeSegment("a", 1 << 20)), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().superseded_disks, 1u);
+  ASSERT_NO_FATAL_FAILURE(ExpectOldStoreGone(*dir_, restarted));
+  EXPECT_TRUE(dir_->ExportSegmentTable().disks.empty());
+  // The dead process's late reports find no store; the new one's re-report
+  // lists only it.
+  EXPECT_EQ(
+      dir_->NotifyOffloadSuccess(node_, {{"", "disk-only", {1, 10, 9, 10, "a:1234"}}}).error(),
+      ErrorCode::ILLEGAL_CLIENT);
+  ASSERT_EQ(dir_->MountLocalDisk(restarted, false, "a:1234"), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().superseded_disks, 1u);  // the old store was already gone
+  ASSERT_EQ(
+      (*dir_->NotifyOffloadSuccess(restarted, {{"", "disk-only", {1, 10, 9, 10, "a:1234"}}}))[0],
+      ErrorCode::OK);
+  auto again = dir_->GetReplicaList("", "disk-only");
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->replicas.size(), 1u);
+  EXPECT_EQ(again->replicas[0].disk.client_id, restarted);
+  const auto disks = dir_->ExportSegmentTable().disks;
+  ASSERT_EQ(disks.size(), 1u);
+  EXPECT_EQ(disks[0].client, restarted);
+}
+
+// A store registered at another client's store endpoint supersedes it even
+// without a segment doing so (a store may listen apart from its segment):
+// the older store's LOCAL_DISK replicas go at once; stores elsewhere stay.
+TEST_F(NodesTest, AStoreAtAnotherClientsStoreEndpointSupersedesIt) {
+  const UUID neighbour = UUID::Generate();
+  ASSERT_EQ(dir_->MountLocalDisk(node_, false, "node:7000"), ErrorCode::OK);
+  ASSERT_EQ(dir_->MountLocalDisk(neighbour, false, "node:7001"), ErrorCode::OK);
+  ASSERT_EQ(*dir_->NotifyOffloadSuccess(node_, {{"", "old", {1, 0, 3, 10, "node:7000"}},
+                                                {"", "both", {1, 9, 4, 10, "node:7000"}}}),
+            (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OK}));
+  ASSERT_EQ((*dir_->NotifyOffloadSuccess(neighbour, {{"", "both", {1, 0, 4, 10, "node:7001"}}}))[0],
+            ErrorCode::OK);
+
+  const UUID restarted = UUID::Generate();
+  ASSERT_EQ(dir_->MountLocalDisk(restarted, false, "node:7000"), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().superseded_disks, 1u);
+  EXPECT_EQ(dir_->GetReplicaList("", "old").error(), ErrorCode::OBJECT_NOT_FOUND);
+  auto both = dir_->GetReplicaList("", "both");
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->replicas.size(), 1u);
+  EXPECT_EQ(both->replicas[0].disk.client_id, neighbour);
+  EXPECT_EQ(dir_->NotifyOffloadSuccess(node_, {}).error(), ErrorCode::ILLEGAL_CLIENT);
+  // Registering its own store again supersedes nothing.
+  ASSERT_EQ((*dir_->NotifyOffloadSuccess(restarted, {{"", "old", {1, 0, 3, 10, "node:7000"}}}))[0],
+            ErrorCode::OK);
+  ASSERT_EQ(dir_->MountLocalDisk(restarted, false, "node:7000"), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().superseded_disks, 1u);
+  auto old = dir_->GetReplicaList("", "old");
+  ASSERT_TRUE(old.ok());
+  ASSERT_EQ(old->replicas.size(), 1u);
+  EXPECT_EQ(old->replicas[0].disk.client_id, restarted);
+  EXPECT_EQ(dir_->ExportSegmentTable().disks.size(), 2u);
+}
+
 TEST_F(NodesTest, PingKeepsClientsAliveAndSilentOnesLoseEverything) {
   Mount(node_, "a");
   ASSERT_EQ(Put("k"), ErrorCode::OK);

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "directory/directory.h"
@@ -65,6 +66,35 @@ class DirectoryFixture : public ::testing::Test {
     auto started = dir_->PutStart(writer_, tenant, key, size, config);
     if (!started.ok()) return started.error();
     return dir_->PutEnd(writer_, tenant, key);
+  }
+
+  // A node's previous process as a restart finds it: `node` mounted segment
+  // "a" (endpoint a:1234) and its SSD store at the same endpoint, which holds
+  // "disk-only" and "also-in-b" (also in segment "b", another node's).
+  void MountNodeWithStore(const UUID& node) {
+    Mount(node, "a");
+    Mount(UUID::Generate(), "b");
+    ASSERT_EQ(dir_->MountLocalDisk(node, false, "a:1234"), ErrorCode::OK);
+    PutConfig on_b;
+    on_b.preferred_segments = {"b"};
+    ASSERT_EQ(Put("also-in-b", 10, on_b), ErrorCode::OK);
+    auto codes = dir_->NotifyOffloadSuccess(node, {{"", "also-in-b", {1, 0, 9, 10, "a:1234"}},
+                                                   {"", "disk-only", {1, 10, 9, 10, "a:1234"}}});
+    ASSERT_TRUE(codes.ok());
+    ASSERT_EQ(*codes, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OK}));
+  }
+
+  // What `d` holds once MountNodeWithStore's node was superseded by `now`
+  // (before `now` re-reported its store): "disk-only" is gone, "also-in-b"
+  // is only in "b", and the only store registered is `now`'s, if any.
+  static void ExpectOldStoreGone(Directory& d, const UUID& now) {
+    EXPECT_EQ(d.GetReplicaList("", "disk-only").error(), ErrorCode::OBJECT_NOT_FOUND);
+    auto kept = d.GetReplicaList("", "also-in-b");
+    ASSERT_TRUE(kept.ok());
+    ASSERT_EQ(kept->replicas.size(), 1u);
+    EXPECT_EQ(kept->replicas[0].type, ReplicaType::MEMORY);
+    EXPECT_EQ(kept->replicas[0].memory.endpoint, "b:1234");
+    for (const DiskNodeState& disk : d.ExportSegmentTable().disks) EXPECT_EQ(disk.client, now);
   }
 
   ManualClock clock_;

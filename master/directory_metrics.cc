@@ -43,6 +43,10 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           "Segments dropped, with every replica on them, because a new owner "
                           "mounted at their endpoint (a node restarted there).",
                           read(&DirectoryStats::superseded_segments));
+  registry.AddCounterFunc("shelfmark_master_disks_superseded_total",
+                          "SSD stores dropped, with their LOCAL_DISK replicas, because a new "
+                          "client took their endpoint (a node restarted there).",
+                          read(&DirectoryStats::superseded_disks));
   registry.AddCounterFunc("shelfmark_master_evicted_without_copy_total",
                           "Objects eviction erased with no SSD copy while offload was enabled.",
                           read(&DirectoryStats::evicted_without_copy));

@@ -141,6 +141,27 @@ TEST_F(StandbyStateTest, ReplicasOnUnknownSegmentsAreDroppedAtLoad) {
   EXPECT_EQ(state.object_count(), 0u);
 }
 
+// A node restarted on its endpoint supersedes the old process's segment and
+// SSD store at the leader: a standby learns both drops from the change feed,
+// so after a failover no lookup names the dead process either.
+TEST_F(StandbyStateTest, AStoreDroppedByARestartedNodeIsDroppedOnTheStandby) {
+  dir_->EnableChangeTracking();
+  ASSERT_NO_FATAL_FAILURE(MountNodeWithStore(UUID::Generate()));
+  StandbyState state;
+  FullCopy(*dir_, &state);
+  const UUID restarted = UUID::Generate();
+  ASSERT_EQ(dir_->MountSegment(restarted, MakeSegment("a", 1 << 20)), ErrorCode::OK);
+  ASSERT_EQ(dir_->MountLocalDisk(restarted, false, "a:1234"), ErrorCode::OK);
+  state.Apply(dir_->TakeChanges());
+
+  ManualClock clock2;
+  auto loaded = MakeTestDirectory(&clock2);
+  ASSERT_EQ(state.LoadInto(*loaded), ErrorCode::OK);
+  ASSERT_NO_FATAL_FAILURE(ExpectOldStoreGone(*loaded, restarted));
+  EXPECT_EQ(loaded->ExportSegmentTable().disks.size(), 1u);
+  EXPECT_EQ(Readable(*loaded), Readable(*dir_));
+}
+
 TEST_F(StandbyStateTest, NothingIsRecordedBeforeTrackingIsEnabled) {
   Mount(UUID::Generate(), "a");
   ASSERT_EQ(Put("k"), ErrorCode::OK);

@@ -7,7 +7,10 @@
 //    after a relaxed checkpoint, kill -9 with strict persistence) still lists
 //    and serves every object it had acknowledged;
 //  - A killed with kill -9 in the middle of offloading, then restarted: every
-//    object the master lists on A's disk reads back with the right bytes.
+//    object the master lists on A's disk reads back with the right bytes;
+//  - A killed and restarted on the same port (a master with a minute's
+//    client TTL): the new process's mount drops the old one's LOCAL_DISK
+//    replicas at once, so no lookup names the dead process.
 // Every wait is a bounded poll; nothing asserts on timing.
 #include <signal.h>
 
@@ -93,14 +96,14 @@ struct NodeProcess {
 
 class SsdProcessTest : public ::testing::TestWithParam<std::string> {
  protected:
-  // Master with offload on, a 2 s client TTL, eviction of everything
+  // Master with offload on, a client_ttl_ (2 s) client TTL, eviction of everything
   // evictable once half the memory is allocated; node B; the client.
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
     const std::string err = dir_.Join("master.err");
     master_ = std::make_unique<ChildProcess>(
         SHELFMARK_MASTER_BIN,
-        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=2",
+        std::vector<std::string>{"--rpc_port=0", "--metrics_port=0", "--client_ttl=" + client_ttl_,
                                  "--enable_offload", "--eviction_high_watermark_ratio=0.5",
                                  "--eviction_ratio=1.0", "--default_kv_lease_ttl=2000"},
         err);
@@ -307,6 +310,7 @@ class SsdProcessTest : public ::testing::TestWithParam<std::string> {
   }
 
   testing::TempDir dir_{"ssd_process"};  // logs and store directories
+  std::string client_ttl_ = "2";         // seconds
   uint16_t rpc_ = 0, http_ = 0;
   int starts_ = 0;
   std::unique_ptr<ChildProcess> master_;
@@ -386,6 +390,48 @@ TEST_P(SsdProcessTest, KilledMidOffloadServesEveryListedObject) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SsdProcessTest, testing::SsdBackends(),
+                         testing::SsdBackendName);
+
+// A master that keeps a silent client for a minute: what goes at once after
+// a restart was dropped by the new process's mount, not by expiry.
+class SsdRestartProcessTest : public SsdProcessTest {
+ protected:
+  SsdRestartProcessTest() { client_ttl_ = "60"; }
+};
+
+// A killed and restarted on the same port (same endpoint, new client id):
+// the new segment's mount supersedes the old process's segment and SSD
+// store, so once the new A is up no key lists a LOCAL_DISK replica of the
+// dead process beside the new one's; the new A re-reports its store and the
+// objects read back through it.
+TEST_P(SsdRestartProcessTest, RestartOnTheSamePortDropsTheOldStoreAtOnce) {
+  const std::vector<std::string> flags = {"--listen_port=" + std::to_string(testing::FreePort())};
+  a_ = StartNode(kNodeA, "strict", flags);
+  ASSERT_FALSE(a_.client_id.empty());
+  const std::vector<std::string> keys = MixedKeys(10);
+  ASSERT_NO_FATAL_FAILURE(PutOnA(keys));
+  ASSERT_TRUE(WaitOnDisk(keys, a_)) << "not all objects offloaded to A";
+  const std::string old_id = a_.client_id;
+  a_.process->Signal(SIGKILL);
+  ASSERT_EQ(a_.process->Wait(20'000), 128 + SIGKILL);
+  a_ = StartNode(kNodeA, "strict", flags);
+  ASSERT_FALSE(a_.client_id.empty());
+  ASSERT_NE(a_.client_id, old_id);
+  EXPECT_EQ(testing::ScrapeMetric(http_, "shelfmark_master_segments_superseded_total"), 1);
+  EXPECT_EQ(testing::ScrapeMetric(http_, "shelfmark_master_disks_superseded_total"), 1);
+  for (const std::string& key : keys) {
+    EXPECT_FALSE(OnDiskOf(Replicas(key), old_id)) << key << " still names the dead process";
+  }
+  ASSERT_TRUE(WaitOnDisk(keys, a_)) << "the new A did not re-report its store";
+  for (const std::string& key : keys) {
+    EXPECT_EQ(Replicas(key).size(), 1u) << key;
+  }
+  GetOptions get;
+  get.prefer_local_disk = true;
+  ExpectReadsThroughDisk(keys, a_, get);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SsdRestartProcessTest, testing::SsdBackends(),
                          testing::SsdBackendName);
 
 }  // namespace
