@@ -50,4 +50,6 @@ while IFS= read -r line; do
     "$(echo "$line" | json_field restart_objects_per_s)" \
     "$(awk -v b="$(echo "$line" | json_field disk_bytes)" 'BEGIN{ printf "%.1f", b / 1048576 }')"
 done < "$out"
-echo "page cache: $(json_field page_cache < "$out" | tr -d '"') at restart; JSON lines: $out"
+# page_cache is the run's (--drop_caches), the same in every line: the first's.
+echo "page cache: $(head -n 1 "$out" | json_field page_cache | tr -d '"') at restart;" \
+  "JSON lines: $out"

@@ -126,7 +126,7 @@ for k in $(seq 1 "$kills"); do
   wait "${mpid[$leader]}" 2>/dev/null || true
   wait "$writer" || log "kill $k: shelfmark-perf failover exited with $? (see below)"
   cat "$work/failover.$k.err" >&2
-  gap="$( (grep '"bench":"failover"' "$work/failover.$k" || true) | json_field gap_ms | sort -n |
+  gap="$( (grep '"bench":"failover"' "$work/failover.$k" || true) | json_fields gap_ms | sort -g |
           tail -n 1)"
   summary="$(grep failover_summary "$work/failover.$k" || echo '{}')"
   echo "{\"bench\":\"failover_kill\",\"kill\":$k,\"failover_ms\":${gap:-null},\"summary\":$summary}" >>"$out"
@@ -141,11 +141,13 @@ done
 # Summary.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 put() { grep "\"variant\":\"$1\"" "$out" | grep "\"batch\":$2,\"connections\":$3," | json_field "$4"; }
-times="$( (grep failover_kill "$out" || true) | sed -n 's/.*"failover_ms":\([0-9.]*\).*/\1/p' | sort -n)"
+# Kills whose writer saw no gap have "failover_ms":null: not a time.
+times="$( (grep failover_kill "$out" || true) | json_fields failover_ms | (grep -vx null || true) |
+         sort -g)"
 count="$(echo "$times" | grep -c . || true)"
-p50="$(echo "$times" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')"
+p50="$(echo "$times" | median_value)"
 max="$(echo "$times" | tail -n 1)"
-lost="$( (grep failover_kill "$out" || true) | sed -n 's/.*"lost":\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')"
+lost="$( (grep failover_kill "$out" || true) | json_fields lost | awk '{ s += $1 } END { print s + 0 }')"
 echo
 echo "=== shelfmark master HA ($(nproc) CPUs) ==="
 printf "%-58s %12s %8s\n" measure value ratio

@@ -223,6 +223,6 @@ p1="$(ours channel put 1 1 keys_per_s)"
 p16="$(ours channel put 1 16 keys_per_s)"
 printf "%-44s %12s\n" "unbatched put scaling, 16 conns / 1 conn" "$(ratio "$p16" "$p1")"
 
-errors="$(grep '"bench":"master"' "$out" | sed -n 's/.*"errors":\([0-9]*\).*/\1/p' | awk '{s+=$1} END{print s+0}')"
+errors="$(grep '"bench":"master"' "$out" | json_fields errors | awk '{s+=$1} END{print s+0}')"
 printf "%-52s %15s\n" "non-OK answers in all master runs" "$errors"
 echo "JSON lines: $out"

@@ -75,8 +75,7 @@ done
 median() {
   local call="${4:+\"call\": \"$4\"}"  # "" matches every line
   grep -E "\"lang\": ?\"$1\", ?\"mode\": ?\"$2\"" "$out" | grep -F -- "$call" |
-    sed -n "s/.*\"$3\":\([^,}]*\).*/\1/p" |
-    sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "null" }'
+    json_fields "$3" | median_value | grep . || echo null
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "null" }'; }
 

@@ -70,7 +70,7 @@ sleep 1.5
 kill -9 "${mpid[$lead]}"
 wait "${mpid[$lead]}" 2>/dev/null || true
 wait "$writer" || die "shelfmark-perf failover lost an acknowledged put (exit $?)"
-gap="$( (grep '"bench":"failover"' "$work/failover.jsonl" || true) | json_field gap_ms | sort -n |
+gap="$( (grep '"bench":"failover"' "$work/failover.jsonl" || true) | json_fields gap_ms | sort -g |
         tail -n 1)"
 summary="$(grep failover_summary "$work/failover.jsonl")"
 for _ in $(seq 1 100); do [ -n "$(leader)" ] && break; sleep 0.1; done

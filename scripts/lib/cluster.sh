@@ -154,6 +154,17 @@ wait_redis() {
   die "redis-server did not answer within $3 s; see $4"
 }
 
-# json_field NAME: the value of "NAME" in the flat JSON object on stdin (no
-# jq on a fresh machine).
-json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | head -n 1; }
+# json_fields NAME: the value of "NAME" in each flat JSON object on stdin (one
+# object a line), one value a line in input order; objects without it print
+# nothing. For callers that choose among several (max, median, sum). No jq on
+# a fresh machine.
+json_fields() { sed -n "s/.*\"$1\": *\([^,}]*\).*/\1/p"; }
+
+# json_field NAME: the value of "NAME" in the one flat JSON object on stdin
+# (given several, the first's: choose among them with json_fields).
+json_field() { json_fields "$1" | head -n 1; }
+
+# median_value: the median of the numbers on stdin, one a line (of an even
+# count, the lower middle one; empty lines are skipped); prints nothing when
+# there are none.
+median_value() { sort -g | awk 'NF { v[++n] = $1 } END { if (n) print v[int((n + 1) / 2)] }'; }
