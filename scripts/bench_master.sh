@@ -87,7 +87,7 @@ done
 # allocator's arenas and would hide part of the cost.
 for n in $objects; do
   restart_master
-  perf --objects="$n"
+  perf memory --objects="$n"
 done
 stop_pid "$master_pid" || true
 master_pid=""
