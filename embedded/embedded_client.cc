@@ -255,7 +255,8 @@ ErrorCode EmbeddedClient::UnmountGracefully(std::vector<std::unique_ptr<HostedSe
   std::erase(segments, nullptr);
   (void)StopAll(refused);
   if (segments.empty()) return rc;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  const GraceDeadline deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   MutexLock lock(&grace_mu_);
   if (closing_) {  // Close has begun: no grace left
     lock.unlock();
@@ -263,18 +264,31 @@ ErrorCode EmbeddedClient::UnmountGracefully(std::vector<std::unique_ptr<HostedSe
     return rc;
   }
   ++draining_;
-  grace_threads_.emplace_back([this, deadline, held = std::move(segments)]() mutable {
-    {
-      MutexLock wait(&grace_mu_);
-      while (!closing_) {
-        if (grace_cv_.wait_until(wait, deadline) == std::cv_status::timeout) break;
-      }
-    }
-    (void)StopAll(held);
-    MutexLock done(&grace_mu_);
-    --draining_;
-  });
+  grace_queue_.emplace(deadline, std::move(segments));
+  if (!grace_thread_.joinable()) grace_thread_ = std::thread([this] { RunGraceTimer(); });
+  grace_cv_.notify_all();  // the new deadline may be the earliest
   return rc;
+}
+
+void EmbeddedClient::RunGraceTimer() {
+  MutexLock lock(&grace_mu_);
+  while (!closing_ || !grace_queue_.empty()) {
+    if (grace_queue_.empty()) {
+      grace_cv_.wait(lock);
+      continue;
+    }
+    const auto first = grace_queue_.begin();
+    if (!closing_ && std::chrono::steady_clock::now() < first->first) {
+      grace_cv_.wait_until(lock, first->first);
+      continue;  // woken: the earliest deadline, or closing_, may have changed
+    }
+    std::vector<std::unique_ptr<HostedSegment>> due = std::move(first->second);
+    grace_queue_.erase(first);
+    lock.unlock();  // Stop waits on the node's thread and the master
+    (void)StopAll(due);
+    lock.lock();
+    --draining_;
+  }
 }
 
 bool EmbeddedClient::draining() const {
@@ -282,15 +296,20 @@ bool EmbeddedClient::draining() const {
   return draining_ != 0;
 }
 
+size_t EmbeddedClient::grace_threads() const {
+  MutexLock lock(&grace_mu_);
+  return grace_thread_.joinable() ? 1 : 0;
+}
+
 void EmbeddedClient::EndGracePeriods() {
-  std::vector<std::thread> threads;
+  std::thread timer;
   {
     MutexLock lock(&grace_mu_);
     closing_ = true;
-    threads.swap(grace_threads_);
+    timer.swap(grace_thread_);
   }
   grace_cv_.notify_all();
-  for (std::thread& t : threads) t.join();
+  if (timer.joinable()) timer.join();  // it unmounts what is left first
 }
 
 std::vector<Segment> EmbeddedClient::added_segments() const {

@@ -41,6 +41,7 @@
 // on client() is in flight.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -147,13 +148,17 @@ class EmbeddedClient {
   // are gone either way).
   // grace_ms > 0 (Mooncake's graceful unmount): the segments leave
   // added_segments() at once and the master drains them (no new
-  // allocations, their objects still read); this returns then, and a
-  // thread unmounts them after grace_ms (Close: at once). A segment the
-  // master would not drain is unmounted at once, and that code returned.
+  // allocations, their objects still read); this returns then, and the
+  // client's one grace thread unmounts them after grace_ms (Close: at once).
+  // A segment the master would not drain is unmounted at once, and that
+  // code returned.
   ErrorCode UnmountSegments(const std::vector<UUID>& ids, bool file_backed = false,
                             int64_t grace_ms = 0);
   // Whether a graceful unmount's segments are still mounted (draining).
   bool draining() const;
+  // Threads this client holds for graceful unmounts: 0 before the first,
+  // then 1 until Close (one thread serves them all).
+  size_t grace_threads() const;
   // The segments added and not yet unmounted.
   std::vector<Segment> added_segments() const;
 
@@ -187,10 +192,14 @@ class EmbeddedClient {
   // UnmountSegments): INVALID_PARAMS.
   Result<std::vector<std::unique_ptr<HostedSegment>>> TakeAdded(const std::vector<UUID>& ids,
                                                                 bool file_backed);
-  // Drains `segments` at the master and unmounts them after grace_ms on a
-  // thread of grace_threads_; those the master refused, now.
+  // Drains `segments` at the master and queues them on grace_queue_ to
+  // unmount after grace_ms (starting grace_thread_ with the first); those
+  // the master refused, now.
   ErrorCode UnmountGracefully(std::vector<std::unique_ptr<HostedSegment>> segments,
                               int64_t grace_ms);
+  // grace_thread_: unmounts each queued graceful unmount at its deadline,
+  // every one at once after closing_; returns once closing_ and none is left.
+  void RunGraceTimer();
   // Stops every graceful unmount's wait: their segments unmount now.
   void EndGracePeriods();
 
@@ -200,13 +209,16 @@ class EmbeddedClient {
   std::unique_ptr<SsdTier> ssd_ GUARDED_BY(added_mu_);  // before hosted_: outlives its node
   std::unique_ptr<HostedSegment> hosted_ GUARDED_BY(added_mu_);
   std::map<UUID, Added> added_ GUARDED_BY(added_mu_);
-  // Graceful unmounts: their threads wait on grace_cv_ until their deadline
-  // or closing_, then unmount their segments.
+  // Graceful unmounts: their segments by deadline, waiting for grace_thread_
+  // (woken on grace_cv_ by a new one and by closing_) to unmount them.
+  using GraceDeadline = std::chrono::steady_clock::time_point;
   mutable Mutex grace_mu_;
   std::condition_variable_any grace_cv_;
   bool closing_ GUARDED_BY(grace_mu_) = false;
   size_t draining_ GUARDED_BY(grace_mu_) = 0;  // graceful unmounts not yet done
-  std::vector<std::thread> grace_threads_ GUARDED_BY(grace_mu_);
+  std::multimap<GraceDeadline, std::vector<std::unique_ptr<HostedSegment>>> grace_queue_
+      GUARDED_BY(grace_mu_);
+  std::thread grace_thread_ GUARDED_BY(grace_mu_);
 };
 
 }  // namespace shelfmark

@@ -245,6 +245,33 @@ TEST_F(EmbeddedClientTest, AGracefulUnmountEndsAfterTheGracePeriod) {
   EXPECT_EQ(dir_->Stats().segment_count, 1u);
 }
 
+// Many graceful unmounts in a row, short graces queued behind an hour-long
+// one: one thread serves them all (a long-lived client does not keep a
+// thread per call), each ends at its own deadline, and Close ends the hour.
+TEST_F(EmbeddedClientTest, GracefulUnmountsShareOneThread) {
+  auto e = Make(Options("emb-graces", 4 << 20));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->grace_threads(), 0u);
+  auto hour = e->MountSegment(1 << 20, "ucx");
+  ASSERT_TRUE(hour.ok()) << ErrorCodeName(hour.error());
+  ASSERT_EQ(e->UnmountSegments({hour->id}, false, /*grace_ms=*/3'600'000), ErrorCode::OK);
+  constexpr int kUnmounts = 16;
+  for (int i = 0; i < kUnmounts; ++i) {
+    auto added = e->MountSegment(1 << 20, "ucx");
+    ASSERT_TRUE(added.ok()) << ErrorCodeName(added.error());
+    ASSERT_EQ(e->UnmountSegments({added->id}, false, /*grace_ms=*/1 + i % 3), ErrorCode::OK);
+    EXPECT_EQ(e->grace_threads(), 1u);
+  }
+  // The hosted segment and the hour-long grace's are left.
+  EXPECT_TRUE(testing::WaitFor([&] { return dir_->Stats().segment_count == 2; }, 60'000));
+  EXPECT_TRUE(e->draining());
+  EXPECT_EQ(e->grace_threads(), 1u);
+  EXPECT_EQ(e->Close(), ErrorCode::OK);
+  EXPECT_FALSE(e->draining());
+  EXPECT_EQ(e->grace_threads(), 0u);
+  EXPECT_EQ(dir_->Stats().segment_count, 0u);
+}
+
 // Without a hosted segment the engines listen only when asked (`listen`):
 // a segment added to a client that does not listen could not be reached.
 TEST_F(EmbeddedClientTest, AddedSegmentsNeedAListeningEngine) {
