@@ -267,13 +267,18 @@ class ClientLocalDiskTest : public ClientTest {
     return *client_;
   }
 
-  // Stores `value` in the node's SSD store and reports it to the master.
-  void OnDisk(const std::string& tenant, const std::string& key, const std::string& value) {
+  // Stores `value` in the node's SSD store and reports it to the master
+  // with its checksum, as a node does; `claimed` (not null): reported with
+  // the checksum of those bytes instead (a copy that rotted after it was
+  // checksummed), so the master attaches it to the object they are of.
+  void OnDisk(const std::string& tenant, const std::string& key, const std::string& value,
+              const std::string* claimed = nullptr) {
     ASSERT_TRUE(backend_->WriteBatch({{tenant, key, value}}).ok()) << key;
-    OffloadedObject item{tenant, key,
-                         StorageObjectMetadata{0, 0, static_cast<int64_t>(key.size()),
-                                               static_cast<int64_t>(value.size()),
-                                               node_ucx_->endpoint()}};
+    OffloadedObject item{
+        tenant, key,
+        StorageObjectMetadata{0, 0, static_cast<int64_t>(key.size()),
+                              static_cast<int64_t>(value.size()), node_ucx_->endpoint()},
+        ObjectChecksum(claimed != nullptr ? *claimed : value)};
     auto added = disk_master_->NotifyOffloadSuccess({item});
     ASSERT_TRUE(added.ok());
     ASSERT_EQ((*added)[0], ErrorCode::OK);
@@ -339,19 +344,17 @@ TEST_F(ClientLocalDiskTest, FailsOverToLocalDiskWhenMemoryReadsFail) {
 TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
   StartNode("seg-a");
   Client& client = MakeDiskClient();
-  const std::string in_memory = Pattern(10'000, 1);
-  const std::string on_disk = Pattern(10'000, 2);  // same size, other bytes: tells them apart
-  ASSERT_NE(in_memory, on_disk);
-  PutOptions unchecked;  // the two copies differ on purpose
-  unchecked.compute_checksum = false;
-  ASSERT_EQ(client.Put("t", "k", in_memory, unchecked), ErrorCode::OK);
-  OnDisk("t", "k", on_disk);
-  EXPECT_EQ(*client.Get("t", "k"), in_memory);
+  const std::string value = Pattern(10'000, 1);
+  ASSERT_EQ(client.Put("t", "k", value), ErrorCode::OK);
+  OnDisk("t", "k", value);  // the node's service counts the reads it serves
+  EXPECT_EQ(*client.Get("t", "k"), value);
+  EXPECT_EQ(service_->stats().requests, 0u);
   GetOptions prefer;
   prefer.prefer_local_disk = true;
   auto got = client.Get("t", "k", prefer);
   ASSERT_TRUE(got.ok()) << ErrorCodeName(got.error());
-  EXPECT_EQ(*got, on_disk);
+  EXPECT_EQ(*got, value);
+  EXPECT_EQ(service_->stats().requests, 1u);
   auto loc = client.Locate("t", "k", prefer);
   ASSERT_TRUE(loc.ok());
   EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
@@ -364,19 +367,19 @@ TEST_F(ClientLocalDiskTest, PreferLocalDiskReadsTheDiskCopyWhileMemoryWorks) {
 TEST_F(ClientLocalDiskTest, CachedLocationsFollowPreferLocalDisk) {
   StartNode("seg-a");
   Client& client = MakeDiskClient();
-  const std::string in_memory = Pattern(10'000, 1);
-  const std::string on_disk = Pattern(10'000, 2);
-  PutOptions unchecked;  // the two copies differ on purpose
-  unchecked.compute_checksum = false;
-  ASSERT_EQ(client.Put("t", "k", in_memory, unchecked), ErrorCode::OK);
-  EXPECT_EQ(*client.Get("t", "k"), in_memory);  // cached: MEMORY only
-  OnDisk("t", "k", on_disk);
+  const std::string value = Pattern(10'000, 1);
+  ASSERT_EQ(client.Put("t", "k", value), ErrorCode::OK);
+  EXPECT_EQ(*client.Get("t", "k"), value);  // cached: MEMORY only
+  OnDisk("t", "k", value);                  // the node's service counts the reads it serves
   GetOptions prefer;
   prefer.prefer_local_disk = true;
-  EXPECT_EQ(*client.Get("t", "k", prefer), on_disk);  // a miss: the entry had no disk copy
+  EXPECT_EQ(*client.Get("t", "k", prefer), value);  // a miss: the entry had no disk copy
+  EXPECT_EQ(service_->stats().requests, 1u);
   EXPECT_EQ(client.location_cache_stats().misses, 2u);
-  EXPECT_EQ(*client.Get("t", "k", prefer), on_disk);
-  EXPECT_EQ(*client.Get("t", "k"), in_memory);
+  EXPECT_EQ(*client.Get("t", "k", prefer), value);
+  EXPECT_EQ(service_->stats().requests, 2u);
+  EXPECT_EQ(*client.Get("t", "k"), value);
+  EXPECT_EQ(service_->stats().requests, 2u);
   auto loc = client.Locate("t", "k", prefer);
   ASSERT_TRUE(loc.ok());
   EXPECT_EQ(loc->info.replicas[0].type, ReplicaType::LOCAL_DISK);
@@ -386,7 +389,8 @@ TEST_F(ClientLocalDiskTest, CachedLocationsFollowPreferLocalDisk) {
   EXPECT_EQ(client.location_cache_stats().hits, 4u);
   GetOptions fresh;
   fresh.use_location_cache = false;
-  EXPECT_EQ(*client.Get("t", "k", fresh), in_memory);
+  EXPECT_EQ(*client.Get("t", "k", fresh), value);
+  EXPECT_EQ(service_->stats().requests, 2u);
   const LocationCacheStats s = client.location_cache_stats();
   EXPECT_EQ(s.hits, 4u);
   EXPECT_EQ(s.misses, 2u);
@@ -402,7 +406,7 @@ TEST_F(ClientLocalDiskTest, DiskBytesThatDoNotMatchTheChecksumAreChecksumMismatc
   PutOptions with_sum;
   with_sum.compute_checksum = true;
   ASSERT_EQ(client.Put("t", "sum", value, with_sum), ErrorCode::OK);
-  OnDisk("t", "sum", corrupt);
+  OnDisk("t", "sum", corrupt, &value);
   GetOptions prefer;
   prefer.prefer_local_disk = true;
   // The disk copy fails its checksum; the MEMORY replica answers.

@@ -140,6 +140,11 @@ struct OffloadedObject {
   std::string tenant;
   std::string key;
   StorageObjectMetadata location;
+  // ValueChecksum (XXH3-64) of the bytes the store holds, which names the
+  // version they are of: the master attaches the copy to a key it already
+  // holds only when this equals the object's checksum (docs/directory.md,
+  // "Offload"). nullopt: a store that does not say (an older node).
+  std::optional<uint64_t> checksum = std::nullopt;
 };
 
 // An offload task whose copy the node's SSD store could not make, and why.
@@ -197,6 +202,11 @@ struct DirectoryStats {
   // a new client took their endpoint: mounted a segment superseding their
   // owner's, or registered a store at the same endpoint.
   uint64_t superseded_disks = 0;
+  // SSD copies of keys the master holds that NotifyOffloadSuccess refused
+  // because they were not shown to be of the live version (checksums differ,
+  // or one side has none): e.g. a node's re-report after a restart of a key
+  // removed and put again meanwhile.
+  uint64_t stale_disk_reports = 0;
   // Completed passes of the background work (client expiry, offload
   // time-outs, stale puts, eviction).
   uint64_t background_runs = 0;

@@ -102,10 +102,13 @@ class DirectoryImpl {
                                                       const std::vector<OffloadFailure>& items);
   void ExpireInflightOffloads();
   // Adds the disk node's COMPLETE LOCAL_DISK replica (creating the object if
-  // unknown). Caller holds the shard exclusively.
+  // unknown, with the report's checksum). To an object it holds, only a copy
+  // shown to be of that version: checksums equal, or, where either side has
+  // none, `pinned` (the copy is of the replica this master pinned for it);
+  // else CHECKSUM_MISMATCH, counted. Caller holds the shard exclusively.
   ErrorCode AddDiskReplica(MetadataShard& shard, std::string_view tenant,
-                           const OffloadedObject& item, const UUID& client, const DiskNode* disk)
-      REQUIRES(shard.mu);
+                           const OffloadedObject& item, const UUID& client, const DiskNode* disk,
+                           bool pinned) REQUIRES(shard.mu);
 
   // promotion on hit (directory_promotion.cc)
   Result<std::vector<PromoteGrant>> PromoteStart(const UUID& client,
@@ -354,6 +357,7 @@ class DirectoryImpl {
   std::atomic<uint64_t> unplaceable_puts_{0};
   std::atomic<uint64_t> superseded_segments_{0};
   std::atomic<uint64_t> superseded_disks_{0};
+  std::atomic<uint64_t> stale_disk_reports_{0};
   std::atomic<uint64_t> upserts_{0};
   std::atomic<uint64_t> background_runs_{0};
   std::atomic<int64_t> eviction_backoff_until_ms_{0};

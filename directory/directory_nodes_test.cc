@@ -157,10 +157,11 @@ TEST_F(NodesTest, AStoreAtAnotherClientsStoreEndpointSupersedesIt) {
   ASSERT_EQ(dir_->MountLocalDisk(node_, false, "node:7000"), ErrorCode::OK);
   ASSERT_EQ(dir_->MountLocalDisk(neighbour, false, "node:7001"), ErrorCode::OK);
   ASSERT_EQ(*dir_->NotifyOffloadSuccess(node_, {{"", "old", {1, 0, 3, 10, "node:7000"}},
-                                                {"", "both", {1, 9, 4, 10, "node:7000"}}}),
+                                                {"", "both", {1, 9, 4, 10, "node:7000"}, 7}}),
             (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OK}));
-  ASSERT_EQ((*dir_->NotifyOffloadSuccess(neighbour, {{"", "both", {1, 0, 4, 10, "node:7001"}}}))[0],
-            ErrorCode::OK);
+  ASSERT_EQ(
+      (*dir_->NotifyOffloadSuccess(neighbour, {{"", "both", {1, 0, 4, 10, "node:7001"}, 7}}))[0],
+      ErrorCode::OK);
 
   const UUID restarted = UUID::Generate();
   ASSERT_EQ(dir_->MountLocalDisk(restarted, false, "node:7000"), ErrorCode::OK);

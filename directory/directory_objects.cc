@@ -591,6 +591,7 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.unplaceable_puts = unplaceable_puts_.load();
   s.superseded_segments = superseded_segments_.load();
   s.superseded_disks = superseded_disks_.load();
+  s.stale_disk_reports = stale_disk_reports_.load();
   s.background_runs = background_runs_.load();
   s.snapshot_waiters = snapshot_lock_.waiting();
   s.evicted_without_copy = evicted_without_copy_.load();

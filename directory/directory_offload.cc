@@ -155,7 +155,8 @@ Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
       continue;
     }
     uint64_t replica_id = 0;
-    if (clients_.FinishInflight(client, tenant, item.key, &replica_id)) {
+    const bool pinned = clients_.FinishInflight(client, tenant, item.key, &replica_id);
+    if (pinned) {
       disk->copies_failing.store(false, std::memory_order_relaxed);  // a copy was made
       ObjectMetadata* meta = Find(shard, tenant, item.key);
       // The node copied the replica pinned for the task: if the object was
@@ -166,28 +167,48 @@ Result<std::vector<ErrorCode>> DirectoryImpl::NotifyOffloadSuccess(
         continue;
       }
     }
-    out.push_back(AddDiskReplica(shard, tenant, item, client, disk));
+    out.push_back(AddDiskReplica(shard, tenant, item, client, disk, pinned));
   }
   return out;
 }
 
+// Whether a disk copy with checksum `reported` is of the version `meta` is:
+// its checksum names the bytes (same function as the writer's, ValueChecksum
+// = ObjectChecksum); without one on either side only a pinned copy is known
+// to be. A removed and re-put key keeps its size, so size proves nothing.
+static bool CopyOfVersion(const ObjectMetadata& meta, const std::optional<uint64_t>& reported,
+                          bool pinned) {
+  if (meta.has_checksum && reported.has_value()) return meta.checksum == *reported;
+  return pinned;
+}
+
 ErrorCode DirectoryImpl::AddDiskReplica(MetadataShard& shard, std::string_view tenant,
                                         const OffloadedObject& item, const UUID& client,
-                                        const DiskNode* disk) {
+                                        const DiskNode* disk, bool pinned) {
   uint64_t size = static_cast<uint64_t>(item.location.data_size);
   ObjectMetadata* meta = Find(shard, tenant, item.key);
-  if (meta == nullptr) {
+  const bool known = meta != nullptr;
+  if (!known) {
     TenantState& state = *shard.tenants.TryEmplace(tenant).first;
     meta = state.objects.TryEmplace(item.key).first;
     meta->writer = client;
     meta->put_start_s = CeilSeconds(Now());
     meta->size = size;
+    // Reads verify it, and later reports of the key are held to it.
+    meta->has_checksum = item.checksum.has_value();
+    meta->checksum = item.checksum.value_or(0);
     key_count_.fetch_add(1, std::memory_order_relaxed);
   } else if (meta->size != size) {
     return ErrorCode::INVALID_PARAMS;
   }
+  // Already attached, so of this version (removing a version drops its
+  // replicas, and the store's record changes only by a pinned copy).
   for (const Replica& r : meta->replicas) {
     if (r.owner == disk) return ErrorCode::OK;
+  }
+  if (known && !CopyOfVersion(*meta, item.checksum, pinned)) {
+    stale_disk_reports_.fetch_add(1, std::memory_order_relaxed);
+    return ErrorCode::CHECKSUM_MISMATCH;
   }
   if (meta->replicas.size() >= kMaxReplicas) return ErrorCode::INVALID_PARAMS;
   uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);

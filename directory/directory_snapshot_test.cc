@@ -162,7 +162,7 @@ class SnapshotTest : public ::testing::Test {
     src_clock_.AdvanceMs(700);
     ASSERT_TRUE(src_->ExistKey("t2", "many/5").ok());  // another lease
     // LOCAL_DISK replicas: on an existing object, and an object only on disk.
-    OffloadedObject disk_copy{"", "k-checksum", {1, 0, 10, 100, "a-node:2000"}};
+    OffloadedObject disk_copy{"", "k-checksum", {1, 0, 10, 100, "a-node:2000"}, 0xfeed};
     OffloadedObject disk_only{"t1", "disk-only", {1, 4096, 9, 5000, "a-node:2000"}};
     auto notified = src_->NotifyOffloadSuccess(node_a_, {disk_copy, disk_only});
     ASSERT_TRUE(notified.ok());

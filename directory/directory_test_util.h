@@ -77,8 +77,9 @@ class DirectoryFixture : public ::testing::Test {
     ASSERT_EQ(dir_->MountLocalDisk(node, false, "a:1234"), ErrorCode::OK);
     PutConfig on_b;
     on_b.preferred_segments = {"b"};
+    on_b.checksum = 0xb;  // the store's copy is of this version
     ASSERT_EQ(Put("also-in-b", 10, on_b), ErrorCode::OK);
-    auto codes = dir_->NotifyOffloadSuccess(node, {{"", "also-in-b", {1, 0, 9, 10, "a:1234"}},
+    auto codes = dir_->NotifyOffloadSuccess(node, {{"", "also-in-b", {1, 0, 9, 10, "a:1234"}, 0xb},
                                                    {"", "disk-only", {1, 10, 9, 10, "a:1234"}}});
     ASSERT_TRUE(codes.ok());
     ASSERT_EQ(*codes, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OK}));

@@ -149,7 +149,15 @@ TEST_F(EvictionTest, FruitlessPassBacksOffThenRetries) {
 TEST_F(EvictionTest, ObjectsWithDiskReplicaKeepIt) {
   ASSERT_EQ(dir_->MountLocalDisk(node_, false, "n:1"), ErrorCode::OK);
   std::vector<OffloadedObject> items;
-  for (int i = 0; i < 100; ++i) items.push_back({"", Key(i), {0, 0, 2, 1024, "n:1"}});
+  // Copies of these very objects: reports from a store that holds their
+  // bytes, shown by their checksum (SetUp's puts carry none).
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(dir_->Remove("", Key(i), /*force=*/true), ErrorCode::OK);
+    PutConfig config;
+    config.checksum = i;
+    ASSERT_EQ(Put(Key(i), 1024, config), ErrorCode::OK);
+    items.push_back({"", Key(i), {0, 0, 2, 1024, "n:1"}, i});
+  }
   ASSERT_TRUE(dir_->NotifyOffloadSuccess(node_, items).ok());
   EvictNow();
   ASSERT_GT(dir_->Stats().evicted_objects, 0u);

@@ -240,5 +240,49 @@ TEST_F(TieringTest, ACopyOfARemovedObjectDoesNotBringItBack) {
   EXPECT_TRUE(dir_->Stat("", gone).ok());
 }
 
+// A node's re-report after a restart (no task: nothing pinned) attaches its
+// copy to a key the master holds only when the copy's checksum names the
+// live version: a key removed and put again meanwhile, with other bytes of
+// the same size, must not get the old bytes as a replica.
+TEST_F(TieringTest, AReReportAttachesOnlyToTheVersionItsBytesAre) {
+  Mount(node_, "a", 100 * 1024);
+  ASSERT_EQ(dir_->MountLocalDisk(node_, true, "a:7000"), ErrorCode::OK);
+  PutConfig again;
+  again.checksum = 0x2222;  // the version put while the node was down
+  ASSERT_EQ(Put("k", 1024, again), ErrorCode::OK);
+  ASSERT_EQ(Put("plain", 1024), ErrorCode::OK);  // put without a checksum
+  auto report = [&](const UUID& node, const std::string& key, std::optional<uint64_t> checksum) {
+    auto codes = dir_->NotifyOffloadSuccess(node, {{"", key, {1, 0, 1, 1024, "a:7000"}, checksum}});
+    EXPECT_TRUE(codes.ok());
+    return codes.ok() ? (*codes)[0] : codes.error();
+  };
+  EXPECT_EQ(report(node_, "k", 0x1111), ErrorCode::CHECKSUM_MISMATCH);        // the old bytes
+  EXPECT_EQ(report(node_, "k", std::nullopt), ErrorCode::CHECKSUM_MISMATCH);  // an older node
+  EXPECT_EQ(report(node_, "plain", 0x3333), ErrorCode::CHECKSUM_MISMATCH);    // unverifiable
+  EXPECT_EQ(dir_->Stats().stale_disk_reports, 3u);
+  auto info = dir_->Stat("", "k");
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->replicas.size(), 1u) << "the old copy was attached to the new object";
+  EXPECT_EQ(info->replicas[0].type, ReplicaType::MEMORY);
+
+  EXPECT_EQ(report(node_, "k", 0x2222), ErrorCode::OK);  // a copy of the live version
+  info = dir_->Stat("", "k");
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->replicas.size(), 2u);
+  EXPECT_EQ(info->replicas[1].type, ReplicaType::LOCAL_DISK);
+
+  // A key the master does not hold is created with the report's checksum,
+  // which reads verify and later reports are held to.
+  EXPECT_EQ(report(node_, "new", 0x4444), ErrorCode::OK);
+  auto loc = dir_->GetReplicaList("", "new");
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->checksum, std::optional<uint64_t>(0x4444));
+  const UUID other = UUID::Generate();
+  ASSERT_EQ(dir_->MountLocalDisk(other, false, "b:7000"), ErrorCode::OK);
+  EXPECT_EQ(report(other, "new", 0x5555), ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(report(other, "new", 0x4444), ErrorCode::OK);
+  EXPECT_EQ(dir_->Stats().stale_disk_reports, 4u);
+}
+
 }  // namespace
 }  // namespace shelfmark

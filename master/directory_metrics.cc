@@ -47,6 +47,11 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
                           "SSD stores dropped, with their LOCAL_DISK replicas, because a new "
                           "client took their endpoint (a node restarted there).",
                           read(&DirectoryStats::superseded_disks));
+  registry.AddCounterFunc("shelfmark_master_stale_disk_reports_total",
+                          "SSD copies nodes reported of keys the master holds, refused as not "
+                          "of the live version (e.g. a key removed and put again while the "
+                          "node was down).",
+                          read(&DirectoryStats::stale_disk_reports));
   registry.AddCounterFunc("shelfmark_master_evicted_without_copy_total",
                           "Objects eviction erased with no SSD copy while offload was enabled.",
                           read(&DirectoryStats::evicted_without_copy));

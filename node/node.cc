@@ -273,6 +273,9 @@ ErrorCode Node::ReportDisk(MasterClient& master) {
     }
     auto codes = master.NotifyOffloadSuccess(items);
     if (!codes.ok()) return codes.error();
+    // A refused copy (CHECKSUM_MISMATCH: not of the version the master
+    // holds) stays in the store unreferenced until replaced or evicted:
+    // removing it here could race a batch writing the key's new version.
     for (ErrorCode c : *codes) {
       if (c == ErrorCode::OK) disk_reported_.fetch_add(1);
     }
@@ -283,7 +286,8 @@ ErrorCode Node::ReportDisk(MasterClient& master) {
 OffloadedObject Node::Reported(const StoredLocation& l) const {
   return OffloadedObject{
       l.tenant, l.key,
-      StorageObjectMetadata{l.bucket_id, l.offset, l.key_size, l.data_size, options_.disk_endpoint}};
+      StorageObjectMetadata{l.bucket_id, l.offset, l.key_size, l.data_size, options_.disk_endpoint},
+      l.checksum};
 }
 
 std::optional<uint64_t> SegmentOffset(const Segment& segment, uint64_t address, uint64_t size) {

@@ -295,11 +295,13 @@ void Encode(const OffloadedObject& v, wire::OffloadedObject::Builder b) {
   b.setTenant(AsText(v.tenant));
   b.setKey(AsText(v.key));
   Encode(v.location, b.initLocation());
+  EncodeChecksum(v.checksum, b.initChecksum());
 }
 
 ErrorCode Decode(wire::OffloadedObject::Reader r, OffloadedObject* out) {
   out->tenant.assign(View(r.getTenant()));
   out->key.assign(View(r.getKey()));
+  SM_DECODE_OR_RETURN(DecodeChecksum(r.getChecksum(), &out->checksum));
   return Decode(r.getLocation(), &out->location);
 }
 

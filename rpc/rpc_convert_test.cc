@@ -323,6 +323,7 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   capnp::MallocMessageBuilder b2;
   auto list = b2.initRoot<wire::MasterService::NotifyOffloadSuccessParams>().initItems(2);
   Encode(o, list[0]);
+  o.checksum = 0xfeedULL;
   Encode(o, list[1]);
   Wire w2(b2);
   std::vector<OffloadedObject> out;
@@ -337,6 +338,8 @@ TEST(RpcConvertTest, OffloadStructsRoundTrip) {
   EXPECT_EQ(out[1].location.key_size, 1);
   EXPECT_EQ(out[1].location.data_size, 4096);
   EXPECT_EQ(out[1].location.transport_endpoint, "10.1.1.1:9000");
+  EXPECT_FALSE(out[0].checksum.has_value());  // an older node's report
+  EXPECT_EQ(out[1].checksum, std::optional<uint64_t>(0xfeedULL));
   // More items than allowed.
   EXPECT_EQ(DecodeList(
                 w2.Root<wire::MasterService::NotifyOffloadSuccessParams>().getItems(), 1, &out),

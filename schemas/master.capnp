@@ -178,6 +178,10 @@ struct OffloadedObject {
   tenant @0 :Text;
   key @1 :Text;
   location @2 :StorageObjectMetadata;
+  checksum :union {  # XXH3-64 of the stored bytes (names their version)
+    none @3 :Void;   # an older node: attached only to an unknown key
+    value @4 :UInt64;
+  }
 }
 
 # An offload task whose copy the node's SSD store could not make.

@@ -386,7 +386,7 @@ Result<std::vector<StoredLocation>> BucketBackend::WriteBatch(
       for (BucketMetaEntry& e : meta.entries) {
         out.push_back({e.tenant, e.key, static_cast<int64_t>(meta.bucket_id),
                        static_cast<int64_t>(e.offset), static_cast<int64_t>(e.key.size()),
-                       static_cast<int64_t>(e.data_size)});
+                       static_cast<int64_t>(e.data_size), e.checksum});
         const uint64_t key_size = e.key.size();
         bucket->keys.push_back({std::move(e.tenant), std::move(e.key)});
         bucket->locs.push_back({meta.bucket_id, e.offset, key_size, e.data_size, e.checksum});
@@ -646,7 +646,7 @@ std::vector<StoredLocation> BucketBackend::List() const {
   for (const auto& [k, loc] : index_) {
     out.push_back({k.tenant, k.key, static_cast<int64_t>(loc.bucket_id),
                    static_cast<int64_t>(loc.offset), static_cast<int64_t>(loc.key_size),
-                   static_cast<int64_t>(loc.data_size)});
+                   static_cast<int64_t>(loc.data_size), loc.checksum});
   }
   return out;
 }

@@ -113,6 +113,7 @@ TEST_F(BucketBackendTest, RoundTripsManySizes) {
     EXPECT_EQ(l.key, batch.keys[i]);
     EXPECT_EQ(l.key_size, static_cast<int64_t>(batch.keys[i].size()));
     EXPECT_EQ(l.data_size, static_cast<int64_t>(batch.values[i].size()));
+    EXPECT_EQ(l.checksum, std::optional<uint64_t>(ValueChecksum(batch.values[i])));
     const std::string file =
         testing::ReadFile(dir_.Join(std::to_string(l.bucket_id) + ".bucket"));
     EXPECT_EQ(file.substr(l.offset - l.key_size, l.key_size), batch.keys[i]);
@@ -209,6 +210,8 @@ TEST_F(BucketBackendTest, RestartRebuildsIndex) {
     EXPECT_EQ(before[i].bucket_id, after[i].bucket_id);
     EXPECT_EQ(before[i].offset, after[i].offset);
     EXPECT_EQ(before[i].data_size, after[i].data_size);
+    EXPECT_TRUE(after[i].checksum.has_value());  // recovered with each record
+    EXPECT_EQ(before[i].checksum, after[i].checksum);
   }
   std::string out;
   ASSERT_EQ(b->Read("default", "a0", 0, &out), ErrorCode::OK);

@@ -430,7 +430,8 @@ Result<std::vector<StoredLocation>> OffsetBackend::WriteBatch(
     out.push_back(StoredLocation{
         p.id.first, p.id.second, 0,
         static_cast<int64_t>(p.entry.extent->offset + p.entry.total_size - p.entry.value_size),
-        static_cast<int64_t>(p.id.second.size()), static_cast<int64_t>(p.entry.value_size)});
+        static_cast<int64_t>(p.id.second.size()), static_cast<int64_t>(p.entry.value_size),
+        p.entry.checksum});
     fifo_[p.entry.seq] = p.id;
     index_[p.id] = std::move(p.entry);
   }
@@ -532,10 +533,10 @@ std::vector<StoredLocation> OffsetBackend::List() const {
   out.reserve(index_.size());
   for (const auto& [seq, id] : fifo_) {
     const Entry& e = index_.at(id);
-    out.push_back(
-        StoredLocation{id.first, id.second, 0,
-                       static_cast<int64_t>(e.extent->offset + e.total_size - e.value_size),
-                       static_cast<int64_t>(id.second.size()), static_cast<int64_t>(e.value_size)});
+    out.push_back(StoredLocation{
+        id.first, id.second, 0,
+        static_cast<int64_t>(e.extent->offset + e.total_size - e.value_size),
+        static_cast<int64_t>(id.second.size()), static_cast<int64_t>(e.value_size), e.checksum});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -93,6 +94,7 @@ TEST(OffsetBackendTest, RoundTripsManySizes) {
     EXPECT_EQ(l.offset % 4096, 0);
     EXPECT_EQ(static_cast<size_t>(l.data_size), sizes[i]);
     EXPECT_EQ(data.substr(l.offset, sizes[i]), values[i]);  // offset names the value bytes
+    EXPECT_EQ(l.checksum, std::optional<uint64_t>(ValueChecksum(values[i])));
     ExpectValue(b.get(), batch[i].key, values[i]);
   }
   EXPECT_EQ(b->object_count(), sizes.size());
@@ -180,6 +182,13 @@ TEST(OffsetBackendTest, StrictSurvivesRestartAndPowerCut) {
   ExpectMissing(b.get(), "b0-0");
   for (size_t i = 1; i < keys.size(); ++i) {
     ExpectValue(b.get(), keys[i], Pattern(keys[i], 3000 * (i % 4 + 1)));
+  }
+  // Listed (re-reported) with the checksum recovery computed from the bytes.
+  for (const StoredLocation& l : b->List()) {
+    const size_t i = static_cast<size_t>(std::find(keys.begin(), keys.end(), l.key) - keys.begin());
+    ASSERT_LT(i, keys.size()) << l.key;
+    EXPECT_EQ(l.checksum,
+              std::optional<uint64_t>(ValueChecksum(Pattern(l.key, 3000 * (i % 4 + 1)))));
   }
   // New writes after recovery neither clobber recovered records nor reuse sequences.
   ASSERT_EQ(Put(b.get(), "after", Pattern("after", 5000)), ErrorCode::OK);

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,6 +62,11 @@ struct StoredLocation {
   int64_t offset = 0;     // of the value bytes in the bucket / data file
   int64_t key_size = 0;
   int64_t data_size = 0;
+  // ValueChecksum of the stored value (every record carries it): reported
+  // so the master attaches the copy only to the version it is of. nullopt:
+  // a backend that does not know it (the master then attaches it only to a
+  // key it does not hold).
+  std::optional<uint64_t> checksum = std::nullopt;
 };
 
 // Where one read found an object's value bytes: bucket backend

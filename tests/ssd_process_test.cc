@@ -10,7 +10,9 @@
 //    object the master lists on A's disk reads back with the right bytes;
 //  - A killed and restarted on the same port (a master with a minute's
 //    client TTL): the new process's mount drops the old one's LOCAL_DISK
-//    replicas at once, so no lookup names the dead process.
+//    replicas at once, so no lookup names the dead process; keys removed
+//    and put again (same size, other bytes) while it was down get none of
+//    its old bytes from its re-report.
 // Every wait is a bounded poll; nothing asserts on timing.
 #include <signal.h>
 
@@ -397,6 +399,20 @@ INSTANTIATE_TEST_SUITE_P(Backends, SsdProcessTest, testing::SsdBackends(),
 class SsdRestartProcessTest : public SsdProcessTest {
  protected:
   SsdRestartProcessTest() { client_ttl_ = "60"; }
+
+  // Starts A on a port of its own (flags_), puts `keys` on it, waits until
+  // its store holds them all, and kills it (kill -9).
+  void PutOnAThenKillIt(const std::vector<std::string>& keys) {
+    a_ = StartNode(kNodeA, "strict", flags_);
+    ASSERT_FALSE(a_.client_id.empty());
+    ASSERT_NO_FATAL_FAILURE(PutOnA(keys));
+    ASSERT_TRUE(WaitOnDisk(keys, a_)) << "not all objects offloaded to A";
+    a_.process->Signal(SIGKILL);
+    ASSERT_EQ(a_.process->Wait(20'000), 128 + SIGKILL);
+  }
+
+  const std::vector<std::string> flags_ = {"--listen_port=" +
+                                           std::to_string(testing::FreePort())};
 };
 
 // A killed and restarted on the same port (same endpoint, new client id):
@@ -405,16 +421,10 @@ class SsdRestartProcessTest : public SsdProcessTest {
 // dead process beside the new one's; the new A re-reports its store and the
 // objects read back through it.
 TEST_P(SsdRestartProcessTest, RestartOnTheSamePortDropsTheOldStoreAtOnce) {
-  const std::vector<std::string> flags = {"--listen_port=" + std::to_string(testing::FreePort())};
-  a_ = StartNode(kNodeA, "strict", flags);
-  ASSERT_FALSE(a_.client_id.empty());
   const std::vector<std::string> keys = MixedKeys(10);
-  ASSERT_NO_FATAL_FAILURE(PutOnA(keys));
-  ASSERT_TRUE(WaitOnDisk(keys, a_)) << "not all objects offloaded to A";
+  ASSERT_NO_FATAL_FAILURE(PutOnAThenKillIt(keys));
   const std::string old_id = a_.client_id;
-  a_.process->Signal(SIGKILL);
-  ASSERT_EQ(a_.process->Wait(20'000), 128 + SIGKILL);
-  a_ = StartNode(kNodeA, "strict", flags);
+  a_ = StartNode(kNodeA, "strict", flags_);
   ASSERT_FALSE(a_.client_id.empty());
   ASSERT_NE(a_.client_id, old_id);
   EXPECT_EQ(testing::ScrapeMetric(http_, "shelfmark_master_segments_superseded_total"), 1);
@@ -429,6 +439,43 @@ TEST_P(SsdRestartProcessTest, RestartOnTheSamePortDropsTheOldStoreAtOnce) {
   GetOptions get;
   get.prefer_local_disk = true;
   ExpectReadsThroughDisk(keys, a_, get);
+}
+
+// A killed; while it is down every key is removed and put again on B with
+// other bytes of the same size (half of them without a checksum). The
+// restarted A re-reports its store, holding the old bytes: the master
+// refuses every copy (not of the live version), and every read is the new
+// bytes.
+TEST_P(SsdRestartProcessTest, AKeyPutAgainWhileTheNodeWasDownGetsNoneOfItsOldBytes) {
+  const std::vector<std::string> keys = MixedKeys(10);
+  ASSERT_NO_FATAL_FAILURE(PutOnAThenKillIt(keys));
+  auto new_value = [](const std::string& key) {
+    return testing::TestPattern(ValueOf(key).size(), 'N');
+  };
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(client_->Remove("", keys[i], /*force=*/true), ErrorCode::OK) << keys[i];
+    PutOptions options;
+    options.config.preferred_segments = {kNodeB};
+    options.compute_checksum = i % 2 == 0;
+    ASSERT_EQ(client_->Put("", keys[i], new_value(keys[i]), options), ErrorCode::OK) << keys[i];
+  }
+  a_ = StartNode(kNodeA, "strict", flags_);
+  ASSERT_FALSE(a_.client_id.empty());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return testing::ScrapeMetric(http_, "shelfmark_master_stale_disk_reports_total") >=
+               static_cast<double>(keys.size());
+      },
+      kWaitMs))
+      << "the re-report of the old bytes was not refused";
+  GetOptions get;
+  get.prefer_local_disk = true;
+  for (const std::string& key : keys) {
+    EXPECT_FALSE(OnDiskOf(Replicas(key), a_.client_id)) << key << ": old copy attached";
+    auto got = client_->Get("", key, get);
+    ASSERT_TRUE(got.ok()) << key << ": " << ErrorCodeName(got.error());
+    EXPECT_TRUE(*got == new_value(key)) << key << ": wrong bytes (" << got->size() << " bytes)";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SsdRestartProcessTest, testing::SsdBackends(),
