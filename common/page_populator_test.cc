@@ -78,7 +78,12 @@ TEST(PagePopulator, PopulatesEachChunkOnceAndOnlyThoseARangeCrosses) {
 }
 
 TEST(PagePopulator, ClipsRangesToTheMappingAndIgnoresEmptyOnes) {
-  const uint64_t size = kChunk + 8192;  // a last chunk shorter than kChunk
+  // A last chunk of 64 pages, shorter than kChunk. Faults are compared with
+  // a quarter of its pages, not with 0: a sanitizer's shadow memory faults
+  // too when the test writes.
+  const long page = sysconf(_SC_PAGESIZE);
+  const uint64_t tail = 64 * static_cast<uint64_t>(page);
+  const uint64_t size = kChunk + tail;
   SharedMemory shm(size);
   PagePopulator populator(shm.memory(), size);
   populator.Touch(0, 0);
@@ -87,7 +92,7 @@ TEST(PagePopulator, ClipsRangesToTheMappingAndIgnoresEmptyOnes) {
   EXPECT_EQ(populator.chunks_populated(), 0u);
   populator.Touch(kChunk, UINT64_MAX);  // the short last chunk, clipped
   EXPECT_EQ(populator.chunks_populated(), 1u);
-  EXPECT_EQ(FaultsOfWriting(shm.memory() + kChunk, 8192), 0);
+  EXPECT_LT(FaultsOfWriting(shm.memory() + kChunk, tail), 64 / 4);
 }
 
 }  // namespace
