@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sanitizer.h"
+
 namespace shelfmark {
 namespace {
 
@@ -55,6 +57,7 @@ long FaultsOfWriting(uint8_t* at, uint64_t length) {
 }
 
 TEST(PagePopulator, ATouchedChunkIsWrittenWithoutFaultsAndAnUntouchedOneFaults) {
+  if (kShadowMemory) GTEST_SKIP() << "a sanitizer's shadow memory faults too";
   SharedMemory shm(4 * kChunk);
   PagePopulator populator(shm.memory(), 4 * kChunk);
   const long pages = static_cast<long>(kChunk / sysconf(_SC_PAGESIZE));
@@ -78,6 +81,7 @@ TEST(PagePopulator, PopulatesEachChunkOnceAndOnlyThoseARangeCrosses) {
 }
 
 TEST(PagePopulator, ClipsRangesToTheMappingAndIgnoresEmptyOnes) {
+  if (kShadowMemory) GTEST_SKIP() << "a sanitizer's shadow memory faults too";
   // A last chunk of 64 pages, shorter than kChunk. Faults are compared with
   // a quarter of its pages, not with 0: a sanitizer's shadow memory faults
   // too when the test writes.
