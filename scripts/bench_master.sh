@@ -24,6 +24,12 @@
 #   BENCH_OBJECTS      object counts of the memory runs (default "1000000 10000000";
 #                      empty: no memory run)
 #   REDIS_REQUESTS     requests per redis-benchmark run (default 2000000)
+#   BENCH_PIN=1        the same CPU placement for both systems: the server
+#                      (shelfmark-master, redis-server) on CPU 0, a client of
+#                      one connection on CPU 0 beside it (no cross-CPU wake-up
+#                      per request, as on a quiet core of a big machine), a
+#                      client of several connections on CPU 1 (the server
+#                      keeps a CPU to itself); unset: the scheduler places all
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -34,6 +40,8 @@ batches="${BENCH_BATCHES:-1 128}"
 connections="${BENCH_CONNECTIONS:-1 16}"
 objects="${BENCH_OBJECTS-1000000 10000000}"
 redis_requests="${REDIS_REQUESTS:-2000000}"
+
+pinned="${BENCH_PIN:-0}"
 
 script=bench_master
 # shellcheck source=scripts/lib/cluster.sh
@@ -56,38 +64,58 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# on_cpu CONNECTIONS COMMAND...: runs a client of CONNECTIONS connections
+# where BENCH_PIN places it (see above); unpinned, as it is.
+on_cpu() {
+  local c="$1"
+  shift
+  if [ "$pinned" != 1 ]; then
+    "$@"
+  elif [ "$c" -le 1 ] || [ "$(nproc)" -lt 2 ]; then
+    taskset -c 0 "$@"
+  else
+    taskset -c 1 "$@"
+  fi
+}
+# pin_server PID: every thread of PID on CPU 0 (BENCH_PIN=1 only).
+pin_server() {
+  if [ "$pinned" = 1 ]; then taskset -a -pc 0 "$1" >/dev/null; fi
+}
+
 # Each start gets its own log.
 restart_master() {
   stop_pid "$master_pid" || true
   start_master "$master_bin" "$logdir/bench_master.master.$((++master_starts)).log"
+  pin_server "$master_pid"
 }
 
-perf() {  # VARIANT, then shelfmark-perf master flags
-  local variant="$1"
-  shift
-  log "shelfmark-perf master $*"
-  "$perf_bin" master --master="127.0.0.1:$rpc_port" --metrics="127.0.0.1:$metrics_port" \
-    --json "$@" | sed "s/^{/{\"variant\":\"$variant\",/" >>"$out" ||
-    log "shelfmark-perf master $* exited with $? (results kept)"
+perf() {  # VARIANT CONNECTIONS, then more shelfmark-perf master flags
+  local variant="$1" c="$2"
+  shift 2
+  log "shelfmark-perf master --connections=$c $*"
+  on_cpu "$c" "$perf_bin" master --master="127.0.0.1:$rpc_port" \
+    --metrics="127.0.0.1:$metrics_port" --connections="$c" --json "$@" |
+    sed "s/^{/{\"variant\":\"$variant\",/" >>"$out" ||
+    log "shelfmark-perf master --connections=$c $* exited with $? (results kept)"
 }
 
-log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
+log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), BENCH_PIN=$pinned; results in $out"
 big_batch="$(printf '%s\n' $batches | sort -n | tail -n 1)"
 restart_master
 for b in $batches; do
   for c in $connections; do
-    perf channel --batch="$b" --connections="$c" --seconds="$seconds"
-    perf capnp --batch="$b" --connections="$c" --seconds="$seconds" --lookup_channel=false
+    perf channel "$c" --batch="$b" --seconds="$seconds"
+    perf capnp "$c" --batch="$b" --seconds="$seconds" --lookup_channel=false
   done
 done
 for c in $connections; do
-  perf channel_hot --batch="$big_batch" --connections="$c" --seconds="$seconds" --keys=1000
+  perf channel_hot "$c" --batch="$big_batch" --seconds="$seconds" --keys=1000
 done
 # Each memory run gets a fresh master: RSS freed by earlier runs stays in the
 # allocator's arenas and would hide part of the cost.
 for n in $objects; do
   restart_master
-  perf memory --objects="$n"
+  perf memory 1 --objects="$n"
 done
 stop_pid "$master_pid" || true
 master_pid=""
@@ -97,14 +125,24 @@ redis_port="$(free_port)"
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
   >"$logdir/bench_master.redis.log" 2>&1 &
 redis_pid=$!
+pin_server "$redis_pid"
 wait_redis "$redis_port" "$redis_pid" 10 "$logdir/bench_master.redis.log"
 declare -A redis_rps
+# clients_of redis-benchmark flags...: its -c (redis-benchmark's default: 50).
+clients_of() {
+  local c=50
+  while [ $# -gt 0 ]; do
+    if [ "$1" = -c ]; then c="$2"; fi
+    shift
+  done
+  echo "$c"
+}
 # redis_get NAME redis-benchmark flags...: GET requests/s into redis_rps[NAME].
 redis_get() {
   local name="$1" rps
   shift
   log "redis-benchmark -t get $*"
-  rps="$(redis-benchmark -p "$redis_port" -t get -q "$@" 2>&1 | tr '\r' '\n' |
+  rps="$(on_cpu "$(clients_of "$@")" redis-benchmark -p "$redis_port" -t get -q "$@" 2>&1 | tr '\r' '\n' |
          sed -n 's/^GET: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)"
   redis_rps["$name"]="${rps:-0}"
   echo "{\"bench\":\"redis\",\"variant\":\"$name\",\"op\":\"get\",\"requests_per_s\":${rps:-0}}" >>"$out"
@@ -116,7 +154,7 @@ log "redis-benchmark -t set -r 1000000 (the random keys' values)"
 redis-benchmark -p "$redis_port" -t set -r 1000000 -n 3000000 -P 128 -c 16 -q >/dev/null 2>&1
 redis_get random_p128_c16 -P 128 -c 16 -r 1000000 -n "$redis_requests"
 # One client, one request at a time: the p50 (CSV: test,rps,avg,min,p50,...).
-redis_c1_p50_ms="$(redis-benchmark -p "$redis_port" -t get -c 1 -P 1 -n 50000 --csv |
+redis_c1_p50_ms="$(on_cpu 1 redis-benchmark -p "$redis_port" -t get -c 1 -P 1 -n 50000 --csv |
                    tr -d '"' | awk -F, '$1 == "GET" { print $5 }')"
 redis_c1_p50_us="$(awk -v m="${redis_c1_p50_ms:-0}" 'BEGIN{printf "%.1f", m*1000}')"
 echo "{\"bench\":\"redis\",\"variant\":\"c1\",\"op\":\"get\",\"p50_us\":$redis_c1_p50_us}" >>"$out"
@@ -127,7 +165,7 @@ redis_csv() {
   local name="$1" op="$2" line rps p50_ms
   shift 2
   log "redis-benchmark $* ($name)"
-  line="$(redis-benchmark -p "$redis_port" --csv "$@" 2>/dev/null | tr -d '"' | tail -n 1)"
+  line="$(on_cpu "$(clients_of "$@")" redis-benchmark -p "$redis_port" --csv "$@" 2>/dev/null | tr -d '"' | tail -n 1)"
   rps="$(echo "$line" | awk -F, '{print $2+0}')"
   p50_ms="$(echo "$line" | awk -F, '{print $5+0}')"
   echo "{\"bench\":\"redis\",\"variant\":\"$name\",\"op\":\"$op\",\"requests_per_s\":${rps:-0},\"p50_us\":$(awk -v m="${p50_ms:-0}" 'BEGIN{printf "%.1f", m*1000}')}" >>"$out"
@@ -200,7 +238,7 @@ ours() {  # VARIANT OP BATCH CONNECTIONS FIELD
   echo "${v:-0}"
 }
 echo
-echo "=== write path (issue 32): framed channel vs Cap'n Proto vs redis, same run ==="
+echo "=== write path (issue 32): framed channel vs Cap'n Proto vs redis, same run, BENCH_PIN=$pinned ==="
 printf "%-44s %12s %12s %12s %9s %9s\n" "measure" "channel" "capnp" "redis" "ch/redis" "ch/capnp"
 row() {  # LABEL OP BATCH CONNECTIONS FIELD REDIS-VARIANT REDIS-FIELD
   local ch cp rd
