@@ -105,6 +105,7 @@ class ReplicationStandby {
   ErrorCode Session(const std::string& address);
   ErrorCode Handshake(int fd, uint8_t flags);
   ErrorCode ApplyBatch(int fd, const std::string& body, StandbyState* copy);
+  ErrorCode SendAck(int fd, uint64_t seq);
   // While the leader may be gone: the pause between probes, and how many
   // are tried (a dying process may still accept for a moment; a live one
   // that closed the watch keeps accepting, and is not probed for long).
