@@ -208,7 +208,9 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first,
   std::string none;
   // Acknowledgements until the connection ends; a stall is the shipper's
   // to notice (an idle standby sends nothing).
-  while (ReadFrame(s->fd.get(), AfterHandshake(), &none, &body) == ErrorCode::OK) {
+  FrameLimits acks = AfterHandshake();
+  acks.spin_us = options_.ack_spin_us;
+  while (ReadFrame(s->fd.get(), acks, &none, &body) == ErrorCode::OK) {
     auto ack = DecodeAck(body);
     if (!ack.ok()) break;
     {

@@ -266,7 +266,11 @@ ErrorCode ReplicationStandby::Session(const std::string& address) {
   auto copy = std::make_unique<StandbyState>();
   std::string body, pending;
   while (rc == ErrorCode::OK) {
-    rc = ReadFrame(fd.get(), FrameLimits{}, &pending, &body);  // batches: as the leader sends them
+    // Batches, as the leader sends them; polled for a while after each
+    // (frame_io.h, spin_us: most of an unbatched put's round trip).
+    FrameLimits batches;
+    batches.spin_us = kBatchSpinUs;
+    rc = ReadFrame(fd.get(), batches, &pending, &body);
     if (rc == ErrorCode::OK) rc = ApplyBatch(fd.get(), body, copy.get());
   }
   MutexLock lock(&mu_);

@@ -110,6 +110,8 @@ class ReplicationStandby {
   // are tried (a dying process may still accept for a moment; a live one
   // that closed the watch keeps accepting, and is not probed for long).
   static constexpr int64_t kGoneProbeMs = 10;
+  // How long the receiver polls for the next batch before it sleeps.
+  static constexpr int kBatchSpinUs = 200;
   static constexpr int kGoneProbes = 20;
 
   const ReplicationStandbyOptions options_;
