@@ -208,9 +208,10 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first,
   std::string none;
   // Acknowledgements until the connection ends; a stall is the shipper's
   // to notice (an idle standby sends nothing).
-  FrameLimits acks = AfterHandshake();
-  acks.spin_us = options_.ack_spin_us;
-  while (ReadFrame(s->fd.get(), acks, &none, &body) == ErrorCode::OK) {
+  // (No polling here, unlike the standby's receiver: a reader spinning on
+  // the leader's CPUs takes its share of them from the RPC threads when
+  // they are busy.)
+  while (ReadFrame(s->fd.get(), AfterHandshake(), &none, &body) == ErrorCode::OK) {
     auto ack = DecodeAck(body);
     if (!ack.ok()) break;
     {

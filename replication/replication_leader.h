@@ -64,10 +64,6 @@ struct ReplicationLeaderOptions {
   // How long the shipper sleeps when nobody asked for a batch (changes made
   // by the background thread, which waits on nobody, ship at this period).
   int64_t idle_ship_ms = 20;
-  // How long a standby's reader polls for the next acknowledgement before
-  // it sleeps (frame_io.h, FrameLimits::spin_us; it yields to every other
-  // thread meanwhile). 0: it sleeps at once.
-  int ack_spin_us = 200;
   // Publishes the in-sync set (standby ids, sorted); true when it is
   // durable (blocking, on the shipper thread, no lock held). Unset: every
   // set counts at once (tests; a single process).
