@@ -1,9 +1,11 @@
 #include "replication/frame_io.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -24,6 +26,14 @@ class FrameDeadline {
  public:
   FrameDeadline(const FrameLimits& limits, bool begun) : limits_(limits) {
     if (begun) Begin();
+    if (limits_.spin_us > 0) {
+      spin_until_ = std::chrono::steady_clock::now() + std::chrono::microseconds(limits_.spin_us);
+    }
+  }
+  // Whether to poll again instead of sleeping: only before the first byte,
+  // within spin_us of the call.
+  bool Spin() const {
+    return !begun_ && limits_.spin_us > 0 && std::chrono::steady_clock::now() < spin_until_;
   }
   // The frame's first byte is here: its deadline starts (once).
   void Begin() {
@@ -41,6 +51,7 @@ class FrameDeadline {
   const FrameLimits& limits_;
   bool begun_ = false;
   int64_t deadline_ms_ = 0;
+  std::chrono::steady_clock::time_point spin_until_{};
 };
 
 // Appends exactly `n` bytes read from `fd` to *out. On failure *out holds
@@ -64,6 +75,10 @@ bool ReadExactly(int fd, size_t n, FrameDeadline& deadline, std::string* out, bo
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (deadline.Spin()) {
+      ::sched_yield();
+      continue;
+    }
     const int wait_ms = deadline.NextWaitMs();
     if (wait_ms == 0 || !WaitFd(fd, POLLIN, wait_ms)) return false;
   }

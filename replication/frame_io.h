@@ -30,6 +30,12 @@ struct FrameLimits {
   // when `pending` already holds some; -1: no deadline, only `wait_ms`
   // without progress).
   int frame_ms = -1;
+  // Before sleeping for the frame's first byte, poll for it this long
+  // (yielding the CPU to any thread that wants it): a thread asleep between
+  // frames costs a wake-up per frame, and on a virtual machine whose CPU
+  // went idle meanwhile an interrupt to a halted CPU, the largest part of a
+  // standby's round trip (docs/ha.md, "What a put waits for").
+  int spin_us = 0;
 };
 
 // Reads one frame into *body (its body only). `pending` holds bytes already

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "replication/replication_wire.h"
 
@@ -71,6 +72,27 @@ TEST_F(FrameIoTest, TellsAnOrderlyCloseBeforeAFrame) {
   EXPECT_EQ(ReadFrame(reader(), {kMaxControlFrameBytes}, &pending, &body, &closed),
             ErrorCode::RPC_FAIL);
   EXPECT_TRUE(closed);
+}
+
+// spin_us only changes how the reader waits: a frame that arrives while it
+// polls, or after it went to sleep, reads whole; silence still ends at the
+// wait's limit.
+TEST_F(FrameIoTest, PollingBeforeSleepingReadsFramesAndStillTimesOut) {
+  FrameLimits limits{kMaxControlFrameBytes, 60'000, 60'000};
+  limits.spin_us = 1'000'000;  // far longer than the writer takes to start
+  std::string frame;
+  AppendAck(9, &frame);
+  std::thread writer([&] { Send(frame); });
+  std::string pending, body;
+  ASSERT_EQ(ReadFrame(reader(), limits, &pending, &body), ErrorCode::OK);
+  writer.join();
+  auto ack = DecodeAck(body);
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(*ack, 9u);
+
+  limits.spin_us = 1;
+  limits.wait_ms = 1;  // nothing comes: the poll ends, then the wait does
+  EXPECT_EQ(ReadFrame(reader(), limits, &pending, &body), ErrorCode::RPC_FAIL);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <utility>
 
@@ -68,6 +67,7 @@ void ReplicationLeader::Start() {
   joining_.clear();
   required_acked_.clear();
   released_seq_ = 0;
+  shipped_seq_ = 0;
   shipper_ = std::thread([this] { ShipLoop(); });
 }
 
@@ -84,7 +84,7 @@ void ReplicationLeader::Stop() {
     standbys_.clear();
     readers.swap(readers_);
   }
-  cv_.notify_all();
+  doorbell_.Ring();
   shipper_.join();
   for (Reader& r : readers) r.thread.join();
   {
@@ -202,13 +202,15 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first,
     MutexLock lock(&mu_);
     if (s->state != Standby::State::kHandshake) return;  // dropped meanwhile
     s->state = Standby::State::kCopying;
-    wake_ = true;
   }
-  cv_.notify_all();
+  doorbell_.Ring();
   std::string body;
   std::string none;
   // Acknowledgements until the connection ends; a stall is the shipper's
   // to notice (an idle standby sends nothing).
+  // (No polling here, unlike the standby's receiver: a reader spinning on
+  // the leader's CPUs takes its share of them from the RPC threads when
+  // they are busy.)
   while (ReadFrame(s->fd.get(), AfterHandshake(), &none, &body) == ErrorCode::OK) {
     auto ack = DecodeAck(body);
     if (!ack.ok()) break;
@@ -250,9 +252,8 @@ void ReplicationLeader::Drop(Standby& s) {
     ::shutdown(s.fd.get(), SHUT_RDWR);
     std::erase_if(standbys_, [&](const auto& p) { return p.get() == &s; });
     ++counters_.dropped;
-    wake_ = true;  // the shipper publishes the in-sync set without it
   }
-  cv_.notify_all();
+  doorbell_.Ring();  // the shipper publishes the in-sync set without it
   Release();
 }
 
@@ -337,13 +338,10 @@ void ReplicationLeader::ShipLoop() {
   for (;;) {
     std::vector<std::shared_ptr<Standby>> copying;
     std::vector<std::shared_ptr<Standby>> stalled;
+    doorbell_.Wait(options_.idle_ship_ms);  // at once when rung meanwhile
     {
       MutexLock lock(&mu_);
-      if (!stopping_ && !wake_) {
-        cv_.wait_for(mu_, std::chrono::milliseconds(options_.idle_ship_ms));
-      }
       if (stopping_) return;
-      wake_ = false;
       const int64_t now = NowMs();
       for (auto& s : standbys_) {
         if (s->state == Standby::State::kCopying) copying.push_back(s);
@@ -438,9 +436,11 @@ bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done)
       return true;
     }
     waiters_.push_back({seq, std::move(done)});
-    wake_ = true;
+    // Shipped already (another waiter rang for it): its acknowledgement
+    // releases this one; no wake-up of the shipper needed.
+    if (seq <= shipped_seq_) return false;
   }
-  cv_.notify_all();
+  doorbell_.Ring();
   return false;
 }
 

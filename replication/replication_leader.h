@@ -36,7 +36,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,6 +49,7 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "directory/directory.h"
+#include "replication/doorbell.h"
 #include "replication/frame_io.h"
 
 namespace shelfmark {
@@ -167,10 +167,9 @@ class ReplicationLeader {
   Directory& dir_;
   const ReplicationLeaderOptions options_;
   mutable Mutex mu_;
-  std::condition_variable_any cv_;
+  Doorbell doorbell_;  // wakes the shipper (doorbell.h: why not a condition variable)
   bool running_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
-  bool wake_ GUARDED_BY(mu_) = false;
   std::vector<std::shared_ptr<Standby>> standbys_ GUARDED_BY(mu_);
   // One per adopted connection; `done` set as its thread's last step, so
   // Adopt joins finished ones (a standby that reconnects again and again

@@ -1,5 +1,7 @@
 #include "replication/replication_standby.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -200,6 +202,17 @@ ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, Standb
   const uint64_t seq = batch->changes.seq;
   const bool reset = (batch->flags & kBatchReset) != 0;
   const bool synced = (batch->flags & kBatchSynced) != 0;
+  bool live = false;  // applied to the state (no copy under way): acknowledged first
+  {
+    MutexLock lock(&mu_);
+    live = !reset && stats_.synced;
+  }
+  ErrorCode acked = ErrorCode::OK;
+  // The batch is decoded (it cannot fail to apply) and this thread applies
+  // it before anything reads the state (a promotion Stop()s this thread
+  // before it loads the copy), so the standby holds it from here: the
+  // acknowledgement travels while it is applied.
+  if (live) acked = SendAck(fd, seq);
   {
     MutexLock lock(&mu_);
     if (reset) copy->Reset();
@@ -220,6 +233,10 @@ ErrorCode ReplicationStandby::ApplyBatch(int fd, const std::string& body, Standb
     stats_.last_batch_ms = SteadyClock().NowMs();
     if (!stats_.synced) return ErrorCode::OK;  // a copy under way: no ack yet
   }
+  return live ? acked : SendAck(fd, seq);  // the last frame of a copy: acknowledged once swapped in
+}
+
+ErrorCode ReplicationStandby::SendAck(int fd, uint64_t seq) {
   std::string out;
   AppendAck(seq, &out);
   return WriteFrames(fd, static_cast<int>(options_.io_timeout_ms), out);
@@ -230,6 +247,12 @@ ErrorCode ReplicationStandby::Session(const std::string& address) {
   if (!where) return ErrorCode::INVALID_PARAMS;
   UniqueFd fd = ConnectTcp(*where, static_cast<int>(options_.io_timeout_ms));
   if (!fd.valid()) return ErrorCode::RPC_FAIL;
+  // Each acknowledgement leaves at once: under Nagle's rule one sent while
+  // the previous is not yet acknowledged by TCP waits for the leader's
+  // delayed ACK (up to 40 ms), and every put waiting on it with it. (The
+  // leader's side inherits TCP_NODELAY from its listening socket.)
+  const int one = 1;
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   {
     MutexLock lock(&mu_);
     if (stopping_ || target_ != address) return ErrorCode::OK;
@@ -243,7 +266,11 @@ ErrorCode ReplicationStandby::Session(const std::string& address) {
   auto copy = std::make_unique<StandbyState>();
   std::string body, pending;
   while (rc == ErrorCode::OK) {
-    rc = ReadFrame(fd.get(), FrameLimits{}, &pending, &body);  // batches: as the leader sends them
+    // Batches, as the leader sends them; polled for a while after each
+    // (frame_io.h, spin_us: most of an unbatched put's round trip).
+    FrameLimits batches;
+    batches.spin_us = kBatchSpinUs;
+    rc = ReadFrame(fd.get(), batches, &pending, &body);
     if (rc == ErrorCode::OK) rc = ApplyBatch(fd.get(), body, copy.get());
   }
   MutexLock lock(&mu_);

@@ -105,10 +105,13 @@ class ReplicationStandby {
   ErrorCode Session(const std::string& address);
   ErrorCode Handshake(int fd, uint8_t flags);
   ErrorCode ApplyBatch(int fd, const std::string& body, StandbyState* copy);
+  ErrorCode SendAck(int fd, uint64_t seq);
   // While the leader may be gone: the pause between probes, and how many
   // are tried (a dying process may still accept for a moment; a live one
   // that closed the watch keeps accepting, and is not probed for long).
   static constexpr int64_t kGoneProbeMs = 10;
+  // How long the receiver polls for the next batch before it sleeps.
+  static constexpr int kBatchSpinUs = 200;
   static constexpr int kGoneProbes = 20;
 
   const ReplicationStandbyOptions options_;
