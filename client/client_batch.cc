@@ -4,6 +4,7 @@
 // retried alone. See client/client.h.
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -100,15 +101,26 @@ std::vector<Result<Client::Impl::Located>> Client::Impl::LocateAll(
 std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
                                                const std::vector<BatchRead>& items,
                                                std::vector<size_t>* stale) {
-  std::vector<TransferOp> ops;
-  for (const BatchRead& item : items) {
-    AppendOps(item.plan, item.found->location->info.replicas[0].memory, &ops);
+  std::vector<TransferOp> ops;                                 // of the items not in an own segment
+  std::vector<std::optional<ErrorCode>> copied(items.size());  // the own-segment items'
+  for (size_t k = 0; k < items.size(); ++k) {
+    const BatchRead& item = items[k];
+    const MemoryDescriptor& replica = item.found->location->info.replicas[0].memory;
+    if (!local.Holds(replica)) {
+      AppendOps(item.plan, replica, &ops);
+      continue;
+    }
+    std::vector<TransferOp> own;
+    AppendOps(item.plan, replica, &own);
+    const TransferStatus st = Move(TransferKind::READ, own);  // memcpy: no transport
+    copied[k] = st.ok() ? CheckRead(*item.found->location, item.plan) : st.code;
   }
   const TransferStatus st = Move(TransferKind::READ, ops);
   std::vector<ErrorCode> rc;
-  for (const BatchRead& item : items) {
+  for (size_t k = 0; k < items.size(); ++k) {
+    const BatchRead& item = items[k];
     const ObjectLocation& loc = *item.found->location;
-    ErrorCode code = st.ok() ? CheckRead(loc, item.plan) : st.code;
+    ErrorCode code = copied[k] ? *copied[k] : st.ok() ? CheckRead(loc, item.plan) : st.code;
     // The first replica failed in the batch: the item alone, with failover.
     if (code != ErrorCode::OK && code != ErrorCode::LEASE_EXPIRED) code = Read(loc, item.plan);
     if (code != ErrorCode::OK) {

@@ -154,8 +154,10 @@ struct Client::Impl {
     if (!got.ok()) cache->Invalidate(tenant, key);
     return got;
   }
-  // The batch reads: each item's first replica into its plan, in one Move;
-  // an item that fails is read alone with failover. rc[k] for items[k];
+  // The batch reads: each item's first replica into its plan, in one Move
+  // (a replica in an attached own segment: copied and verified item by
+  // item, so the checksum reads bytes still in cache, not a second pass
+  // over the whole batch); an item that fails is read alone with failover. rc[k] for items[k];
   // a failed item's entry is dropped and, when its location came from the
   // cache, its index is added to *stale (the caller reads it afresh).
   struct BatchRead {

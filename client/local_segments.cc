@@ -1,7 +1,8 @@
 #include "client/local_segments.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "common/copy_bytes.h"
 
 namespace shelfmark {
 
@@ -44,9 +45,9 @@ bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
   uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
   if (at == nullptr) return false;
   if (kind == TransferKind::READ) {
-    std::memcpy(op.local, at, op.length);
+    CopyBytes(op.local, at, op.length);
   } else {
-    std::memcpy(at, op.local, op.length);
+    CopyBytes(at, op.local, op.length);
   }
   copies_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(op.length, std::memory_order_relaxed);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "common/socket_io.h"
 #include "common/wire_bytes.h"
 #include "transport/proof_parts.h"
@@ -267,12 +268,12 @@ bool LocalMapping::Alive() const {
 
 void LocalMapping::Read(uint64_t address, void* dst, uint64_t length) const {
   populator_->Touch(address - base_, length);
-  std::memcpy(dst, memory_ + (address - base_), length);
+  CopyBytes(dst, memory_ + (address - base_), length);
 }
 
 void LocalMapping::Write(uint64_t address, const void* src, uint64_t length) const {
   populator_->Touch(address - base_, length);
-  std::memcpy(memory_ + (address - base_), src, length);
+  CopyBytes(memory_ + (address - base_), src, length);
 }
 
 std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_view cluster_token,
