@@ -289,9 +289,10 @@ Result<std::shared_ptr<const ObjectLocation>> Client::Impl::LookUp(std::string_v
   return loc;
 }
 
-ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan& plan) const {
+ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan& plan,
+                                  std::optional<uint64_t> sum) const {
   if (clock->NowMs() >= loc.lease_deadline_ms) return ErrorCode::LEASE_EXPIRED;
-  if (plan.whole && loc.info.checksum && PlanChecksum(plan) != *loc.info.checksum) {
+  if (plan.whole && loc.info.checksum && (sum ? *sum : PlanChecksum(plan)) != *loc.info.checksum) {
     return ErrorCode::CHECKSUM_MISMATCH;
   }
   return ErrorCode::OK;
@@ -301,6 +302,13 @@ ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescr
                                     const TransferPlan& plan) {
   std::vector<TransferOp> ops;
   AppendOps(plan, replica, &ops);
+  // A whole object in one piece from an own segment: copied and checksummed
+  // in one pass over its bytes.
+  uint64_t sum = 0;
+  if (ops.size() == 1 && plan.whole && loc.info.checksum &&
+      local.TryCopy(TransferKind::READ, ops[0], &sum)) {
+    return CheckRead(loc, plan, sum);
+  }
   TransferStatus st = Move(TransferKind::READ, ops);
   if (!st.ok()) return st.code;
   return CheckRead(loc, plan);

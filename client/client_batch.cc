@@ -101,8 +101,8 @@ std::vector<Result<Client::Impl::Located>> Client::Impl::LocateAll(
 std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
                                                const std::vector<BatchRead>& items,
                                                std::vector<size_t>* stale) {
-  std::vector<TransferOp> ops;                                 // of the items not in an own segment
-  std::vector<std::optional<ErrorCode>> copied(items.size());  // the own-segment items'
+  std::vector<TransferOp> ops;  // the items not in an own segment, in one Move
+  std::vector<std::optional<ErrorCode>> copied(items.size());  // the others' answers
   for (size_t k = 0; k < items.size(); ++k) {
     const BatchRead& item = items[k];
     const MemoryDescriptor& replica = item.found->location->info.replicas[0].memory;
@@ -110,10 +110,7 @@ std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
       AppendOps(item.plan, replica, &ops);
       continue;
     }
-    std::vector<TransferOp> own;
-    AppendOps(item.plan, replica, &own);
-    const TransferStatus st = Move(TransferKind::READ, own);  // memcpy: no transport
-    copied[k] = st.ok() ? CheckRead(*item.found->location, item.plan) : st.code;
+    copied[k] = ReadReplica(*item.found->location, replica, item.plan);  // memcpy
   }
   const TransferStatus st = Move(TransferKind::READ, ops);
   std::vector<ErrorCode> rc;

@@ -110,8 +110,10 @@ struct Client::Impl {
                                          const std::vector<std::string>& keys);
 
   // --- reads (a plan of pieces of the object, client/transfer_plan.h) ---
-  // Lease, then (for a whole plan) checksum, of bytes already read.
-  ErrorCode CheckRead(const ObjectLocation& loc, const TransferPlan& plan) const;
+  // Lease, then (for a whole plan) checksum, of bytes already read; `sum`:
+  // the plan's checksum when the read computed it (else computed here).
+  ErrorCode CheckRead(const ObjectLocation& loc, const TransferPlan& plan,
+                      std::optional<uint64_t> sum = std::nullopt) const;
   ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
                         const TransferPlan& plan);
   // ReadLocalDiskInto from the replica's node: straight into the plan's one
@@ -155,11 +157,12 @@ struct Client::Impl {
     return got;
   }
   // The batch reads: each item's first replica into its plan, in one Move
-  // (a replica in an attached own segment: copied and verified item by
-  // item, so the checksum reads bytes still in cache, not a second pass
-  // over the whole batch); an item that fails is read alone with failover. rc[k] for items[k];
-  // a failed item's entry is dropped and, when its location came from the
-  // cache, its index is added to *stale (the caller reads it afresh).
+  // (one in an attached own segment: read item by item by ReadReplica, its
+  // checksum computed during the copy, not in a second pass over bytes the
+  // rest of the batch pushed out of cache); an item that fails is read
+  // alone with failover. rc[k] for items[k]; a failed item's entry is
+  // dropped and, when its location came from the cache, its index is added
+  // to *stale (the caller reads it afresh).
   struct BatchRead {
     size_t index = 0;  // in the caller's keys
     const Located* found = nullptr;

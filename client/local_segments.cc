@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/checksum.h"
 #include "common/copy_bytes.h"
 
 namespace shelfmark {
@@ -40,11 +41,13 @@ bool LocalSegments::Holds(const MemoryDescriptor& replica) const {
   return Find(replica, 0, replica.size) != nullptr;
 }
 
-bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
+bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op, uint64_t* checksum) {
   if (op.remote == nullptr || op.local == nullptr) return false;
   uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
   if (at == nullptr) return false;
-  if (kind == TransferKind::READ) {
+  if (kind == TransferKind::READ && checksum != nullptr) {
+    *checksum = CopyChecksum64(op.local, at, op.length);
+  } else if (kind == TransferKind::READ) {
     CopyBytes(op.local, at, op.length);
   } else {
     CopyBytes(at, op.local, op.length);
