@@ -298,20 +298,20 @@ ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan&
   return ErrorCode::OK;
 }
 
+void Client::Impl::AskChecksum(const ObjectLocation& loc, const TransferPlan& plan,
+                               std::vector<TransferOp>* ops, std::optional<uint64_t>* sum) {
+  if (ops->size() == 1 && plan.whole && loc.info.checksum) ops->front().checksum = sum;
+}
+
 ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
                                     const TransferPlan& plan) {
   std::vector<TransferOp> ops;
   AppendOps(plan, replica, &ops);
-  // A whole object in one piece from an own segment: copied and checksummed
-  // in one pass over its bytes.
-  uint64_t sum = 0;
-  if (ops.size() == 1 && plan.whole && loc.info.checksum &&
-      local.TryCopy(TransferKind::READ, ops[0], &sum)) {
-    return CheckRead(loc, plan, sum);
-  }
+  std::optional<uint64_t> sum;
+  AskChecksum(loc, plan, &ops, &sum);
   TransferStatus st = Move(TransferKind::READ, ops);
   if (!st.ok()) return st.code;
-  return CheckRead(loc, plan);
+  return CheckRead(loc, plan, sum);
 }
 
 ErrorCode Client::Impl::ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica,

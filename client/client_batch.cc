@@ -101,23 +101,21 @@ std::vector<Result<Client::Impl::Located>> Client::Impl::LocateAll(
 std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
                                                const std::vector<BatchRead>& items,
                                                std::vector<size_t>* stale) {
-  std::vector<TransferOp> ops;  // the items not in an own segment, in one Move
-  std::vector<std::optional<ErrorCode>> copied(items.size());  // the others' answers
+  std::vector<TransferOp> ops;
+  std::vector<std::optional<uint64_t>> sums(items.size());  // the copies' checksums
   for (size_t k = 0; k < items.size(); ++k) {
-    const BatchRead& item = items[k];
-    const MemoryDescriptor& replica = item.found->location->info.replicas[0].memory;
-    if (!local.Holds(replica)) {
-      AppendOps(item.plan, replica, &ops);
-      continue;
-    }
-    copied[k] = ReadReplica(*item.found->location, replica, item.plan);  // memcpy
+    const ObjectLocation& loc = *items[k].found->location;
+    std::vector<TransferOp> item_ops;
+    AppendOps(items[k].plan, loc.info.replicas[0].memory, &item_ops);
+    AskChecksum(loc, items[k].plan, &item_ops, &sums[k]);
+    ops.insert(ops.end(), item_ops.begin(), item_ops.end());
   }
   const TransferStatus st = Move(TransferKind::READ, ops);
   std::vector<ErrorCode> rc;
   for (size_t k = 0; k < items.size(); ++k) {
     const BatchRead& item = items[k];
     const ObjectLocation& loc = *item.found->location;
-    ErrorCode code = copied[k] ? *copied[k] : st.ok() ? CheckRead(loc, item.plan) : st.code;
+    ErrorCode code = st.ok() ? CheckRead(loc, item.plan, sums[k]) : st.code;
     // The first replica failed in the batch: the item alone, with failover.
     if (code != ErrorCode::OK && code != ErrorCode::LEASE_EXPIRED) code = Read(loc, item.plan);
     if (code != ErrorCode::OK) {

@@ -114,6 +114,11 @@ struct Client::Impl {
   // the plan's checksum when the read computed it (else computed here).
   ErrorCode CheckRead(const ObjectLocation& loc, const TransferPlan& plan,
                       std::optional<uint64_t> sum = std::nullopt) const;
+  // Asks the read's one op (a whole object in one piece, with a checksum
+  // to verify) for the checksum of the bytes a memcpy copies, into *sum
+  // (TransferOp::checksum); other plans are checksummed after the move.
+  static void AskChecksum(const ObjectLocation& loc, const TransferPlan& plan,
+                          std::vector<TransferOp>* ops, std::optional<uint64_t>* sum);
   ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
                         const TransferPlan& plan);
   // ReadLocalDiskInto from the replica's node: straight into the plan's one
@@ -157,12 +162,11 @@ struct Client::Impl {
     return got;
   }
   // The batch reads: each item's first replica into its plan, in one Move
-  // (one in an attached own segment: read item by item by ReadReplica, its
-  // checksum computed during the copy, not in a second pass over bytes the
-  // rest of the batch pushed out of cache); an item that fails is read
-  // alone with failover. rc[k] for items[k]; a failed item's entry is
-  // dropped and, when its location came from the cache, its index is added
-  // to *stale (the caller reads it afresh).
+  // (AskChecksum: a memcpy computes each object's checksum as it copies
+  // it, not in a second pass over bytes the rest of the batch pushed out
+  // of cache); an item that fails is read alone with failover. rc[k] for items[k]; a failed item's
+  // entry is dropped and, when its location came from the cache, its index is added to *stale (the
+  // caller reads it afresh).
   struct BatchRead {
     size_t index = 0;  // in the caller's keys
     const Located* found = nullptr;

@@ -41,12 +41,12 @@ bool LocalSegments::Holds(const MemoryDescriptor& replica) const {
   return Find(replica, 0, replica.size) != nullptr;
 }
 
-bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op, uint64_t* checksum) {
+bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
   if (op.remote == nullptr || op.local == nullptr) return false;
   uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
   if (at == nullptr) return false;
-  if (kind == TransferKind::READ && checksum != nullptr) {
-    *checksum = CopyChecksum64(op.local, at, op.length);
+  if (kind == TransferKind::READ && op.checksum != nullptr) {
+    *op.checksum = CopyChecksum64(op.local, at, op.length);
   } else if (kind == TransferKind::READ) {
     CopyBytes(op.local, at, op.length);
   } else {

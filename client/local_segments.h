@@ -41,10 +41,9 @@ class LocalSegments {
   // such replicas first).
   bool Holds(const MemoryDescriptor& replica) const;
   // Does `op` with memcpy when its range lies in an attached segment (see
-  // above) and returns true; false (nothing done) otherwise. A read given
-  // `checksum` sets it to Checksum64 of the bytes copied, computed in the
-  // same pass (CopyChecksum64).
-  bool TryCopy(TransferKind kind, const TransferOp& op, uint64_t* checksum = nullptr);
+  // above) and returns true (a read sets *op.checksum when asked,
+  // TransferOp); false (nothing done) otherwise.
+  bool TryCopy(TransferKind kind, const TransferOp& op);
   LocalCopyStats stats() const;
 
  private:
