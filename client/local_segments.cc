@@ -50,7 +50,7 @@ bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
   } else if (kind == TransferKind::READ) {
     CopyBytes(op.local, at, op.length);
   } else {
-    CopyBytes(at, op.local, op.length);
+    StreamBytes(at, op.local, op.length);
   }
   copies_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(op.length, std::memory_order_relaxed);

@@ -279,7 +279,7 @@ void LocalMapping::Read(uint64_t address, void* dst, uint64_t length,
 
 void LocalMapping::Write(uint64_t address, const void* src, uint64_t length) const {
   populator_->Touch(address - base_, length);
-  CopyBytes(memory_ + (address - base_), src, length);
+  StreamBytes(memory_ + (address - base_), src, length);
 }
 
 std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_view cluster_token,
