@@ -299,8 +299,8 @@ ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan&
 }
 
 void Client::Impl::AskChecksum(const ObjectLocation& loc, const TransferPlan& plan,
-                               std::vector<TransferOp>* ops, std::optional<uint64_t>* sum) {
-  if (ops->size() == 1 && plan.whole && loc.info.checksum) ops->front().checksum = sum;
+                               std::span<TransferOp> ops, std::optional<uint64_t>* sum) {
+  if (ops.size() == 1 && plan.whole && loc.info.checksum) ops.front().checksum = sum;
 }
 
 ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
@@ -308,7 +308,7 @@ ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescr
   std::vector<TransferOp> ops;
   AppendOps(plan, replica, &ops);
   std::optional<uint64_t> sum;
-  AskChecksum(loc, plan, &ops, &sum);
+  AskChecksum(loc, plan, ops, &sum);
   TransferStatus st = Move(TransferKind::READ, ops);
   if (!st.ok()) return st.code;
   return CheckRead(loc, plan, sum);

@@ -105,10 +105,9 @@ std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
   std::vector<std::optional<uint64_t>> sums(items.size());  // the copies' checksums
   for (size_t k = 0; k < items.size(); ++k) {
     const ObjectLocation& loc = *items[k].found->location;
-    std::vector<TransferOp> item_ops;
-    AppendOps(items[k].plan, loc.info.replicas[0].memory, &item_ops);
-    AskChecksum(loc, items[k].plan, &item_ops, &sums[k]);
-    ops.insert(ops.end(), item_ops.begin(), item_ops.end());
+    const size_t first = ops.size();
+    AppendOps(items[k].plan, loc.info.replicas[0].memory, &ops);
+    AskChecksum(loc, items[k].plan, std::span(ops).subspan(first), &sums[k]);
   }
   const TransferStatus st = Move(TransferKind::READ, ops);
   std::vector<ErrorCode> rc;

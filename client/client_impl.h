@@ -118,7 +118,7 @@ struct Client::Impl {
   // to verify) for the checksum of the bytes a memcpy copies, into *sum
   // (TransferOp::checksum); other plans are checksummed after the move.
   static void AskChecksum(const ObjectLocation& loc, const TransferPlan& plan,
-                          std::vector<TransferOp>* ops, std::optional<uint64_t>* sum);
+                          std::span<TransferOp> ops, std::optional<uint64_t>* sum);
   ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
                         const TransferPlan& plan);
   // ReadLocalDiskInto from the replica's node: straight into the plan's one
