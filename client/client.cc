@@ -289,21 +289,29 @@ Result<std::shared_ptr<const ObjectLocation>> Client::Impl::LookUp(std::string_v
   return loc;
 }
 
-ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan& plan) const {
+ErrorCode Client::Impl::CheckRead(const ObjectLocation& loc, const TransferPlan& plan,
+                                  std::optional<uint64_t> sum) const {
   if (clock->NowMs() >= loc.lease_deadline_ms) return ErrorCode::LEASE_EXPIRED;
-  if (plan.whole && loc.info.checksum && PlanChecksum(plan) != *loc.info.checksum) {
+  if (plan.whole && loc.info.checksum && (sum ? *sum : PlanChecksum(plan)) != *loc.info.checksum) {
     return ErrorCode::CHECKSUM_MISMATCH;
   }
   return ErrorCode::OK;
+}
+
+void Client::Impl::AskChecksum(const ObjectLocation& loc, const TransferPlan& plan,
+                               std::span<TransferOp> ops, std::optional<uint64_t>* sum) {
+  if (ops.size() == 1 && plan.whole && loc.info.checksum) ops.front().checksum = sum;
 }
 
 ErrorCode Client::Impl::ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
                                     const TransferPlan& plan) {
   std::vector<TransferOp> ops;
   AppendOps(plan, replica, &ops);
+  std::optional<uint64_t> sum;
+  AskChecksum(loc, plan, ops, &sum);
   TransferStatus st = Move(TransferKind::READ, ops);
   if (!st.ok()) return st.code;
-  return CheckRead(loc, plan);
+  return CheckRead(loc, plan, sum);
 }
 
 ErrorCode Client::Impl::ReadDiskReplica(const ObjectLocation& loc, const DiskDescriptor& replica,

@@ -4,6 +4,7 @@
 // retried alone. See client/client.h.
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -101,14 +102,19 @@ std::vector<ErrorCode> Client::Impl::ReadBatch(std::string_view tenant,
                                                const std::vector<BatchRead>& items,
                                                std::vector<size_t>* stale) {
   std::vector<TransferOp> ops;
-  for (const BatchRead& item : items) {
-    AppendOps(item.plan, item.found->location->info.replicas[0].memory, &ops);
+  std::vector<std::optional<uint64_t>> sums(items.size());  // the copies' checksums
+  for (size_t k = 0; k < items.size(); ++k) {
+    const ObjectLocation& loc = *items[k].found->location;
+    const size_t first = ops.size();
+    AppendOps(items[k].plan, loc.info.replicas[0].memory, &ops);
+    AskChecksum(loc, items[k].plan, std::span(ops).subspan(first), &sums[k]);
   }
   const TransferStatus st = Move(TransferKind::READ, ops);
   std::vector<ErrorCode> rc;
-  for (const BatchRead& item : items) {
+  for (size_t k = 0; k < items.size(); ++k) {
+    const BatchRead& item = items[k];
     const ObjectLocation& loc = *item.found->location;
-    ErrorCode code = st.ok() ? CheckRead(loc, item.plan) : st.code;
+    ErrorCode code = st.ok() ? CheckRead(loc, item.plan, sums[k]) : st.code;
     // The first replica failed in the batch: the item alone, with failover.
     if (code != ErrorCode::OK && code != ErrorCode::LEASE_EXPIRED) code = Read(loc, item.plan);
     if (code != ErrorCode::OK) {

@@ -110,8 +110,15 @@ struct Client::Impl {
                                          const std::vector<std::string>& keys);
 
   // --- reads (a plan of pieces of the object, client/transfer_plan.h) ---
-  // Lease, then (for a whole plan) checksum, of bytes already read.
-  ErrorCode CheckRead(const ObjectLocation& loc, const TransferPlan& plan) const;
+  // Lease, then (for a whole plan) checksum, of bytes already read; `sum`:
+  // the plan's checksum when the read computed it (else computed here).
+  ErrorCode CheckRead(const ObjectLocation& loc, const TransferPlan& plan,
+                      std::optional<uint64_t> sum = std::nullopt) const;
+  // Asks the read's one op (a whole object in one piece, with a checksum
+  // to verify) for the checksum of the bytes a memcpy copies, into *sum
+  // (TransferOp::checksum); other plans are checksummed after the move.
+  static void AskChecksum(const ObjectLocation& loc, const TransferPlan& plan,
+                          std::span<TransferOp> ops, std::optional<uint64_t>* sum);
   ErrorCode ReadReplica(const ObjectLocation& loc, const MemoryDescriptor& replica,
                         const TransferPlan& plan);
   // ReadLocalDiskInto from the replica's node: straight into the plan's one
@@ -154,10 +161,12 @@ struct Client::Impl {
     if (!got.ok()) cache->Invalidate(tenant, key);
     return got;
   }
-  // The batch reads: each item's first replica into its plan, in one Move;
-  // an item that fails is read alone with failover. rc[k] for items[k];
-  // a failed item's entry is dropped and, when its location came from the
-  // cache, its index is added to *stale (the caller reads it afresh).
+  // The batch reads: each item's first replica into its plan, in one Move
+  // (AskChecksum: a memcpy computes each object's checksum as it copies
+  // it, not in a second pass over bytes the rest of the batch pushed out
+  // of cache); an item that fails is read alone with failover. rc[k] for items[k]; a failed item's
+  // entry is dropped and, when its location came from the cache, its index is added to *stale (the
+  // caller reads it afresh).
   struct BatchRead {
     size_t index = 0;  // in the caller's keys
     const Located* found = nullptr;

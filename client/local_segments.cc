@@ -1,7 +1,9 @@
 #include "client/local_segments.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "common/checksum.h"
+#include "common/copy_bytes.h"
 
 namespace shelfmark {
 
@@ -43,10 +45,12 @@ bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
   if (op.remote == nullptr || op.local == nullptr) return false;
   uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
   if (at == nullptr) return false;
-  if (kind == TransferKind::READ) {
-    std::memcpy(op.local, at, op.length);
+  if (kind == TransferKind::READ && op.checksum != nullptr) {
+    *op.checksum = CopyChecksum64(op.local, at, op.length);
+  } else if (kind == TransferKind::READ) {
+    CopyBytes(op.local, at, op.length);
   } else {
-    std::memcpy(at, op.local, op.length);
+    StreamBytes(at, op.local, op.length);
   }
   copies_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(op.length, std::memory_order_relaxed);

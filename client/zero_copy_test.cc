@@ -299,5 +299,31 @@ TEST_F(ClientTest, AnAttachedSegmentIsCopiedWithoutTheTransport) {
   EXPECT_EQ(client.Get("t", "k").error(), ErrorCode::TRANSFER_FAIL);
 }
 
+// An own segment's reads are copied and checksummed in one pass
+// (CopyChecksum64): a byte changed in the segment is still
+// CHECKSUM_MISMATCH, for the batch and the single read alike.
+TEST_F(ClientTest, AnAttachedSegmentsReadsAreVerifiedAsTheyAreCopied) {
+  TestNode& node = StartNode("own");
+  Client& client = MakeClient();
+  const Segment& seg = node.node->segment();
+  ASSERT_EQ(client.AttachLocalSegment(seg.id, node.node->memory(), seg.size), ErrorCode::OK);
+  PutOptions with_sum;
+  with_sum.compute_checksum = true;
+  const std::string value = Pattern(100'000, 7);
+  ASSERT_EQ(client.Put("t", "k", value, with_sum), ErrorCode::OK);
+  Registered dst(client, value.size());
+  ASSERT_EQ(*client.BatchGetInto("t", {"k"}, {{dst.data(), value.size()}})[0], value.size());
+  EXPECT_EQ(dst.Str(0, value.size()), value);
+  auto loc = client.Locate("t", "k");
+  ASSERT_TRUE(loc.ok());
+  const MemoryDescriptor& r = loc->info.replicas[0].memory;
+  NodeOf(r)->At(r.buffer_address)[77'777] ^= 0x40;
+  EXPECT_EQ(client.BatchGetInto("t", {"k"}, {{dst.data(), value.size()}})[0].error(),
+            ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(client.GetInto("t", "k", dst.data(), value.size()).error(),
+            ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_GE(client.local_stats().copies, 3u);  // the reads were memcpy, not the transport
+}
+
 }  // namespace
 }  // namespace shelfmark

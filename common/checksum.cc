@@ -1,5 +1,7 @@
 #include "common/checksum.h"
 
+#include "common/copy_bytes.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -9,6 +11,7 @@ namespace shelfmark {
 // checksum_avx2.cc, built with -mavx2: call only when the CPU has AVX2.
 uint64_t Checksum64Avx2(const void* data, size_t size);
 void Checksum64UpdateAvx2(void* state, const void* data, size_t size);
+uint64_t CopyChecksum64Avx2(void* dst, const void* src, size_t size);
 #define SHELFMARK_CHECKSUM_AVX2 1
 #endif
 
@@ -33,6 +36,14 @@ uint64_t Checksum64(const void* data, size_t size) {
   if (HaveAvx2()) return Checksum64Avx2(data, size);
 #endif
   return XXH3_64bits(data, size);
+}
+
+uint64_t CopyChecksum64(void* dst, const void* src, size_t size) {
+#if defined(SHELFMARK_CHECKSUM_AVX2)
+  if (HaveAvx2()) return CopyChecksum64Avx2(dst, src, size);
+#endif
+  CopyBytes(dst, src, size);
+  return Checksum64(dst, size);
 }
 
 Checksum64Stream::Checksum64Stream() { XXH3_64bits_reset(State(state_)); }

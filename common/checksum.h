@@ -23,6 +23,11 @@ inline uint64_t Checksum64(std::string_view bytes) {
   return Checksum64(bytes.data(), bytes.size());
 }
 
+// Copies `size` bytes from src to dst (CopyBytes' contract, copy_bytes.h)
+// and returns Checksum64 of the bytes copied: with AVX2 in one pass (each
+// 64-byte stripe hashed as it is stored), else a copy, then a checksum of dst.
+uint64_t CopyChecksum64(void* dst, const void* src, size_t size);
+
 // The checksum of several pieces in order: equal to Checksum64 of their
 // concatenation.
 class Checksum64Stream {

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <vector>
 
+#include "common/checksum.h"
+#include "common/copy_bytes.h"
 #include "common/socket_io.h"
 #include "common/wire_bytes.h"
 #include "transport/proof_parts.h"
@@ -265,14 +267,19 @@ bool LocalMapping::Alive() const {
   return poll(&p, 1, 0) == 0;  // readable (or an error): the process exited
 }
 
-void LocalMapping::Read(uint64_t address, void* dst, uint64_t length) const {
+void LocalMapping::Read(uint64_t address, void* dst, uint64_t length,
+                        std::optional<uint64_t>* checksum) const {
   populator_->Touch(address - base_, length);
-  std::memcpy(dst, memory_ + (address - base_), length);
+  if (checksum != nullptr) {
+    *checksum = CopyChecksum64(dst, memory_ + (address - base_), length);
+    return;
+  }
+  CopyBytes(dst, memory_ + (address - base_), length);
 }
 
 void LocalMapping::Write(uint64_t address, const void* src, uint64_t length) const {
   populator_->Touch(address - base_, length);
-  std::memcpy(memory_ + (address - base_), src, length);
+  StreamBytes(memory_ + (address - base_), src, length);
 }
 
 std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_view cluster_token,

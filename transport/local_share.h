@@ -107,8 +107,10 @@ class LocalMapping {
   bool Covers(uint64_t address, uint64_t length) const {
     return address >= base_ && length <= size_ && address - base_ <= size_ - length;
   }
-  // Copies [address, address + length) into dst; requires Covers().
-  void Read(uint64_t address, void* dst, uint64_t length) const;
+  // Copies [address, address + length) into dst; requires Covers(). With
+  // `checksum`: sets it to Checksum64 of the bytes copied, in the same pass.
+  void Read(uint64_t address, void* dst, uint64_t length,
+            std::optional<uint64_t>* checksum = nullptr) const;
   // Copies src into [address, address + length); requires Covers().
   void Write(uint64_t address, const void* src, uint64_t length) const;
 

@@ -13,8 +13,10 @@
 #include "common/sanitizer.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
+#include "common/checksum.h"
 #include "common/socket_io.h"
 #include "testing/wait_for.h"
 
@@ -86,6 +88,20 @@ TEST_F(LocalShareTest, TheRightTokenMapsTheSegmentReadWrite) {
   EXPECT_FALSE(mapping->Covers(UINT64_MAX - 2, 5));
   // Counted after the answer is sent: the client may see the answer first.
   EXPECT_TRUE(testing::WaitFor([&] { return server_->shared() == 1; }, 5000));
+}
+
+// A read asked for the checksum computes it of the bytes it copied.
+TEST_F(LocalShareTest, AReadCanChecksumTheBytesItCopies) {
+  std::string error;
+  auto mapping = MapLocalShare(server_->name(), "secret", 2000, &error);
+  ASSERT_NE(mapping, nullptr) << error;
+  for (uint64_t i = 0; i < 70'000; ++i) segment_[4096 + i] = static_cast<char>(i * 7 + 3);
+  std::string got(70'000, '\0');
+  std::optional<uint64_t> sum;
+  mapping->Read(0x10000 + 4096, got.data(), got.size(), &sum);
+  EXPECT_EQ(got, std::string(segment_ + 4096, got.size()));
+  ASSERT_TRUE(sum.has_value());
+  EXPECT_EQ(*sum, Checksum64(got));
 }
 
 // A client's first copy into a chunk of the segment fills that chunk's

@@ -95,7 +95,7 @@ std::vector<const TransferOp*> CopyLocally(
     }
     const uint64_t address = op->remote->buffer_address + op->remote_offset;
     if (read) {
-      mapping->Read(address, op->local, op->length);
+      mapping->Read(address, op->local, op->length, op->checksum);
     } else {
       mapping->Write(address, op->local, op->length);
     }
