@@ -48,6 +48,11 @@ struct TenantState {
   // here is in `objects` too, with has_pending set.
   KeyMap<ObjectMetadata> replacing;
 
+  // Drops `key` from `processing` if there (no string is built for it).
+  void EndProcessing(std::string_view key) {
+    if (auto p = processing.find(key); p != processing.end()) processing.erase(p);
+  }
+
   bool Empty() const {
     return objects.empty() && processing.empty() && groups.empty() && replacing.empty();
   }
