@@ -28,6 +28,8 @@ void DirectoryImpl::ForBatch(std::string_view tenant, Keys keys, Visit&& visit) 
     for (size_t i = 0; i < refs.size(); ++i) visit(i, refs[i]);
     return;
   }
+  // The shards' own lines (lock, map header) first: no map is read for it.
+  for (const KeyRef& k : refs) __builtin_prefetch(&k.shard->mu);
   RunPipelined(
       refs.size(), [&](size_t i) { PrefetchSlot(tenant, refs[i]); },
       [&](size_t i) { PrefetchEntry(tenant, refs[i]); }, [&](size_t i) { visit(i, refs[i]); });

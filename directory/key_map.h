@@ -276,14 +276,15 @@ class KeyMap {
     }
   }
 
-  // Starts loading an entry's first cache lines (its value, and the head of
-  // its key), if any. A prefetch never faults, even past the allocation.
+  // Starts loading an entry's value and the head of its key (its length
+  // and first 16 bytes), if any: every line of [e, e + kKeyOffset + 16),
+  // wherever the allocation puts the line boundaries. A prefetch never
+  // faults, even past the allocation.
   static void PrefetchLines(const Entry* e) {
     if (e == nullptr) return;
     const char* p = reinterpret_cast<const char*>(e);
-    __builtin_prefetch(p);
-    if constexpr (kKeyOffset + 16 > 64) __builtin_prefetch(p + 64);
-    if constexpr (kKeyOffset + 16 > 128) __builtin_prefetch(p + 128);
+    for (size_t off = 0; off < kKeyOffset + 16; off += 64) __builtin_prefetch(p + off);
+    __builtin_prefetch(p + kKeyOffset + 15);
   }
 
   static Entry* NewEntry(std::string_view key) {
