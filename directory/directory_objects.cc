@@ -108,10 +108,10 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
     if (meta->has_pending) DropPending(state, key);  // a removed key takes its upsert along
     for (const Replica& r : meta->replicas) FreeReplica(*meta, r);
     if (meta->group) drops->emplace_back(*meta->group, std::string(key));
+    state.EndProcessing(key);  // before the entry its view points into goes
     state.objects.Erase(key);
     key_count_.fetch_sub(1, std::memory_order_relaxed);
   }
-  state.EndProcessing(key);
   if (state.Empty()) shard.tenants.Erase(tenant);
 }
 
@@ -168,6 +168,7 @@ std::vector<ReplicaDescriptor> DirectoryImpl::InitVersion(ObjectMetadata& meta,
       config.soft_pin_ttl_ms > 0 ? CeilSeconds(now + config.soft_pin_ttl_ms) : 0;
   if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
   std::vector<ReplicaDescriptor> out;
+  out.reserve(placed.size());
   for (const Placement& p : placed) {
     uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
     meta.replicas.push_back(MakeReplica(id, ReplicaStatus::PROCESSING, ReplicaType::MEMORY,
@@ -242,7 +243,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& cl
     ObjectMetadata& meta = *state.objects.TryEmplace(key, k.hash).first;
     out = InitVersion(meta, client, size, config, now, *placed);
     meta.StartUses(NextUseTick(), FirstUses(shard, tenant, key));
-    state.processing.emplace(key);
+    state.processing.emplace(KeyMap<ObjectMetadata>::KeyOf(&meta));
     Touch(shard, tenant, key);
     key_count_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -556,7 +557,7 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
 static Victims StalePuts(const KeyMap<TenantState>& tenants, int64_t cutoff) {
   Victims stale;
   tenants.ForEach([&](std::string_view name, const TenantState& state) {
-    for (const std::string& key : state.processing) {
+    for (std::string_view key : state.processing) {
       const ObjectMetadata* meta = state.objects.Find(key);
       if (meta != nullptr && meta->put_start_ms() < cutoff) stale.emplace_back(name, key);
     }
