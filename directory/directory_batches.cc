@@ -35,40 +35,40 @@ void DirectoryImpl::ForBatch(std::string_view tenant, Keys keys, Visit&& visit) 
       [&](size_t i) { PrefetchEntry(tenant, refs[i]); }, [&](size_t i) { visit(i, refs[i]); });
 }
 
+template <typename Answer, typename One>
+std::vector<Answer> DirectoryImpl::Collect(std::string_view tenant, Keys keys, One&& one) {
+  std::vector<Answer> out;
+  out.reserve(keys.size());
+  ForBatch(EffectiveTenant(tenant), keys,
+           [&](size_t i, const KeyRef& k) { out.push_back(one(i, k)); });
+  return out;
+}
+
 std::vector<Result<std::vector<ReplicaDescriptor>>> DirectoryImpl::BatchPutStart(
     const UUID& client, std::string_view tenant, Keys keys, const std::vector<uint64_t>& sizes,
     const PutConfig& config, const std::vector<uint64_t>& checksums) {
-  std::vector<Result<std::vector<ReplicaDescriptor>>> out;
-  out.reserve(keys.size());
   PutConfig item = config;  // with each key's own checksum, when given
   const int64_t now = Now();
-  ForBatch(EffectiveTenant(tenant), keys, [&](size_t i, const KeyRef& k) {
-    if (i >= sizes.size() || (!checksums.empty() && i >= checksums.size())) {
-      out.emplace_back(ErrorCode::INVALID_PARAMS);
-      return;
-    }
-    if (!checksums.empty()) item.checksum = checksums[i];
-    out.push_back(PutStartAt(client, tenant, k, sizes[i], item, now));
-  });
-  return out;
+  return Collect<Result<std::vector<ReplicaDescriptor>>>(
+      tenant, keys, [&](size_t i, const KeyRef& k) -> Result<std::vector<ReplicaDescriptor>> {
+        if (i >= sizes.size() || (!checksums.empty() && i >= checksums.size())) {
+          return ErrorCode::INVALID_PARAMS;
+        }
+        if (!checksums.empty()) item.checksum = checksums[i];
+        return PutStartAt(client, tenant, k, sizes[i], item, now);
+      });
 }
 
 std::vector<ErrorCode> DirectoryImpl::BatchPutEnd(const UUID& client, std::string_view tenant,
                                                   Keys keys, ReplicaType type) {
-  std::vector<ErrorCode> out;
-  out.reserve(keys.size());
-  ForBatch(EffectiveTenant(tenant), keys,
-           [&](size_t, const KeyRef& k) { out.push_back(PutEndAt(client, tenant, k, type)); });
-  return out;
+  return Collect<ErrorCode>(
+      tenant, keys, [&](size_t, const KeyRef& k) { return PutEndAt(client, tenant, k, type); });
 }
 
 std::vector<ErrorCode> DirectoryImpl::BatchPutRevoke(const UUID& client, std::string_view tenant,
                                                      Keys keys, ReplicaType type) {
-  std::vector<ErrorCode> out;
-  out.reserve(keys.size());
-  ForBatch(EffectiveTenant(tenant), keys,
-           [&](size_t, const KeyRef& k) { out.push_back(PutRevokeAt(client, tenant, k, type)); });
-  return out;
+  return Collect<ErrorCode>(
+      tenant, keys, [&](size_t, const KeyRef& k) { return PutRevokeAt(client, tenant, k, type); });
 }
 
 void DirectoryImpl::BatchGetReplicaList(std::string_view tenant, Keys keys,
@@ -81,21 +81,15 @@ void DirectoryImpl::BatchGetReplicaList(std::string_view tenant, Keys keys,
 }
 
 std::vector<Result<bool>> DirectoryImpl::BatchExistKey(std::string_view tenant, Keys keys) {
-  std::vector<Result<bool>> out;
-  out.reserve(keys.size());
   const int64_t now = Now();
-  ForBatch(EffectiveTenant(tenant), keys,
-           [&](size_t, const KeyRef& k) { out.push_back(ExistKeyAt(tenant, k, now)); });
-  return out;
+  return Collect<Result<bool>>(tenant, keys,
+                               [&](size_t, const KeyRef& k) { return ExistKeyAt(tenant, k, now); });
 }
 
 std::vector<ErrorCode> DirectoryImpl::BatchRemove(std::string_view tenant, Keys keys, bool force) {
-  std::vector<ErrorCode> out;
-  out.reserve(keys.size());
   const int64_t now = Now();
-  ForBatch(EffectiveTenant(tenant), keys,
-           [&](size_t, const KeyRef& k) { out.push_back(RemoveAt(tenant, k, force, now)); });
-  return out;
+  return Collect<ErrorCode>(
+      tenant, keys, [&](size_t, const KeyRef& k) { return RemoveAt(tenant, k, force, now); });
 }
 
 }  // namespace shelfmark

@@ -270,6 +270,10 @@ class DirectoryImpl {
   // prefetch). `tenant` is effective.
   template <typename Visit>
   void ForBatch(std::string_view tenant, Keys keys, Visit&& visit);
+  // ForBatch collecting one(i, key i located) per key, in order; `tenant`
+  // as the caller got it.
+  template <typename Answer, typename One>
+  std::vector<Answer> Collect(std::string_view tenant, Keys keys, One&& one);
   // ForBatch's two prefetch steps for a key of the (effective) tenant.
   void PrefetchSlot(std::string_view tenant, const KeyRef& k);
   void PrefetchEntry(std::string_view tenant, const KeyRef& k);
