@@ -93,72 +93,87 @@ Result<uint64_t> Directory::RemoveByRegex(std::string_view tenant, std::string_v
   return impl_->RemoveByRegex(tenant, pattern, force);
 }
 
-// Batches answer per item, in order; each item is an independent call (the
-// snapshot lock is taken once for the whole batch).
+namespace {
+
+// A batch's keys as views (the batch calls run on views).
+std::vector<std::string_view> Views(const std::vector<std::string>& keys) {
+  return {keys.begin(), keys.end()};
+}
+
+}  // namespace
+
+// Batches take the snapshot lock once for the whole batch.
 std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
     const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
     const std::vector<uint64_t>& sizes, const PutConfig& config,
     const std::vector<uint64_t>& checksums) {
+  return BatchPutStart(client, tenant, Views(keys), sizes, config, checksums);
+}
+std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
+    const UUID& client, std::string_view tenant, KeyViews keys, const std::vector<uint64_t>& sizes,
+    const PutConfig& config, const std::vector<uint64_t>& checksums) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  std::vector<Result<std::vector<ReplicaDescriptor>>> out;
-  out.reserve(keys.size());
-  PutConfig item = config;  // with each key's own checksum, when given
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i >= sizes.size() || (!checksums.empty() && i >= checksums.size())) {
-      out.emplace_back(ErrorCode::INVALID_PARAMS);
-      continue;
-    }
-    if (!checksums.empty()) item.checksum = checksums[i];
-    out.push_back(impl_->PutStart(client, tenant, keys[i], sizes[i], item));
-  }
-  return out;
+  return impl_->BatchPutStart(client, tenant, keys, sizes, config, checksums);
 }
 
 std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_view tenant,
                                               const std::vector<std::string>& keys) {
+  return BatchPutEnd(client, tenant, Views(keys));
+}
+std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_view tenant,
+                                              KeyViews keys) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  std::vector<ErrorCode> out;
-  out.reserve(keys.size());
-  for (const auto& key : keys) out.push_back(impl_->PutEnd(client, tenant, key, ReplicaType::MEMORY));
-  return out;
+  return impl_->BatchPutEnd(client, tenant, keys, ReplicaType::MEMORY);
 }
 
 std::vector<ErrorCode> Directory::BatchPutRevoke(const UUID& client, std::string_view tenant,
                                                  const std::vector<std::string>& keys) {
+  return BatchPutRevoke(client, tenant, Views(keys));
+}
+std::vector<ErrorCode> Directory::BatchPutRevoke(const UUID& client, std::string_view tenant,
+                                                 KeyViews keys) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  std::vector<ErrorCode> out;
-  out.reserve(keys.size());
-  for (const auto& key : keys) {
-    out.push_back(impl_->PutRevoke(client, tenant, key, ReplicaType::MEMORY));
-  }
-  return out;
+  return impl_->BatchPutRevoke(client, tenant, keys, ReplicaType::MEMORY);
 }
 
 std::vector<Result<GetReplicaListResponse>> Directory::BatchGetReplicaList(
     std::string_view tenant, const std::vector<std::string>& keys) {
-  SnapshotReader hold(&impl_->snapshot_lock_);
   std::vector<Result<GetReplicaListResponse>> out;
   out.reserve(keys.size());
-  for (const auto& key : keys) out.push_back(impl_->GetReplicaList(tenant, key));
+  GetReplicaListResponse scratch;
+  BatchGetReplicaList(tenant, Views(keys), &scratch,
+                      [&out](size_t, ErrorCode code, const GetReplicaListResponse& response) {
+                        if (code == ErrorCode::OK) {
+                          out.emplace_back(response);
+                        } else {
+                          out.emplace_back(code);
+                        }
+                      });
   return out;
+}
+void Directory::BatchGetReplicaList(std::string_view tenant, KeyViews keys,
+                                    GetReplicaListResponse* scratch,
+                                    const BatchReplicaListVisitor& visit) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  impl_->BatchGetReplicaList(tenant, keys, scratch, visit);
 }
 
 std::vector<Result<bool>> Directory::BatchExistKey(std::string_view tenant,
                                                    const std::vector<std::string>& keys) {
+  return BatchExistKey(tenant, Views(keys));
+}
+std::vector<Result<bool>> Directory::BatchExistKey(std::string_view tenant, KeyViews keys) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  std::vector<Result<bool>> out;
-  out.reserve(keys.size());
-  for (const auto& key : keys) out.push_back(impl_->ExistKey(tenant, key));
-  return out;
+  return impl_->BatchExistKey(tenant, keys);
 }
 
 std::vector<ErrorCode> Directory::BatchRemove(std::string_view tenant,
                                               const std::vector<std::string>& keys, bool force) {
+  return BatchRemove(tenant, Views(keys), force);
+}
+std::vector<ErrorCode> Directory::BatchRemove(std::string_view tenant, KeyViews keys, bool force) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  std::vector<ErrorCode> out;
-  out.reserve(keys.size());
-  for (const auto& key : keys) out.push_back(impl_->Remove(tenant, key, force));
-  return out;
+  return impl_->BatchRemove(tenant, keys, force);
 }
 
 Result<std::vector<OffloadTask>> Directory::OffloadHeartbeat(const UUID& client,

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -77,10 +78,19 @@ struct DirectoryOptions {
   // Start the background thread in the constructor. Tests drive
   // RunBackgroundOnce() by hand instead.
   bool start_background_thread = true;
+  // Batches prefetch their keys' map lines (directory/batch_pipeline.h)
+  // once the directory holds this many keys; below, its maps stay in the
+  // caches and the prefetch steps would cost more than they hide. Tests
+  // set 0 to run the prefetching path on a small directory.
+  uint64_t batch_prefetch_min_keys = 1 << 16;
   const Clock* clock = nullptr;  // nullptr: a SteadyClock owned by Directory
 };
 
 class DirectoryImpl;
+
+// A batch lookup's answer for key `index` (Directory::BatchGetReplicaList).
+using BatchReplicaListVisitor =
+    std::function<void(size_t index, ErrorCode code, const GetReplicaListResponse& response)>;
 
 class Directory {
  public:
@@ -166,20 +176,38 @@ class Directory {
   Result<uint64_t> RemoveByRegex(std::string_view tenant, std::string_view pattern, bool force);
 
   // --- batches: one answer per item, in order ---------------------------------
+  // Each item answers as its one-key call would (the clock is read once per
+  // batch); a batch is faster than its calls one by one: each key is hashed
+  // once and the keys' cache misses overlap. The string_view forms take
+  // keys that stay valid for the call.
+  using KeyViews = std::span<const std::string_view>;
   std::vector<Result<std::vector<ReplicaDescriptor>>> BatchPutStart(
       const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
       const std::vector<uint64_t>& sizes, const PutConfig& config,
       const std::vector<uint64_t>& checksums = {});
+  std::vector<Result<std::vector<ReplicaDescriptor>>> BatchPutStart(
+      const UUID& client, std::string_view tenant, KeyViews keys,
+      const std::vector<uint64_t>& sizes, const PutConfig& config,
+      const std::vector<uint64_t>& checksums = {});
   std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant,
                                      const std::vector<std::string>& keys);
+  std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant, KeyViews keys);
   std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant,
                                         const std::vector<std::string>& keys);
+  std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant, KeyViews keys);
   std::vector<Result<GetReplicaListResponse>> BatchGetReplicaList(
       std::string_view tenant, const std::vector<std::string>& keys);
+  // The same answers handed to visit(i, code, response) in order, without
+  // a vector of them: `response` (valid during that call) is *scratch,
+  // whose memory every key reuses.
+  void BatchGetReplicaList(std::string_view tenant, KeyViews keys, GetReplicaListResponse* scratch,
+                           const BatchReplicaListVisitor& visit);
   std::vector<Result<bool>> BatchExistKey(std::string_view tenant,
                                           const std::vector<std::string>& keys);
+  std::vector<Result<bool>> BatchExistKey(std::string_view tenant, KeyViews keys);
   std::vector<ErrorCode> BatchRemove(std::string_view tenant,
                                      const std::vector<std::string>& keys, bool force);
+  std::vector<ErrorCode> BatchRemove(std::string_view tenant, KeyViews keys, bool force);
 
   // --- offload (MEMORY -> LOCAL_DISK) ----------------------------------------
   // Takes the client's pending offload tasks (objects whose MEMORY replica

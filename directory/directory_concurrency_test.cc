@@ -1,7 +1,9 @@
 // Many threads on many shards at once; run under the Sanitize build type to
 // catch races. Asserts the directory's accounting stays exact.
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "directory/directory_test_util.h"
 
@@ -53,6 +55,62 @@ TEST_F(ConcurrencyTest, ParallelPutsReadsAndRemovesKeepAccountingExact) {
   EXPECT_EQ(dir_->Stats().allocated_bytes, 0u);
   EXPECT_EQ(dir_->Stats().key_count, 0u);
   EXPECT_EQ(dir_->GroupMembers("", "g0").error(), ErrorCode::OBJECT_NOT_FOUND);
+}
+
+// Prefetching batches (at any directory size) racing each other and a
+// remover on shared keys: every prefetch reads its map under the shard lock.
+class PrefetchingConcurrencyTest : public DirectoryFixture {
+ protected:
+  static DirectoryOptions Prefetching() {
+    DirectoryOptions o;
+    o.batch_prefetch_min_keys = 0;
+    return o;
+  }
+  PrefetchingConcurrencyTest() : DirectoryFixture(Prefetching()) {}
+};
+
+TEST_F(PrefetchingConcurrencyTest, BatchesRacingRemovesKeepAccountingExact) {
+  Mount(node_, "a", 64 << 20);
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 40;
+  constexpr int kBatch = 64;
+  std::atomic<int> failures{0};
+  std::atomic<bool> stop{false};
+  std::thread remover([&] {  // removes a shared key range, over and over
+    std::vector<std::string> shared;
+    for (int i = 0; i < kBatch; ++i) shared.push_back("shared/" + std::to_string(i));
+    while (!stop) dir_->BatchRemove("", shared, /*force=*/true);
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const UUID me = UUID::Generate();
+      for (int r = 0; r < kRounds; ++r) {
+        std::vector<std::string> own, shared;
+        for (int i = 0; i < kBatch; ++i) {
+          own.push_back("t" + std::to_string(t) + "/" + std::to_string(r * kBatch + i));
+          shared.push_back("shared/" + std::to_string(i));
+        }
+        const std::vector<uint64_t> sizes(kBatch, 64);
+        for (const auto& one : dir_->BatchPutStart(me, "", own, sizes, {})) failures += !one.ok();
+        for (ErrorCode c : dir_->BatchPutEnd(me, "", own)) failures += c != ErrorCode::OK;
+        for (const auto& one : dir_->BatchExistKey("", own)) failures += !(one.ok() && *one);
+        dir_->BatchPutStart(me, "", shared, sizes, {});  // any answer: the remover races it
+        dir_->BatchPutEnd(me, "", shared);
+        dir_->BatchGetReplicaList("", shared);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  stop = true;
+  remover.join();
+  std::vector<std::string> shared;
+  for (int i = 0; i < kBatch; ++i) shared.push_back("shared/" + std::to_string(i));
+  dir_->BatchRemove("", shared, /*force=*/true);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(dir_->Stats().key_count, static_cast<uint64_t>(kThreads * kRounds * kBatch));
+  EXPECT_EQ(dir_->RemoveAll("", true, true), static_cast<uint64_t>(kThreads * kRounds * kBatch));
+  EXPECT_EQ(dir_->Stats().allocated_bytes, 0u);
 }
 
 TEST_F(ConcurrencyTest, UnmountDuringPutsLeavesNoDanglingReplicas) {

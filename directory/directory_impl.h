@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -74,6 +75,26 @@ class DirectoryImpl {
   ErrorCode GetReplicaListInto(std::string_view tenant, std::string_view key,
                                GetReplicaListResponse* out);
   Result<bool> ExistKey(std::string_view tenant, std::string_view key);
+
+  // batches (directory_batches.cc): one answer per key, in order, each as
+  // the one-key call's; a key's shard and hash are computed once, the clock
+  // is read once per batch and the keys' cache misses overlap
+  // (directory/batch_pipeline.h).
+  using Keys = std::span<const std::string_view>;
+  std::vector<Result<std::vector<ReplicaDescriptor>>> BatchPutStart(
+      const UUID& client, std::string_view tenant, Keys keys, const std::vector<uint64_t>& sizes,
+      const PutConfig& config, const std::vector<uint64_t>& checksums);
+  std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant, Keys keys,
+                                     ReplicaType type);
+  std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant, Keys keys,
+                                        ReplicaType type);
+  // visit(i, code, response) per key; `response` is scratch reused by every
+  // key (valid during the call only).
+  void BatchGetReplicaList(std::string_view tenant, Keys keys, GetReplicaListResponse* scratch,
+                           const BatchReplicaListVisitor& visit);
+  std::vector<Result<bool>> BatchExistKey(std::string_view tenant, Keys keys);
+  std::vector<ErrorCode> BatchRemove(std::string_view tenant, Keys keys, bool force);
+
   Result<ObjectInfo> Stat(std::string_view tenant, std::string_view key);
   std::vector<std::string> ListKeys(std::string_view tenant, std::string_view prefix,
                                     size_t limit);
@@ -206,7 +227,6 @@ class DirectoryImpl {
 
  private:
   friend class Directory;
-  using ObjectMap = StringMap<ObjectMetadata>;
 
   int64_t Now() const { return clock_->NowMs(); }
   MetadataShard& ShardOf(std::string_view tenant, std::string_view key) {
@@ -214,7 +234,49 @@ class DirectoryImpl {
   }
   // The object or null. Caller holds the shard lock (shared or exclusive).
   ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key)
-      REQUIRES_SHARED(shard.mu);
+      REQUIRES_SHARED(shard.mu) {
+    return Find(shard, tenant, key, KeyMap<ObjectMetadata>::Hash(key));
+  }
+  // The same with the key's object-map hash computed (`hash` ==
+  // KeyMap<ObjectMetadata>::Hash(key)).
+  ObjectMetadata* Find(MetadataShard& shard, std::string_view tenant, std::string_view key,
+                       uint64_t hash) REQUIRES_SHARED(shard.mu);
+
+  // A key of a call, located once: its shard and its object-map hash.
+  struct KeyRef {
+    std::string_view key;
+    MetadataShard* shard;
+    uint64_t hash;  // KeyMap<ObjectMetadata>::Hash(key)
+  };
+  KeyRef Locate(std::string_view tenant, std::string_view key) {
+    return {key, &ShardOf(tenant, key), KeyMap<ObjectMetadata>::Hash(key)};
+  }
+  // The one-key calls on a located key, `now` read by the caller (once per
+  // batch). The public one-key calls are these on Locate's key.
+  Result<std::vector<ReplicaDescriptor>> PutStartAt(const UUID& client, std::string_view tenant,
+                                                    const KeyRef& k, uint64_t size,
+                                                    const PutConfig& config, int64_t now);
+  ErrorCode PutEndAt(const UUID& client, std::string_view tenant, const KeyRef& k,
+                     ReplicaType type);
+  ErrorCode PutRevokeAt(const UUID& client, std::string_view tenant, const KeyRef& k,
+                        ReplicaType type);
+  ErrorCode GetReplicaListAt(std::string_view tenant, const KeyRef& k, int64_t now,
+                             GetReplicaListResponse* out);
+  Result<bool> ExistKeyAt(std::string_view tenant, const KeyRef& k, int64_t now);
+  ErrorCode RemoveAt(std::string_view tenant, const KeyRef& k, bool force, int64_t now);
+  // The batch loop: locates every key, then runs visit(i, key i located)
+  // in order with the keys' slots and entries prefetched ahead
+  // (RunPipelined, under each shard's reader lock for the moment of the
+  // prefetch). `tenant` is effective.
+  template <typename Visit>
+  void ForBatch(std::string_view tenant, Keys keys, Visit&& visit);
+  // ForBatch collecting one(i, key i located) per key, in order; `tenant`
+  // as the caller got it.
+  template <typename Answer, typename One>
+  std::vector<Answer> Collect(std::string_view tenant, Keys keys, One&& one);
+  // ForBatch's two prefetch steps for a key of the (effective) tenant.
+  void PrefetchSlot(std::string_view tenant, const KeyRef& k);
+  void PrefetchEntry(std::string_view tenant, const KeyRef& k);
   ReplicaDescriptor Describe(const ObjectMetadata& meta, const Replica& r) const;
   // Describe into *d, reusing its strings' capacity.
   void DescribeInto(const ObjectMetadata& meta, const Replica& r, ReplicaDescriptor* d) const;
@@ -226,8 +288,8 @@ class DirectoryImpl {
   bool TaskAttachable(const ObjectMetadata* meta, const TaskEntry& task) const;
   // One attempt of PutStart (which evicts and retries once on no room).
   Result<std::vector<ReplicaDescriptor>> TryPutStart(const UUID& client, std::string_view tenant,
-                                                     std::string_view key, uint64_t size,
-                                                     const PutConfig& config);
+                                                     const KeyRef& k, uint64_t size,
+                                                     const PutConfig& config, int64_t now);
   // Uses a new object of the key starts with: 1, or 2 when 2Q's ghost list
   // of the shard remembered the key (taken from it). Caller holds the
   // shard's writer lock.

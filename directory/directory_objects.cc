@@ -57,9 +57,9 @@ DirectoryImpl::~DirectoryImpl() {
 }
 
 ObjectMetadata* DirectoryImpl::Find(MetadataShard& shard, std::string_view tenant,
-                                    std::string_view key) {
+                                    std::string_view key, uint64_t hash) {
   TenantState* t = shard.tenants.Find(EffectiveTenant(tenant));
-  return t == nullptr ? nullptr : t->objects.Find(key);
+  return t == nullptr ? nullptr : t->objects.Find(key, hash);
 }
 
 ReplicaDescriptor DirectoryImpl::Describe(const ObjectMetadata& meta, const Replica& r) const {
@@ -108,11 +108,9 @@ void DirectoryImpl::EraseObject(MetadataShard& shard, std::string_view tenant,
     if (meta->has_pending) DropPending(state, key);  // a removed key takes its upsert along
     for (const Replica& r : meta->replicas) FreeReplica(*meta, r);
     if (meta->group) drops->emplace_back(*meta->group, std::string(key));
+    state.EndProcessing(key);  // before the entry its view points into goes
     state.objects.Erase(key);
     key_count_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  if (auto p = state.processing.find(key); p != state.processing.end()) {
-    state.processing.erase(p);
   }
   if (state.Empty()) shard.tenants.Erase(tenant);
 }
@@ -133,7 +131,7 @@ size_t DirectoryImpl::RemoveReplicas(MetadataShard& shard, std::string_view tena
   if (meta->replicas.empty()) {
     EraseObject(shard, tenant, key, drops);
   } else if (!meta->HasProcessing()) {
-    shard.tenants.Find(EffectiveTenant(tenant))->processing.erase(std::string(key));
+    shard.tenants.Find(EffectiveTenant(tenant))->EndProcessing(key);
   }
   return removed;
 }
@@ -170,6 +168,7 @@ std::vector<ReplicaDescriptor> DirectoryImpl::InitVersion(ObjectMetadata& meta,
       config.soft_pin_ttl_ms > 0 ? CeilSeconds(now + config.soft_pin_ttl_ms) : 0;
   if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
   std::vector<ReplicaDescriptor> out;
+  out.reserve(placed.size());
   for (const Placement& p : placed) {
     uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
     meta.replicas.push_back(MakeReplica(id, ReplicaStatus::PROCESSING, ReplicaType::MEMORY,
@@ -184,7 +183,15 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
                                                                std::string_view key,
                                                                uint64_t size,
                                                                const PutConfig& config) {
-  auto out = TryPutStart(client, tenant, key, size, config);
+  return PutStartAt(client, tenant, Locate(tenant, key), size, config, Now());
+}
+
+Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStartAt(const UUID& client,
+                                                                 std::string_view tenant,
+                                                                 const KeyRef& k, uint64_t size,
+                                                                 const PutConfig& config,
+                                                                 int64_t now) {
+  auto out = TryPutStart(client, tenant, k, size, config, now);
   // No room: evict now and retry once, rather than refuse a put the
   // background pass would have made room for a moment later.
   if (out.ok() || out.error() != ErrorCode::NO_AVAILABLE_HANDLE ||
@@ -192,14 +199,15 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& clien
     return out;
   }
   if (!EvictForPut(size * config.replica_num)) return out;
-  return TryPutStart(client, tenant, key, size, config);
+  return TryPutStart(client, tenant, k, size, config, Now());
 }
 
 Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& client,
                                                                   std::string_view tenant,
-                                                                  std::string_view key,
-                                                                  uint64_t size,
-                                                                  const PutConfig& config) {
+                                                                  const KeyRef& k, uint64_t size,
+                                                                  const PutConfig& config,
+                                                                  int64_t now) {
+  const std::string_view key = k.key;
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   if (size == 0 || config.replica_num == 0 || config.replica_num > kMaxReplicas ||
       config.soft_pin_ttl_ms < 0 || client.is_nil() ||
@@ -207,13 +215,12 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& cl
     return ErrorCode::INVALID_PARAMS;
   }
   tenant = EffectiveTenant(tenant);
-  MetadataShard& shard = ShardOf(tenant, key);
+  MetadataShard& shard = *k.shard;
   GroupDrops drops;
   std::vector<ReplicaDescriptor> out;
   {
     WriterLock lock(&shard.mu);
-    int64_t now = Now();
-    if (ObjectMetadata* old = Find(shard, tenant, key)) {
+    if (ObjectMetadata* old = Find(shard, tenant, key, k.hash)) {
       // An upsert of a readable object: a pending version beside it. (One
       // mid-put is no object to replace yet: the rules below apply.)
       if (config.replace && old->HasComplete()) {
@@ -233,10 +240,10 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& cl
     auto placed = PlaceReplicas(size, config);
     if (!placed.ok()) return placed.error();
     TenantState& state = *shard.tenants.TryEmplace(tenant).first;
-    ObjectMetadata& meta = *state.objects.TryEmplace(key).first;
+    ObjectMetadata& meta = *state.objects.TryEmplace(key, k.hash).first;
     out = InitVersion(meta, client, size, config, now, *placed);
     meta.StartUses(NextUseTick(), FirstUses(shard, tenant, key));
-    state.processing.emplace(key);
+    state.processing.emplace(KeyMap<ObjectMetadata>::KeyOf(&meta));
     Touch(shard, tenant, key);
     key_count_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -265,7 +272,7 @@ ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
     }
   }
   if (finished == 0) return meta.HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
-  if (!meta.HasProcessing()) state.processing.erase(std::string(key));
+  if (!meta.HasProcessing()) state.EndProcessing(key);
   if (type == ReplicaType::MEMORY && !options_.offload_on_evict) {
     QueueOffloadFor(tenant, key, meta);
   }
@@ -274,15 +281,21 @@ ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
 
 ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
                                 std::string_view key, ReplicaType type) {
+  return PutEndAt(client, tenant, Locate(tenant, key), type);
+}
+
+ErrorCode DirectoryImpl::PutEndAt(const UUID& client, std::string_view tenant, const KeyRef& k,
+                                  ReplicaType type) {
+  const std::string_view key = k.key;
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   tenant = EffectiveTenant(tenant);
-  MetadataShard& shard = ShardOf(tenant, key);
+  MetadataShard& shard = *k.shard;
   GroupDrops drops;
   std::string joined;
   ErrorCode rc;
   {
     WriterLock lock(&shard.mu);
-    ObjectMetadata* meta = Find(shard, tenant, key);
+    ObjectMetadata* meta = Find(shard, tenant, key, k.hash);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     TenantState& state = *shard.tenants.Find(tenant);
     // Touched whatever the outcome (a state shipped twice is harmless), and
@@ -299,14 +312,20 @@ ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
 
 ErrorCode DirectoryImpl::PutRevoke(const UUID& client, std::string_view tenant,
                                    std::string_view key, ReplicaType type) {
+  return PutRevokeAt(client, tenant, Locate(tenant, key), type);
+}
+
+ErrorCode DirectoryImpl::PutRevokeAt(const UUID& client, std::string_view tenant, const KeyRef& k,
+                                     ReplicaType type) {
+  const std::string_view key = k.key;
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   tenant = EffectiveTenant(tenant);
-  MetadataShard& shard = ShardOf(tenant, key);
+  MetadataShard& shard = *k.shard;
   GroupDrops drops;
   size_t removed;
   {
     WriterLock lock(&shard.mu);
-    ObjectMetadata* meta = Find(shard, tenant, key);
+    ObjectMetadata* meta = Find(shard, tenant, key, k.hash);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     if (meta->has_pending && type == ReplicaType::MEMORY) {
       return RevokeReplacement(*shard.tenants.Find(tenant), key, client);
@@ -329,10 +348,15 @@ Result<GetReplicaListResponse> DirectoryImpl::GetReplicaList(std::string_view te
 
 ErrorCode DirectoryImpl::GetReplicaListInto(std::string_view tenant, std::string_view key,
                                             GetReplicaListResponse* out) {
-  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
-  MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
+  return GetReplicaListAt(tenant, Locate(EffectiveTenant(tenant), key), Now(), out);
+}
+
+ErrorCode DirectoryImpl::GetReplicaListAt(std::string_view tenant, const KeyRef& k, int64_t now,
+                                          GetReplicaListResponse* out) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, k.key); rc != ErrorCode::OK) return rc;
+  MetadataShard& shard = *k.shard;
   ReaderLock lock(&shard.mu);
-  ObjectMetadata* meta = Find(shard, tenant, key);
+  ObjectMetadata* meta = Find(shard, tenant, k.key, k.hash);
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   size_t n = 0;
   for (const Replica& r : meta->replicas) {
@@ -342,7 +366,7 @@ ErrorCode DirectoryImpl::GetReplicaListInto(std::string_view tenant, std::string
   }
   out->replicas.resize(n);
   if (n == 0) return ErrorCode::REPLICA_IS_NOT_READY;
-  meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
+  meta->ExtendLease(now + options_.default_kv_lease_ttl_ms);
   meta->NoteUse(NextUseTick());
   out->size = meta->size;
   out->checksum.reset();
@@ -353,12 +377,16 @@ ErrorCode DirectoryImpl::GetReplicaListInto(std::string_view tenant, std::string
 }
 
 Result<bool> DirectoryImpl::ExistKey(std::string_view tenant, std::string_view key) {
-  if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
-  MetadataShard& shard = ShardOf(EffectiveTenant(tenant), key);
+  return ExistKeyAt(tenant, Locate(EffectiveTenant(tenant), key), Now());
+}
+
+Result<bool> DirectoryImpl::ExistKeyAt(std::string_view tenant, const KeyRef& k, int64_t now) {
+  if (ErrorCode rc = ValidateTenantKey(tenant, k.key); rc != ErrorCode::OK) return rc;
+  MetadataShard& shard = *k.shard;
   ReaderLock lock(&shard.mu);
-  ObjectMetadata* meta = Find(shard, tenant, key);
+  ObjectMetadata* meta = Find(shard, tenant, k.key, k.hash);
   if (meta == nullptr || !meta->HasComplete()) return false;
-  meta->ExtendLease(Now() + options_.default_kv_lease_ttl_ms);
+  meta->ExtendLease(now + options_.default_kv_lease_ttl_ms);
   meta->NoteUse(NextUseTick());  // an engine asks before it reads
   return true;
 }
@@ -414,16 +442,22 @@ uint64_t DirectoryImpl::CountKeys(std::string_view tenant, bool all_tenants) {
 }
 
 ErrorCode DirectoryImpl::Remove(std::string_view tenant, std::string_view key, bool force) {
+  return RemoveAt(tenant, Locate(tenant, key), force, Now());
+}
+
+ErrorCode DirectoryImpl::RemoveAt(std::string_view tenant, const KeyRef& k, bool force,
+                                  int64_t now) {
+  const std::string_view key = k.key;
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   tenant = EffectiveTenant(tenant);
-  MetadataShard& shard = ShardOf(tenant, key);
+  MetadataShard& shard = *k.shard;
   GroupDrops drops;
   {
     WriterLock lock(&shard.mu);
-    ObjectMetadata* meta = Find(shard, tenant, key);
+    ObjectMetadata* meta = Find(shard, tenant, key, k.hash);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     if (!force) {
-      if (meta->LeaseLive(Now())) return ErrorCode::OBJECT_HAS_LEASE;
+      if (meta->LeaseLive(now)) return ErrorCode::OBJECT_HAS_LEASE;
       if (meta->ReferenceCount() > 0) return ErrorCode::OBJECT_HAS_REFERENCE;
       if (!meta->HasComplete()) return ErrorCode::REPLICA_IS_NOT_READY;
     }
@@ -523,7 +557,7 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
 static Victims StalePuts(const KeyMap<TenantState>& tenants, int64_t cutoff) {
   Victims stale;
   tenants.ForEach([&](std::string_view name, const TenantState& state) {
-    for (const std::string& key : state.processing) {
+    for (std::string_view key : state.processing) {
       const ObjectMetadata* meta = state.objects.Find(key);
       if (meta != nullptr && meta->put_start_ms() < cutoff) stale.emplace_back(name, key);
     }

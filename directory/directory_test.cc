@@ -276,5 +276,80 @@ TEST_F(ObjectsTest, BatchesAnswerPerItemInOrder) {
   EXPECT_EQ(short_sizes[1].error(), ErrorCode::INVALID_PARAMS);
 }
 
+// Batches on a directory that prefetches at any size (the pipelined loop of
+// directory/batch_pipeline.h) answer as the one-key calls do, in order.
+class PrefetchingBatchesTest : public DirectoryFixture {
+ protected:
+  static DirectoryOptions Prefetching() {
+    DirectoryOptions o;
+    o.batch_prefetch_min_keys = 0;
+    return o;
+  }
+  PrefetchingBatchesTest() : DirectoryFixture(Prefetching()) {}
+  void SetUp() override { Mount(node_, "seg-a", 1 << 26); }
+
+  // "k0".."k{n-1}"
+  static std::vector<std::string> Keys(int n) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i) keys.push_back("k" + std::to_string(i));
+    return keys;
+  }
+};
+
+TEST_F(PrefetchingBatchesTest, AnswerAsOneKeyCalls) {
+  for (const std::string tenant : {"", "t1"}) {
+    SCOPED_TRACE(tenant);
+    const std::vector<std::string> all = Keys(600);
+    // Every third key is put by itself first; the batch's second "k1" meets the first.
+    for (size_t i = 0; i < all.size(); i += 3)
+      ASSERT_EQ(Put(all[i], 100, {}, tenant), ErrorCode::OK);
+    std::vector<std::string> batch = all;
+    batch.insert(batch.begin() + 2, "k1");
+    auto started =
+        dir_->BatchPutStart(writer_, tenant, batch, std::vector<uint64_t>(batch.size(), 100), {});
+    ASSERT_EQ(started.size(), batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const bool exists = (i != 2 && std::stoi(batch[i].substr(1)) % 3 == 0) || i == 2;
+      EXPECT_EQ(started[i].ok(), !exists) << batch[i];
+    }
+    // Only the even keys end; all of them exist (PutEnd of a complete one is OK).
+    std::vector<std::string> even;
+    for (size_t i = 0; i < all.size(); i += 2) even.push_back(all[i]);
+    for (ErrorCode c : dir_->BatchPutEnd(writer_, tenant, even)) EXPECT_EQ(c, ErrorCode::OK);
+
+    std::vector<std::string> asked = Keys(700);  // the last 100 are missing
+    auto exist = dir_->BatchExistKey(tenant, asked);
+    auto got = dir_->BatchGetReplicaList(tenant, asked);
+    ASSERT_EQ(exist.size(), asked.size());
+    ASSERT_EQ(got.size(), asked.size());
+    for (size_t i = 0; i < asked.size(); ++i) {
+      auto one = dir_->GetReplicaList(tenant, asked[i]);
+      ASSERT_EQ(got[i].ok(), one.ok()) << asked[i];
+      if (one.ok()) {
+        EXPECT_EQ(got[i]->replicas[0].memory.buffer_address,
+                  one->replicas[0].memory.buffer_address);
+      } else {
+        EXPECT_EQ(got[i].error(), one.error()) << asked[i];
+      }
+      EXPECT_EQ(*exist[i], *dir_->ExistKey(tenant, asked[i])) << asked[i];
+      EXPECT_EQ(*exist[i], i < 600 && (i % 2 == 0 || i % 3 == 0)) << asked[i];
+    }
+    // The odd keys not put by themselves are still mid-put: revoked, then gone.
+    std::vector<std::string> unfinished;
+    for (size_t i = 1; i < all.size(); i += 2) {
+      if (i % 3 != 0) unfinished.push_back(all[i]);
+    }
+    for (ErrorCode c : dir_->BatchPutRevoke(writer_, tenant, unfinished)) {
+      EXPECT_EQ(c, ErrorCode::OK);
+    }
+    auto removed = dir_->BatchRemove(tenant, asked, /*force=*/true);
+    for (size_t i = 0; i < asked.size(); ++i) {
+      const bool there = i < 600 && (i % 2 == 0 || i % 3 == 0);
+      EXPECT_EQ(removed[i], there ? ErrorCode::OK : ErrorCode::OBJECT_NOT_FOUND) << asked[i];
+    }
+    EXPECT_EQ(dir_->CountKeys(tenant, false), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace shelfmark

@@ -147,6 +147,16 @@ class KeyMap {
   void Prefetch(uint64_t hash) const {
     if (slots_ != nullptr) __builtin_prefetch(slots_ + Home(hash));
   }
+  // Prefetches the entry a later Find of a key with this `hash` would
+  // compare: the first slot of the probe whose stored hash is `hash` (none
+  // for a miss). Reads the slots, so it pays off once Prefetch(hash) has
+  // brought them in; a batch of finds calls Prefetch a few keys ahead of
+  // this, and this a few keys ahead of Find (group prefetching).
+  void PrefetchEntry(uint64_t hash) const {
+    if (size_ == 0) return;
+    const size_t i = Probe(hash, [](const Entry*) { return true; });
+    if (i != kNotFound) PrefetchLines(slots_[i].entry);
+  }
 
   // Inserts a default-constructed V for an absent key; returns {value, inserted}.
   std::pair<V*, bool> TryEmplace(std::string_view key) { return TryEmplace(key, Hash(key)); }
@@ -200,7 +210,7 @@ class KeyMap {
   template <typename F>
   void ForEach(F&& f) const {
     for (size_t i = 0; i < capacity_; ++i) {
-      if (i + kPrefetchSlots < capacity_) PrefetchEntry(slots_[i + kPrefetchSlots].entry);
+      if (i + kPrefetchSlots < capacity_) PrefetchLines(slots_[i + kPrefetchSlots].entry);
       if (slots_[i].entry) {
         const V* v = ValueOf(slots_[i].entry);
         f(KeyOf(v), *v);
@@ -266,14 +276,15 @@ class KeyMap {
     }
   }
 
-  // Starts loading an entry's first cache lines (its value, and the head of
-  // its key), if any. A prefetch never faults, even past the allocation.
-  static void PrefetchEntry(const Entry* e) {
+  // Starts loading an entry's value and the head of its key (its length
+  // and first 16 bytes), if any: every line of [e, e + kKeyOffset + 16),
+  // wherever the allocation puts the line boundaries. A prefetch never
+  // faults, even past the allocation.
+  static void PrefetchLines(const Entry* e) {
     if (e == nullptr) return;
     const char* p = reinterpret_cast<const char*>(e);
-    __builtin_prefetch(p);
-    if constexpr (kKeyOffset + 16 > 64) __builtin_prefetch(p + 64);
-    if constexpr (kKeyOffset + 16 > 128) __builtin_prefetch(p + 128);
+    for (size_t off = 0; off < kKeyOffset + 16; off += 64) __builtin_prefetch(p + off);
+    __builtin_prefetch(p + kKeyOffset + 15);
   }
 
   static Entry* NewEntry(std::string_view key) {
@@ -303,11 +314,17 @@ class KeyMap {
   // order lets a miss stop at the first slot whose entry sits closer to its
   // home than the probe has travelled.
   size_t FindSlot(std::string_view key, uint64_t hash) const {
+    return Probe(hash, [key](const Entry* e) { return KeyEquals(e, key); });
+  }
+  // The first slot of hash's probe whose hash is `hash` and whose entry
+  // `match` accepts, or kNotFound. Requires capacity_ > 0.
+  template <typename Match>
+  size_t Probe(uint64_t hash, Match match) const {
     const size_t mask = capacity_ - 1;
     for (size_t i = Home(hash), d = 0;; i = (i + 1) & mask, ++d) {
       const Slot& s = slots_[i];
       if (s.entry == nullptr) return kNotFound;
-      if (s.hash == hash && KeyEquals(s.entry, key)) return i;
+      if (s.hash == hash && match(s.entry)) return i;
       if (Displacement(i) < d) return kNotFound;
     }
   }

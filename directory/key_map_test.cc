@@ -27,6 +27,7 @@ TEST(KeyMapTest, EmptyMapHoldsNoSlots) {
   EXPECT_EQ(m.Find("a"), nullptr);
   EXPECT_FALSE(m.Erase("a"));
   m.Prefetch(KeyMap<int>::Hash("a"));  // must not touch a missing array
+  m.PrefetchEntry(KeyMap<int>::Hash("a"));
 }
 
 TEST(KeyMapTest, InsertFindErase) {
@@ -332,6 +333,7 @@ TEST(KeyMapTest, PrefetchedBatchFindMatchesFind) {
     hashes[i] = KeyMap<int>::Hash(batch[i]);
     m.Prefetch(hashes[i]);
   }
+  for (uint64_t h : hashes) m.PrefetchEntry(h);  // hits and misses alike
   for (int i = 0; i < 128; ++i) {
     const int* v = m.Find(batch[i], hashes[i]);
     if (i * 97 < 10'000) {

@@ -41,12 +41,20 @@ using StringSet = std::unordered_set<std::string, StringHash, std::equal_to<>>;
 
 struct TenantState {
   KeyMap<ObjectMetadata> objects;
-  StringSet processing;  // keys with an unfinished put
+  // Keys with an unfinished put: views of their key bytes in `objects`'
+  // entries (stable until the entry is erased; EraseObject drops the view
+  // first), so that a put allocates no copy of its key here.
+  std::unordered_set<std::string_view, StringHash, std::equal_to<>> processing;
   StringMap<std::set<std::string>> groups;  // group id -> member keys
   // Pending versions of upserts (PutConfig::replace), kept apart from the
   // live objects until PutEnd swaps them in (directory_upsert.cc). Every key
   // here is in `objects` too, with has_pending set.
   KeyMap<ObjectMetadata> replacing;
+
+  // Drops `key` from `processing` if there (no string is built for it).
+  void EndProcessing(std::string_view key) {
+    if (auto p = processing.find(key); p != processing.end()) processing.erase(p);
+  }
 
   bool Empty() const {
     return objects.empty() && processing.empty() && groups.empty() && replacing.empty();

@@ -123,12 +123,6 @@ void LookupSession::FinishPending(std::string* out) {
   pending_.reset();
 }
 
-const std::vector<std::string>& LookupSession::OwnedKeys() {
-  owned_keys_.resize(request_.keys.size());
-  for (size_t i = 0; i < request_.keys.size(); ++i) owned_keys_[i].assign(request_.keys[i]);
-  return owned_keys_;
-}
-
 // --- lookups -------------------------------------------------------------------
 
 bool LookupSession::Get(std::string* out) {
@@ -142,10 +136,11 @@ bool LookupSession::Get(std::string* out) {
 bool LookupSession::BatchGet(std::string* out) {
   return Serve(kBatchGetReplicaList, false, out, [&] {
     const size_t frame = BeginBatchGetReply(static_cast<uint32_t>(request_.keys.size()), out);
-    for (std::string_view key : request_.keys) {
-      const ErrorCode item = s_.directory.GetReplicaListInto(request_.tenant, key, &response_);
-      AppendBatchItem(item, response_, out);
-    }
+    s_.directory.BatchGetReplicaList(
+        request_.tenant, request_.keys, &response_,
+        [out](size_t, ErrorCode item, const GetReplicaListResponse& response) {
+          AppendBatchItem(item, response, out);
+        });
     EndLookupFrame(out, frame);
     return ErrorCode::OK;
   });
@@ -161,7 +156,7 @@ bool LookupSession::Exist(std::string* out) {
 
 bool LookupSession::BatchExist(std::string* out) {
   return Serve(kBatchExistKey, false, out, [&] {
-    AppendBatchExistReply(s_.directory.BatchExistKey(request_.tenant, OwnedKeys()), out);
+    AppendBatchExistReply(s_.directory.BatchExistKey(request_.tenant, request_.keys), out);
     return ErrorCode::OK;
   });
 }
@@ -192,7 +187,7 @@ bool LookupSession::PutFinish(std::string* out) {
 bool LookupSession::BatchPutStart(std::string* out) {
   return Serve(kBatchPutStart, false, out, [&] {
     AppendBatchPutStartReply(
-        s_.directory.BatchPutStart(request_.client, request_.tenant, OwnedKeys(), request_.sizes,
+        s_.directory.BatchPutStart(request_.client, request_.tenant, request_.keys, request_.sizes,
                                    request_.config, request_.checksums),
         out);
     return ErrorCode::OK;
@@ -203,8 +198,8 @@ bool LookupSession::BatchPutFinish(std::string* out) {
   const bool end = request_.op == LookupOp::kBatchPutEnd;
   return Serve(end ? kBatchPutEnd : kBatchPutRevoke, false, out, [&] {
     Directory& d = s_.directory;
-    AppendCodesReply(end ? d.BatchPutEnd(request_.client, request_.tenant, OwnedKeys())
-                         : d.BatchPutRevoke(request_.client, request_.tenant, OwnedKeys()),
+    AppendCodesReply(end ? d.BatchPutEnd(request_.client, request_.tenant, request_.keys)
+                         : d.BatchPutRevoke(request_.client, request_.tenant, request_.keys),
                      out);
     return ErrorCode::OK;
   });
@@ -222,7 +217,7 @@ bool LookupSession::Remove(std::string* out) {
 
 bool LookupSession::BatchRemove(std::string* out) {
   return Serve(kBatchRemove, request_.force, out, [&] {
-    AppendCodesReply(s_.directory.BatchRemove(request_.tenant, OwnedKeys(), request_.force), out);
+    AppendCodesReply(s_.directory.BatchRemove(request_.tenant, request_.keys, request_.force), out);
     return ErrorCode::OK;
   });
 }

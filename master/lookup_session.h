@@ -81,8 +81,6 @@ class LookupSession {
   bool BatchExist(std::string* out);
   bool Remove(std::string* out);
   bool BatchRemove(std::string* out);
-  // request_.keys as owned strings (the directory's batch calls take them).
-  const std::vector<std::string>& OwnedKeys();
 
   // The role, tenant and leadership checks of a lookup `method` (the Cap'n
   // Proto service's own, master/service_shared.h).
@@ -96,7 +94,6 @@ class LookupSession {
   ConnectionAuth auth_;
   LookupRequest request_;  // the request being answered (its key list's capacity is reused)
   GetReplicaListResponse response_;  // each key's answer, its memory reused
-  std::vector<std::string> owned_keys_;  // OwnedKeys' (capacity reused)
   std::optional<Pending> pending_;
 };
 
