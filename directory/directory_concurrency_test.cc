@@ -61,12 +61,7 @@ TEST_F(ConcurrencyTest, ParallelPutsReadsAndRemovesKeepAccountingExact) {
 // remover on shared keys: every prefetch reads its map under the shard lock.
 class PrefetchingConcurrencyTest : public DirectoryFixture {
  protected:
-  static DirectoryOptions Prefetching() {
-    DirectoryOptions o;
-    o.batch_prefetch_min_keys = 0;
-    return o;
-  }
-  PrefetchingConcurrencyTest() : DirectoryFixture(Prefetching()) {}
+  PrefetchingConcurrencyTest() : DirectoryFixture(PrefetchingOptions()) {}
 };
 
 TEST_F(PrefetchingConcurrencyTest, BatchesRacingRemovesKeepAccountingExact) {

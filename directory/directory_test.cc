@@ -280,12 +280,7 @@ TEST_F(ObjectsTest, BatchesAnswerPerItemInOrder) {
 // directory/batch_pipeline.h) answer as the one-key calls do, in order.
 class PrefetchingBatchesTest : public DirectoryFixture {
  protected:
-  static DirectoryOptions Prefetching() {
-    DirectoryOptions o;
-    o.batch_prefetch_min_keys = 0;
-    return o;
-  }
-  PrefetchingBatchesTest() : DirectoryFixture(Prefetching()) {}
+  PrefetchingBatchesTest() : DirectoryFixture(PrefetchingOptions()) {}
   void SetUp() override { Mount(node_, "seg-a", 1 << 26); }
 
   // "k0".."k{n-1}"

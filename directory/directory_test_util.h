@@ -44,6 +44,14 @@ inline DirectoryOptions OffloadOptions() {
   return o;
 }
 
+// Options whose batches prefetch at any directory size (the pipelined loop
+// of directory/batch_pipeline.h runs on a test's few keys).
+inline DirectoryOptions PrefetchingOptions() {
+  DirectoryOptions o;
+  o.batch_prefetch_min_keys = 0;
+  return o;
+}
+
 class DirectoryFixture : public ::testing::Test {
  protected:
   explicit DirectoryFixture(DirectoryOptions options = {})
