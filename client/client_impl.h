@@ -164,9 +164,10 @@ struct Client::Impl {
   // The batch reads: each item's first replica into its plan, in one Move
   // (AskChecksum: a memcpy computes each object's checksum as it copies
   // it, not in a second pass over bytes the rest of the batch pushed out
-  // of cache); an item that fails is read alone with failover. rc[k] for items[k]; a failed item's
-  // entry is dropped and, when its location came from the cache, its index is added to *stale (the
-  // caller reads it afresh).
+  // of cache); an item that fails is read alone with failover. rc[k] for
+  // items[k]; a failed item's entry is dropped and, when its location came
+  // from the cache, its index is added to *stale (the caller reads it
+  // afresh).
   struct BatchRead {
     size_t index = 0;  // in the caller's keys
     const Located* found = nullptr;

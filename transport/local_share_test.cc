@@ -10,13 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include "common/sanitizer.h"
-
 #include <cstring>
 #include <optional>
 #include <string>
 
 #include "common/checksum.h"
+#include "common/sanitizer.h"
 #include "common/socket_io.h"
 #include "testing/wait_for.h"
 
