@@ -19,12 +19,12 @@ uint64_t Checksum64Avx2(const void* data, size_t size) { return XXH3_64bits(data
 namespace {
 
 // xxhash's XXH3_hashLong_64b_internal (default secret) with a copy folded
-// in: each 64-byte stripe is loaded once, stored to dst and hashed from
-// registers' copy in L1, so the bytes are read from memory once and the
-// checksum is of the bytes stored. kStream: the stores to dst are
-// non-temporal (dst 32-byte aligned; the caller fences), the stripe is
-// hashed from a stack copy, never read back from dst. checksum_test.cc
-// checks both against XXH3_64bits at every size class.
+// in: each 64-byte stripe is loaded once, stored to dst and hashed at once
+// from dst (store-to-load forwarding, L1), so the bytes are read from
+// memory once and the checksum is of the bytes stored. kStream: the stores
+// to dst are non-temporal (dst 32-byte aligned; the caller fences), so the
+// stripe is hashed from a stack copy of what was stored, never read back
+// from dst. checksum_test.cc checks both against XXH3_64bits at every size.
 template <bool kStream>
 uint64_t CopyChecksumLong(xxh_u8* d, const xxh_u8* s, size_t size) {
   XXH_ALIGN(XXH_ACC_ALIGN) xxh_u64 acc[XXH_ACC_NB] = XXH3_INIT_ACC;
