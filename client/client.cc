@@ -381,28 +381,40 @@ Result<std::string> Client::Impl::ReadToString(const ObjectLocation& loc) {
 }
 
 ErrorCode Client::Impl::WriteReplicas(const std::vector<ReplicaDescriptor>& replicas,
-                                      const TransferPlan& plan) {
+                                      const TransferPlan& plan, std::optional<uint64_t>* sum) {
   std::vector<TransferOp> ops;
   for (const ReplicaDescriptor& r : replicas) {
     if (r.type != ReplicaType::MEMORY) return ErrorCode::INVALID_REPLICA;
     AppendOps(plan, r.memory, &ops);
   }
+  AskWriteChecksum(plan, ops, sum);
   return Move(TransferKind::WRITE, ops).code;
+}
+
+void Client::Impl::AskWriteChecksum(const TransferPlan& plan, std::span<TransferOp> first,
+                                    std::optional<uint64_t>* sum) {
+  if (sum != nullptr && plan.pieces.size() == 1 && !first.empty()) first.front().checksum = sum;
+}
+
+uint64_t Client::Impl::WrittenChecksum(const TransferPlan& plan,
+                                       const std::optional<uint64_t>& sum) {
+  return sum ? *sum : PlanChecksum(plan);
 }
 
 ErrorCode Client::Impl::PutPlanned(std::string_view tenant, std::string_view key,
                                    const TransferPlan& plan, const PutOptions& options) {
-  PutConfig config = options.config;
-  if (options.compute_checksum) config.checksum = PlanChecksum(plan);
   MasterClient& m = master();
-  auto replicas = m.PutStart(tenant, key, PlanBytes(plan), config);
+  auto replicas = m.PutStart(tenant, key, PlanBytes(plan), options.config);
   if (!replicas.ok()) return replicas.error();
-  ErrorCode rc = WriteReplicas(*replicas, plan);
+  std::optional<uint64_t> sum;
+  ErrorCode rc = WriteReplicas(*replicas, plan, options.compute_checksum ? &sum : nullptr);
   if (rc != ErrorCode::OK) {
     (void)m.PutRevoke(tenant, key);
     return rc;
   }
-  rc = m.PutEnd(tenant, key);
+  std::optional<uint64_t> checksum;
+  if (options.compute_checksum) checksum = WrittenChecksum(plan, sum);
+  rc = m.PutEnd(tenant, key, ReplicaType::MEMORY, checksum);
   // A new object: a cached location of the key would be of a removed one.
   if (rc == ErrorCode::OK) cache->Invalidate(tenant, key);
   return rc;

@@ -61,8 +61,12 @@
 // Answers are per item, in order.
 //
 // Checksum: ObjectChecksum = XXH3-64 (seed 0) of the value. Every put form
-// computes it when PutOptions::compute_checksum is set (the default); the
-// batch forms send one per key in their one BatchPutStart.
+// computes it when PutOptions::compute_checksum is set (the default). Put
+// and BatchPut send it with PutStart (one per key in their BatchPutStart);
+// the zero-copy puts send it with PutEnd (BatchPutEnd), computed as the
+// bytes are copied when a memcpy writes a one-piece value into a segment
+// on this host (the source read once), else in a pass of its own. Either
+// way the master stores it before the object is readable.
 //
 // Staging: `staging_bytes` of anonymous memory registered once with every
 // engine; calls take blocks from it (waiting while it is full). A value
@@ -251,7 +255,7 @@ class Client {
   // One BatchPutStart and one BatchPutEnd (BatchPutRevoke for failed items)
   // RPC, every item's WRITEs in one Transfer (an item of a failed Transfer
   // is written alone); with compute_checksum, each key's checksum in the
-  // BatchPutStart. Whole-batch failures are repeated in every item.
+  // BatchPutEnd. Whole-batch failures are repeated in every item.
   std::vector<ErrorCode> BatchPutFrom(std::string_view tenant, const std::vector<std::string>& keys,
                                       const std::vector<ConstBuffer>& buffers,
                                       const PutOptions& options = {});

@@ -233,19 +233,25 @@ std::vector<Result<uint64_t>> Client::BatchGetIntoParts(
 
 void Client::Impl::WriteBatch(const std::vector<size_t>& items,
                               const std::vector<const TransferPlan*>& plans,
-                              const StartedReplicas& started, std::vector<ErrorCode>* out) {
+                              const StartedReplicas& started, std::vector<ErrorCode>* out,
+                              std::vector<std::optional<uint64_t>>* sums) {
   std::vector<TransferOp> ops;
   bool all_memory = true;
   for (size_t k = 0; k < items.size(); ++k) {
+    const size_t first = ops.size();
     for (const ReplicaDescriptor& r : *started[items[k]]) {
       all_memory &= r.type == ReplicaType::MEMORY;
       AppendOps(*plans[k], r.memory, &ops);
+    }
+    if (sums != nullptr) {
+      AskWriteChecksum(*plans[k], std::span(ops).subspan(first), &(*sums)[k]);
     }
   }
   if (all_memory && Move(TransferKind::WRITE, ops).ok()) return;
   // The batch failed as a whole: each item alone, so only bad ones fail.
   for (size_t k = 0; k < items.size(); ++k) {
-    (*out)[items[k]] = WriteReplicas(*started[items[k]], *plans[k]);
+    (*out)[items[k]] =
+        WriteReplicas(*started[items[k]], *plans[k], sums != nullptr ? &(*sums)[k] : nullptr);
   }
 }
 
@@ -254,7 +260,8 @@ std::vector<ErrorCode> Client::Impl::BatchPutWith(std::string_view tenant,
                                                   const std::vector<uint64_t>& sizes,
                                                   const PutConfig& config,
                                                   const std::vector<uint64_t>& checksums,
-                                                  const BatchWriter& write) {
+                                                  const BatchWriter& write,
+                                                  const std::vector<uint64_t>* end_checksums) {
   auto started = master().BatchPutStart(tenant, keys, sizes, config, checksums);
   if (!started.ok()) return std::vector<ErrorCode>(keys.size(), started.error());
   std::vector<ErrorCode> out(keys.size(), ErrorCode::OK);
@@ -269,17 +276,19 @@ std::vector<ErrorCode> Client::Impl::BatchPutWith(std::string_view tenant,
   write(pending, *started, &out);
   std::vector<std::string> done, failed;
   std::vector<size_t> done_at;
+  std::vector<uint64_t> done_checksums;
   for (size_t i : pending) {
     if (out[i] == ErrorCode::OK) {
       done.push_back(keys[i]);
       done_at.push_back(i);
+      if (end_checksums != nullptr) done_checksums.push_back((*end_checksums)[i]);
     } else {
       failed.push_back(keys[i]);
     }
   }
   if (!failed.empty()) (void)master().BatchPutRevoke(tenant, failed);
   if (!done.empty()) {
-    auto ended = master().BatchPutEnd(tenant, done);
+    auto ended = master().BatchPutEnd(tenant, done, done_checksums);
     for (size_t k = 0; k < done_at.size(); ++k) {
       out[done_at[k]] = ended.ok() ? (*ended)[k] : ended.error();
       // A new object: as in Put.
@@ -354,20 +363,28 @@ std::vector<ErrorCode> Client::BatchPutParts(std::string_view tenant,
   }
   if (good.empty()) return out;
   std::vector<std::string> good_keys;
-  std::vector<uint64_t> sizes, checksums;
+  std::vector<uint64_t> sizes;
   for (size_t k = 0; k < good.size(); ++k) {
     good_keys.push_back(keys[good[k]]);
     sizes.push_back(PlanBytes(plans[k]));
-    if (options.compute_checksum) checksums.push_back(PlanChecksum(plans[k]));
   }
+  // The checksums travel with BatchPutEnd: computed as the bytes are copied
+  // where they are copied by memcpy, else after the write.
+  std::vector<uint64_t> end_checksums(good.size());
   const std::vector<ErrorCode> answers = impl.BatchPutWith(
-      tenant, good_keys, sizes, options.config, checksums,
+      tenant, good_keys, sizes, options.config, {},
       [&](const std::vector<size_t>& pending, const Impl::StartedReplicas& started,
           std::vector<ErrorCode>* rc) {
         std::vector<const TransferPlan*> plan_of;
         for (size_t k : pending) plan_of.push_back(&plans[k]);
-        impl.WriteBatch(pending, plan_of, started, rc);
-      });
+        std::vector<std::optional<uint64_t>> sums(pending.size());
+        impl.WriteBatch(pending, plan_of, started, rc, options.compute_checksum ? &sums : nullptr);
+        if (!options.compute_checksum) return;
+        for (size_t j = 0; j < pending.size(); ++j) {
+          end_checksums[pending[j]] = Impl::WrittenChecksum(plans[pending[j]], sums[j]);
+        }
+      },
+      options.compute_checksum ? &end_checksums : nullptr);
   for (size_t k = 0; k < good.size(); ++k) out[good[k]] = answers[k];
   return out;
 }

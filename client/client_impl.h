@@ -178,31 +178,43 @@ struct Client::Impl {
 
   // --- writes ---
   // The plan's pieces to every replica (one op per piece per replica), in
-  // one Move. INVALID_REPLICA for a replica that is not MEMORY.
-  ErrorCode WriteReplicas(const std::vector<ReplicaDescriptor>& replicas,
-                          const TransferPlan& plan);
+  // one Move. INVALID_REPLICA for a replica that is not MEMORY. `sum`
+  // (nullptr: none wanted): see AskWriteChecksum.
+  ErrorCode WriteReplicas(const std::vector<ReplicaDescriptor>& replicas, const TransferPlan& plan,
+                          std::optional<uint64_t>* sum = nullptr);
+  // Asks a write's first op (`first`: the first replica's ops) for the
+  // checksum its memcpy computes as it copies (TransferOp::checksum) when
+  // the plan is one piece, so a put into a segment on this host reads its
+  // source once; *sum stays unset otherwise (WrittenChecksum computes it).
+  static void AskWriteChecksum(const TransferPlan& plan, std::span<TransferOp> first,
+                               std::optional<uint64_t>* sum);
+  // The plan's checksum: `sum` when the write computed it, else computed.
+  static uint64_t WrittenChecksum(const TransferPlan& plan, const std::optional<uint64_t>& sum);
   // PutStart, WriteReplicas, PutEnd (PutRevoke and the write's code when it
-  // fails); the checksum, when asked for, over the plan's bytes.
+  // fails); the checksum, when asked for, over the plan's bytes, computed
+  // as the bytes are copied where it can be and sent with PutEnd.
   ErrorCode PutPlanned(std::string_view tenant, std::string_view key, const TransferPlan& plan,
                        const PutOptions& options);
   // One BatchPutStart of `sizes` (with each key's checksum when `checksums`
   // is not empty), `write(pending, started, &out)` for the started items,
   // then one BatchPutRevoke of the failed ones and one BatchPutEnd of the
-  // written ones (their cached locations dropped).
+  // written ones (their cached locations dropped), with their checksums
+  // from *end_checksums (one per key, filled by `write`) when not nullptr.
   using StartedReplicas = std::vector<Result<std::vector<ReplicaDescriptor>>>;
   using BatchWriter = std::function<void(const std::vector<size_t>& pending,
                                          const StartedReplicas& started,
                                          std::vector<ErrorCode>* out)>;
-  std::vector<ErrorCode> BatchPutWith(std::string_view tenant,
-                                      const std::vector<std::string>& keys,
-                                      const std::vector<uint64_t>& sizes,
-                                      const PutConfig& config,
+  std::vector<ErrorCode> BatchPutWith(std::string_view tenant, const std::vector<std::string>& keys,
+                                      const std::vector<uint64_t>& sizes, const PutConfig& config,
                                       const std::vector<uint64_t>& checksums,
-                                      const BatchWriter& write);
+                                      const BatchWriter& write,
+                                      const std::vector<uint64_t>* end_checksums = nullptr);
   // Writes items (indexes into `started`, each with its plan) in one Move;
-  // when that fails, each item alone, so only bad ones fail.
+  // when that fails, each item alone, so only bad ones fail. `sums`
+  // (nullptr: none wanted): item k's AskWriteChecksum into (*sums)[k].
   void WriteBatch(const std::vector<size_t>& items, const std::vector<const TransferPlan*>& plans,
-                  const StartedReplicas& started, std::vector<ErrorCode>* out);
+                  const StartedReplicas& started, std::vector<ErrorCode>* out,
+                  std::vector<std::optional<uint64_t>>* sums = nullptr);
 };
 
 // A range of registered memory a call moves bytes through: a block of the

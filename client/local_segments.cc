@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "common/checksum.h"
-#include "common/copy_bytes.h"
+#include "transport/local_share.h"
 
 namespace shelfmark {
 
@@ -45,13 +44,7 @@ bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
   if (op.remote == nullptr || op.local == nullptr) return false;
   uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
   if (at == nullptr) return false;
-  if (kind == TransferKind::READ && op.checksum != nullptr) {
-    *op.checksum = CopyChecksum64(op.local, at, op.length);
-  } else if (kind == TransferKind::READ) {
-    CopyBytes(op.local, at, op.length);
-  } else {
-    StreamBytes(at, op.local, op.length);
-  }
+  CopyLocal(kind, op.local, at, op.length, op.checksum);
   copies_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(op.length, std::memory_order_relaxed);
   return true;

@@ -41,7 +41,7 @@ class LocalSegments {
   // such replicas first).
   bool Holds(const MemoryDescriptor& replica) const;
   // Does `op` with memcpy when its range lies in an attached segment (see
-  // above) and returns true (a read sets *op.checksum when asked,
+  // above) and returns true (sets *op.checksum when asked,
   // TransferOp); false (nothing done) otherwise.
   bool TryCopy(TransferKind kind, const TransferOp& op);
   LocalCopyStats stats() const;

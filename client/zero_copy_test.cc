@@ -325,5 +325,48 @@ TEST_F(ClientTest, AnAttachedSegmentsReadsAreVerifiedAsTheyAreCopied) {
   EXPECT_GE(client.local_stats().copies, 3u);  // the reads were memcpy, not the transport
 }
 
+// The zero-copy puts into an own segment copy and checksum in one pass
+// (StreamChecksum64) and send the checksum with PutEnd: the object has the
+// value's checksum as soon as it is readable, a one-piece and a two-piece
+// value alike, and a byte changed in the segment after the copy is still
+// CHECKSUM_MISMATCH on get.
+TEST_F(ClientTest, AnAttachedSegmentsPutsAreChecksummedAsTheyAreCopied) {
+  TestNode& node = StartNode("own");
+  Client& client = MakeClient();
+  const Segment& seg = node.node->segment();
+  ASSERT_EQ(client.AttachLocalSegment(seg.id, node.node->memory(), seg.size), ErrorCode::OK);
+  const std::string value = Pattern(100'000, 9);
+  Registered src(client, 2 * value.size());
+  std::memcpy(src.data(), value.data(), value.size());
+  std::memcpy(src.data() + value.size(), value.data(), value.size());
+  const std::vector<std::string> keys = {"a", "b"};
+  const std::vector<ConstBuffer> buffers = {{src.data(), value.size()},
+                                            {src.data() + value.size(), value.size()}};
+  for (ErrorCode rc : client.BatchPutFrom("t", keys, buffers)) ASSERT_EQ(rc, ErrorCode::OK);
+  ASSERT_EQ(client.PutFrom("t", "c", src.data(), value.size()), ErrorCode::OK);
+  ASSERT_EQ(client.PutParts("t", "d", buffers), ErrorCode::OK);
+  EXPECT_EQ(transfers_.load(), 0);  // every write was a memcpy
+  for (const char* key : {"a", "b", "c"}) {
+    auto loc = client.Locate("t", key);
+    ASSERT_TRUE(loc.ok()) << key;
+    ASSERT_TRUE(loc->info.checksum.has_value()) << key;
+    EXPECT_EQ(*loc->info.checksum, ObjectChecksum(value)) << key;
+  }
+  auto parts = client.Locate("t", "d");
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ(parts->info.checksum, std::optional<uint64_t>(ObjectChecksum(value + value)));
+  Registered dst(client, value.size());
+  ASSERT_EQ(*client.GetInto("t", "a", dst.data(), value.size()), value.size());
+  EXPECT_EQ(dst.Str(0, value.size()), value);
+  auto loc = client.Locate("t", "b");
+  ASSERT_TRUE(loc.ok());
+  const MemoryDescriptor& r = loc->info.replicas[0].memory;
+  NodeOf(r)->At(r.buffer_address)[4'321] ^= 0x10;
+  EXPECT_EQ(client.GetInto("t", "b", dst.data(), value.size()).error(),
+            ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(client.BatchGetInto("t", {"b"}, {{dst.data(), value.size()}})[0].error(),
+            ErrorCode::CHECKSUM_MISMATCH);
+}
+
 }  // namespace
 }  // namespace shelfmark

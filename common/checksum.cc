@@ -11,7 +11,7 @@ namespace shelfmark {
 // checksum_avx2.cc, built with -mavx2: call only when the CPU has AVX2.
 uint64_t Checksum64Avx2(const void* data, size_t size);
 void Checksum64UpdateAvx2(void* state, const void* data, size_t size);
-uint64_t CopyChecksum64Avx2(void* dst, const void* src, size_t size);
+uint64_t CopyChecksum64Avx2(void* dst, const void* src, size_t size, bool stream);
 #define SHELFMARK_CHECKSUM_AVX2 1
 #endif
 
@@ -40,10 +40,18 @@ uint64_t Checksum64(const void* data, size_t size) {
 
 uint64_t CopyChecksum64(void* dst, const void* src, size_t size) {
 #if defined(SHELFMARK_CHECKSUM_AVX2)
-  if (HaveAvx2()) return CopyChecksum64Avx2(dst, src, size);
+  if (HaveAvx2()) return CopyChecksum64Avx2(dst, src, size, false);
 #endif
   CopyBytes(dst, src, size);
   return Checksum64(dst, size);
+}
+
+uint64_t StreamChecksum64(void* dst, const void* src, size_t size) {
+#if defined(SHELFMARK_CHECKSUM_AVX2)
+  if (HaveAvx2()) return CopyChecksum64Avx2(dst, src, size, true);
+#endif
+  StreamBytes(dst, src, size);
+  return Checksum64(src, size);  // the same bytes, not read back from dst
 }
 
 Checksum64Stream::Checksum64Stream() { XXH3_64bits_reset(State(state_)); }

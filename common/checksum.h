@@ -27,6 +27,10 @@ inline uint64_t Checksum64(std::string_view bytes) {
 // and returns Checksum64 of the bytes copied: with AVX2 in one pass (each
 // 64-byte stripe hashed as it is stored), else a copy, then a checksum of dst.
 uint64_t CopyChecksum64(void* dst, const void* src, size_t size);
+// CopyChecksum64 for writes into a segment (StreamBytes' contract: the
+// stores bypass the cache where dst's alignment allows and are fenced
+// before it returns), so a put reads its source once.
+uint64_t StreamChecksum64(void* dst, const void* src, size_t size);
 
 // The checksum of several pieces in order: equal to Checksum64 of their
 // concatenation.

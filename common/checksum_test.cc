@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -24,26 +27,42 @@ TEST(Checksum64, EqualsXxh3OfTheBytesAtEverySize) {
   EXPECT_NE(Checksum64("a"), Checksum64("b"));
 }
 
-// The fused copy: the same checksum as of the bytes alone, and the bytes
-// copied exactly, at sizes around the short/long boundary (240), a block
-// (1 KiB) and its last stripe, and at misaligned addresses.
-TEST(Checksum64, CopyChecksum64CopiesAndEqualsTheChecksumOfTheBytes) {
+// A fused copy (CopyChecksum64 or StreamChecksum64): the same checksum as
+// of the bytes alone, and the bytes copied exactly (not one byte around
+// them touched), at every size up to 5000 (the short/long boundary at 240,
+// a block at 1 KiB and its last stripe), at 1 and 3 MiB, from sources and
+// into destinations at 64-byte aligned, 32-byte aligned and odd addresses
+// (a streamed copy streams only into a 32-byte aligned one).
+void ExpectCopiesAndChecksums(uint64_t (*copy)(void*, const void*, size_t)) {
   std::string bytes(3 << 20, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 9));
-  std::string out(bytes.size() + 64, '\x55');
-  for (size_t size : {0ul, 1ul, 240ul, 241ul, 255ul, 1023ul, 1024ul, 1025ul, 1088ul, 1089ul,
-                      65536ul, 65536ul + 1, 1000003ul, 3ul << 20}) {
-    for (size_t offset : {0ul, 13ul}) {
-      const size_t n = std::min(size, bytes.size() - offset);
-      std::fill(out.begin(), out.end(), '\x55');
-      EXPECT_EQ(CopyChecksum64(out.data() + 16, bytes.data() + offset, n),
-                XXH3_64bits(bytes.data() + offset, n))
-          << size << " " << offset;
-      EXPECT_EQ(out.compare(16, n, bytes, offset, n), 0) << size;
-      EXPECT_EQ(out[15], '\x55');
-      EXPECT_EQ(out[16 + n], '\x55') << size;
+  std::string out(bytes.size() + 256, '\x55');
+  const size_t aligned = (64 - (reinterpret_cast<uintptr_t>(out.data()) & 63)) & 63;
+  std::vector<size_t> sizes;
+  for (size_t size = 0; size <= 5000; ++size) sizes.push_back(size);
+  sizes.insert(sizes.end(), {1ul << 20, (1ul << 20) + 1, 3ul << 20});
+  for (size_t size : sizes) {
+    for (size_t src_offset : {0ul, 13ul}) {
+      for (size_t dst_offset : {64ul, 96ul, 77ul}) {
+        const size_t n = std::min(size, bytes.size() - src_offset);
+        char* dst = out.data() + aligned + dst_offset;
+        const char* src = bytes.data() + src_offset;
+        dst[-1] = dst[n] = '\x55';
+        ASSERT_EQ(copy(dst, src, n), XXH3_64bits(src, n)) << size << " " << dst_offset;
+        ASSERT_EQ(std::memcmp(dst, src, n), 0) << size << " " << dst_offset;
+        ASSERT_EQ(dst[-1], '\x55') << size;
+        ASSERT_EQ(dst[n], '\x55') << size;
+      }
     }
   }
+}
+
+TEST(Checksum64, CopyChecksum64CopiesAndEqualsTheChecksumOfTheBytes) {
+  ExpectCopiesAndChecksums(CopyChecksum64);
+}
+
+TEST(Checksum64, StreamChecksum64CopiesAndEqualsTheChecksumOfTheBytes) {
+  ExpectCopiesAndChecksums(StreamChecksum64);
 }
 
 TEST(Checksum64, AStreamOfPiecesEqualsTheWhole) {

@@ -38,9 +38,9 @@ Result<std::vector<ReplicaDescriptor>> Directory::PutStart(const UUID& client,
   return impl_->PutStart(client, tenant, key, size, config);
 }
 ErrorCode Directory::PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
-                            ReplicaType type) {
+                            ReplicaType type, std::optional<uint64_t> checksum) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  return impl_->PutEnd(client, tenant, key, type);
+  return impl_->PutEnd(client, tenant, key, type, checksum);
 }
 ErrorCode Directory::PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                                ReplicaType type) {
@@ -117,13 +117,15 @@ std::vector<Result<std::vector<ReplicaDescriptor>>> Directory::BatchPutStart(
 }
 
 std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_view tenant,
-                                              const std::vector<std::string>& keys) {
-  return BatchPutEnd(client, tenant, Views(keys));
+                                              const std::vector<std::string>& keys,
+                                              const std::vector<uint64_t>& checksums) {
+  return BatchPutEnd(client, tenant, Views(keys), checksums);
 }
 std::vector<ErrorCode> Directory::BatchPutEnd(const UUID& client, std::string_view tenant,
-                                              KeyViews keys) {
+                                              KeyViews keys,
+                                              const std::vector<uint64_t>& checksums) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  return impl_->BatchPutEnd(client, tenant, keys, ReplicaType::MEMORY);
+  return impl_->BatchPutEnd(client, tenant, keys, ReplicaType::MEMORY, checksums);
 }
 
 std::vector<ErrorCode> Directory::BatchPutRevoke(const UUID& client, std::string_view tenant,

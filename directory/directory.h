@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -130,9 +131,13 @@ class Directory {
                                                   std::string_view key, uint64_t size,
                                                   const PutConfig& config);
   // Marks the client's PROCESSING replicas of `type` COMPLETE. ILLEGAL_CLIENT
-  // when `client` did not start this put.
+  // when `client` did not start this put. `checksum`: the value's checksum
+  // when PutStart did not carry one (a writer that hashes while it copies);
+  // stored on the object before it turns COMPLETE. One that differs from
+  // PutStart's is INVALID_PARAMS and the put stays unfinished.
   ErrorCode PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
-                   ReplicaType type = ReplicaType::MEMORY);
+                   ReplicaType type = ReplicaType::MEMORY,
+                   std::optional<uint64_t> checksum = std::nullopt);
   // Drops the PROCESSING replicas of `type` (and the object if none remain).
   ErrorCode PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                       ReplicaType type = ReplicaType::MEMORY);
@@ -189,9 +194,13 @@ class Directory {
       const UUID& client, std::string_view tenant, KeyViews keys,
       const std::vector<uint64_t>& sizes, const PutConfig& config,
       const std::vector<uint64_t>& checksums = {});
+  // `checksums`: empty, or one per key (PutEnd's `checksum` of key i);
+  // another length is INVALID_PARAMS for every key.
   std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant,
-                                     const std::vector<std::string>& keys);
-  std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant, KeyViews keys);
+                                     const std::vector<std::string>& keys,
+                                     const std::vector<uint64_t>& checksums = {});
+  std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant, KeyViews keys,
+                                     const std::vector<uint64_t>& checksums = {});
   std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant,
                                         const std::vector<std::string>& keys);
   std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant, KeyViews keys);

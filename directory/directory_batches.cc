@@ -65,9 +65,16 @@ std::vector<Result<std::vector<ReplicaDescriptor>>> DirectoryImpl::BatchPutStart
 }
 
 std::vector<ErrorCode> DirectoryImpl::BatchPutEnd(const UUID& client, std::string_view tenant,
-                                                  Keys keys, ReplicaType type) {
-  return Collect<ErrorCode>(
-      tenant, keys, [&](size_t, const KeyRef& k) { return PutEndAt(client, tenant, k, type); });
+                                                  Keys keys, ReplicaType type,
+                                                  const std::vector<uint64_t>& checksums) {
+  if (!checksums.empty() && checksums.size() != keys.size()) {
+    return std::vector<ErrorCode>(keys.size(), ErrorCode::INVALID_PARAMS);
+  }
+  return Collect<ErrorCode>(tenant, keys, [&](size_t i, const KeyRef& k) {
+    const std::optional<uint64_t> checksum =
+        checksums.empty() ? std::nullopt : std::optional<uint64_t>(checksums[i]);
+    return PutEndAt(client, tenant, k, type, checksum);
+  });
 }
 
 std::vector<ErrorCode> DirectoryImpl::BatchPutRevoke(const UUID& client, std::string_view tenant,

@@ -68,7 +68,7 @@ class DirectoryImpl {
                                                   std::string_view key, uint64_t size,
                                                   const PutConfig& config);
   ErrorCode PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
-                   ReplicaType type);
+                   ReplicaType type, std::optional<uint64_t> checksum);
   ErrorCode PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                       ReplicaType type);
   Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
@@ -85,7 +85,7 @@ class DirectoryImpl {
       const UUID& client, std::string_view tenant, Keys keys, const std::vector<uint64_t>& sizes,
       const PutConfig& config, const std::vector<uint64_t>& checksums);
   std::vector<ErrorCode> BatchPutEnd(const UUID& client, std::string_view tenant, Keys keys,
-                                     ReplicaType type);
+                                     ReplicaType type, const std::vector<uint64_t>& checksums);
   std::vector<ErrorCode> BatchPutRevoke(const UUID& client, std::string_view tenant, Keys keys,
                                         ReplicaType type);
   // visit(i, code, response) per key; `response` is scratch reused by every
@@ -162,7 +162,7 @@ class DirectoryImpl {
   // one to join in *joined.
   ErrorCode FinishReplacement(TenantState& state, std::string_view tenant, std::string_view key,
                               const UUID& client, ObjectMetadata& live, GroupDrops* drops,
-                              std::string* joined);
+                              std::string* joined, std::optional<uint64_t> checksum);
   // PutRevoke of a pending version (ILLEGAL_CLIENT for another writer).
   ErrorCode RevokeReplacement(TenantState& state, std::string_view key, const UUID& client);
   // Frees the key's pending version, if any, and clears its live object's
@@ -256,8 +256,8 @@ class DirectoryImpl {
   Result<std::vector<ReplicaDescriptor>> PutStartAt(const UUID& client, std::string_view tenant,
                                                     const KeyRef& k, uint64_t size,
                                                     const PutConfig& config, int64_t now);
-  ErrorCode PutEndAt(const UUID& client, std::string_view tenant, const KeyRef& k,
-                     ReplicaType type);
+  ErrorCode PutEndAt(const UUID& client, std::string_view tenant, const KeyRef& k, ReplicaType type,
+                     std::optional<uint64_t> checksum);
   ErrorCode PutRevokeAt(const UUID& client, std::string_view tenant, const KeyRef& k,
                         ReplicaType type);
   ErrorCode GetReplicaListAt(std::string_view tenant, const KeyRef& k, int64_t now,
@@ -306,7 +306,12 @@ class DirectoryImpl {
                                              int64_t now, const std::vector<Placement>& placed);
   // PutEnd of an ordinary put: its PROCESSING replicas of `type` COMPLETE.
   ErrorCode FinishPut(TenantState& state, std::string_view tenant, std::string_view key,
-                      const UUID& client, ObjectMetadata& meta, ReplicaType type);
+                      const UUID& client, ObjectMetadata& meta, ReplicaType type,
+                      std::optional<uint64_t> checksum);
+  // PutEnd's checksum onto the version it finishes (before it turns
+  // COMPLETE): INVALID_PARAMS, version unchanged, when it differs from the
+  // one PutStart gave; none leaves the version as it is.
+  static ErrorCode AdoptEndChecksum(ObjectMetadata& version, std::optional<uint64_t> checksum);
   // Frees a range of a segment, noting the free in the change feed first
   // (change_feed.h, "Frees"): a range an exported object held is freed only
   // after its key was touched. Every free of the directory goes here.

@@ -261,9 +261,10 @@ uint32_t DirectoryImpl::FirstUses(MetadataShard& shard, std::string_view tenant,
 }
 
 ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
-                                   std::string_view key, const UUID& client,
-                                   ObjectMetadata& meta, ReplicaType type) {
+                                   std::string_view key, const UUID& client, ObjectMetadata& meta,
+                                   ReplicaType type, std::optional<uint64_t> checksum) {
   if (meta.writer != client) return ErrorCode::ILLEGAL_CLIENT;
+  if (ErrorCode rc = AdoptEndChecksum(meta, checksum); rc != ErrorCode::OK) return rc;
   size_t finished = 0;
   for (Replica& r : meta.replicas) {
     if (r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING) {
@@ -279,13 +280,22 @@ ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
   return ErrorCode::OK;
 }
 
-ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant,
-                                std::string_view key, ReplicaType type) {
-  return PutEndAt(client, tenant, Locate(tenant, key), type);
+ErrorCode DirectoryImpl::AdoptEndChecksum(ObjectMetadata& version,
+                                          std::optional<uint64_t> checksum) {
+  if (!checksum) return ErrorCode::OK;
+  if (version.has_checksum && version.checksum != *checksum) return ErrorCode::INVALID_PARAMS;
+  version.has_checksum = true;
+  version.checksum = *checksum;
+  return ErrorCode::OK;
+}
+
+ErrorCode DirectoryImpl::PutEnd(const UUID& client, std::string_view tenant, std::string_view key,
+                                ReplicaType type, std::optional<uint64_t> checksum) {
+  return PutEndAt(client, tenant, Locate(tenant, key), type, checksum);
 }
 
 ErrorCode DirectoryImpl::PutEndAt(const UUID& client, std::string_view tenant, const KeyRef& k,
-                                  ReplicaType type) {
+                                  ReplicaType type, std::optional<uint64_t> checksum) {
   const std::string_view key = k.key;
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
   tenant = EffectiveTenant(tenant);
@@ -302,8 +312,8 @@ ErrorCode DirectoryImpl::PutEndAt(const UUID& client, std::string_view tenant, c
     // first: a replacement frees the old version's ranges (change_feed.h).
     Touch(shard, tenant, key);
     rc = meta->has_pending && type == ReplicaType::MEMORY
-             ? FinishReplacement(state, tenant, key, client, *meta, &drops, &joined)
-             : FinishPut(state, tenant, key, client, *meta, type);
+             ? FinishReplacement(state, tenant, key, client, *meta, &drops, &joined, checksum)
+             : FinishPut(state, tenant, key, client, *meta, type, checksum);
   }
   DropGroupMembers(tenant, drops);
   if (!joined.empty()) AddGroupMember(tenant, joined, key);

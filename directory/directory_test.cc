@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "directory/directory_test_util.h"
 
@@ -142,6 +143,40 @@ TEST_F(ObjectsTest, TenantsAreIsolated) {
   EXPECT_TRUE(dir_->GetReplicaList("t1", "k").ok());
   EXPECT_EQ(Put("k", 100, {}, "default"), ErrorCode::OK);
   EXPECT_TRUE(dir_->GetReplicaList("", "k").ok());  // "" is "default"
+}
+
+// A writer that hashes while it copies sends the checksum with PutEnd: it
+// is on the object before the object is readable; one that differs from
+// PutStart's is refused (INVALID_PARAMS) and the put stays unfinished; only
+// the put's writer may set it; a batch takes none or one per key.
+TEST_F(ObjectsTest, PutEndCarriesTheChecksumWhenPutStartHadNone) {
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "late", 100, {}).ok());
+  EXPECT_EQ(dir_->PutEnd(UUID::Generate(), "", "late", ReplicaType::MEMORY, 7),
+            ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(dir_->Stat("", "late")->checksum, std::nullopt);
+  ASSERT_EQ(dir_->PutEnd(writer_, "", "late", ReplicaType::MEMORY, 0x77), ErrorCode::OK);
+  EXPECT_EQ(dir_->GetReplicaList("", "late")->checksum, std::optional<uint64_t>(0x77));
+
+  PutConfig early;
+  early.checksum = 5;
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "both", 100, early).ok());
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "both", ReplicaType::MEMORY, 6), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->GetReplicaList("", "both").error(), ErrorCode::REPLICA_IS_NOT_READY);
+  EXPECT_EQ(dir_->Stat("", "both")->checksum, std::optional<uint64_t>(5));
+  ASSERT_EQ(dir_->PutEnd(writer_, "", "both", ReplicaType::MEMORY, 5), ErrorCode::OK);
+  EXPECT_EQ(dir_->GetReplicaList("", "both")->checksum, std::optional<uint64_t>(5));
+
+  const std::vector<std::string> keys = {"b1", "b2"};
+  for (const auto& r : dir_->BatchPutStart(writer_, "", keys, {10, 20}, {})) ASSERT_TRUE(r.ok());
+  for (ErrorCode rc : dir_->BatchPutEnd(writer_, "", keys, {1})) {
+    EXPECT_EQ(rc, ErrorCode::INVALID_PARAMS);
+  }
+  EXPECT_EQ(dir_->GetReplicaList("", "b1").error(), ErrorCode::REPLICA_IS_NOT_READY);
+  for (ErrorCode rc : dir_->BatchPutEnd(writer_, "", keys, {11, 22})) {
+    EXPECT_EQ(rc, ErrorCode::OK);
+  }
+  EXPECT_EQ(dir_->GetReplicaList("", "b1")->checksum, std::optional<uint64_t>(11));
+  EXPECT_EQ(dir_->GetReplicaList("", "b2")->checksum, std::optional<uint64_t>(22));
 }
 
 TEST_F(ObjectsTest, StatShowsEverything) {

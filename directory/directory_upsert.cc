@@ -32,10 +32,11 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::StartReplacement(
 ErrorCode DirectoryImpl::FinishReplacement(TenantState& state, std::string_view tenant,
                                            std::string_view key, const UUID& client,
                                            ObjectMetadata& live, GroupDrops* drops,
-                                           std::string* joined) {
+                                           std::string* joined, std::optional<uint64_t> checksum) {
   ObjectMetadata* pending = state.replacing.Find(key);
   if (pending == nullptr) return ErrorCode::OBJECT_NOT_FOUND;  // not reached: has_pending
   if (pending->writer != client) return ErrorCode::ILLEGAL_CLIENT;
+  if (ErrorCode rc = AdoptEndChecksum(*pending, checksum); rc != ErrorCode::OK) return rc;
   for (Replica& r : pending->replicas) r.status = static_cast<uint64_t>(ReplicaStatus::COMPLETE);
   SwapVersions(live, *pending);  // `pending` now holds the old version
   live.has_pending = false;

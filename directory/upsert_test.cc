@@ -66,6 +66,22 @@ TEST_F(UpsertTest, TheOldVersionIsReadUntilPutEndThenOnlyTheNewOne) {
   EXPECT_EQ(dir_->Stats().upserts, 1u);
 }
 
+// An upsert's checksum may come with its PutEnd: the new version is
+// swapped in with it; a mismatch leaves the old version the readable one.
+TEST_F(UpsertTest, PutEndsChecksumGoesWithTheNewVersion) {
+  ASSERT_EQ(Put("k", 100, Replace(1)), ErrorCode::OK);
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", 200, Replace(3)).ok());
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "k", ReplicaType::MEMORY, 4), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->GetReplicaList("", "k")->checksum, std::optional<uint64_t>(1));
+  ASSERT_EQ(dir_->PutRevoke(writer_, "", "k"), ErrorCode::OK);
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", 300, Replace()).ok());
+  ASSERT_EQ(dir_->PutEnd(writer_, "", "k", ReplicaType::MEMORY, 9), ErrorCode::OK);
+  auto after = dir_->GetReplicaList("", "k");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->size, 300u);
+  EXPECT_EQ(after->checksum, std::optional<uint64_t>(9));
+}
+
 TEST_F(UpsertTest, OldRangesAreFreedOnlyOnceTheOldLeasePassed) {
   ASSERT_EQ(Put("k", 100), ErrorCode::OK);
   ASSERT_TRUE(dir_->GetReplicaList("", "k").ok());  // a reader's lease

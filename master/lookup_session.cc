@@ -177,7 +177,8 @@ bool LookupSession::PutFinish(std::string* out) {
   return Serve(end ? kPutEnd : kPutRevoke, false, out, [&] {
     Directory& d = s_.directory;
     const ErrorCode code =
-        end ? d.PutEnd(request_.client, request_.tenant, request_.key, request_.type)
+        end ? d.PutEnd(request_.client, request_.tenant, request_.key, request_.type,
+                       request_.end_checksum)
             : d.PutRevoke(request_.client, request_.tenant, request_.key, request_.type);
     AppendCodeReply(code, out);
     return code;
@@ -198,9 +199,10 @@ bool LookupSession::BatchPutFinish(std::string* out) {
   const bool end = request_.op == LookupOp::kBatchPutEnd;
   return Serve(end ? kBatchPutEnd : kBatchPutRevoke, false, out, [&] {
     Directory& d = s_.directory;
-    AppendCodesReply(end ? d.BatchPutEnd(request_.client, request_.tenant, request_.keys)
-                         : d.BatchPutRevoke(request_.client, request_.tenant, request_.keys),
-                     out);
+    AppendCodesReply(
+        end ? d.BatchPutEnd(request_.client, request_.tenant, request_.keys, request_.checksums)
+            : d.BatchPutRevoke(request_.client, request_.tenant, request_.keys),
+        out);
     return ErrorCode::OK;
   });
 }

@@ -48,6 +48,16 @@ size_t ReplicasWords(const std::vector<ReplicaDescriptor>& rs) {
   return words;
 }
 
+// A batch's per-key checksums into *out: none, or one per key (`keys`
+// of them); another length is INVALID_PARAMS.
+ErrorCode DecodeChecksums(capnp::List<uint64_t>::Reader in, size_t keys,
+                          std::vector<uint64_t>* out) {
+  if (in.size() != 0 && in.size() != keys) return ErrorCode::INVALID_PARAMS;
+  out->resize(in.size());
+  for (unsigned i = 0; i < in.size(); ++i) (*out)[i] = in[i];
+  return ErrorCode::OK;
+}
+
 class MasterServiceImpl final : public wire::MasterService::Server {
  public:
   MasterServiceImpl(SharedState& shared, ConnectionHooks hooks)
@@ -120,8 +130,10 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       ReplicaType type;
       ErrorCode code = rpcconv::DecodeEnum(p.getType(), &type);
       if (code != ErrorCode::OK) return code;
+      const std::optional<uint64_t> checksum =
+          p.getHasChecksum() ? std::optional<uint64_t>(p.getChecksum()) : std::nullopt;
       return dir_.PutEnd(rpcconv::Decode(p.getClientId()), View(p.getTenant()), View(p.getKey()),
-                         type);
+                         type, checksum);
     });
   }
 
@@ -243,12 +255,9 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       PutConfig config;
       code = rpcconv::Decode(p.getConfig(), &config);
       if (code != ErrorCode::OK) return code;
-      auto checksums_in = p.getChecksums();
-      if (checksums_in.size() != 0 && checksums_in.size() != keys.size()) {
-        return ErrorCode::INVALID_PARAMS;
-      }
-      std::vector<uint64_t> checksums(checksums_in.size());
-      for (unsigned i = 0; i < checksums_in.size(); ++i) checksums[i] = checksums_in[i];
+      std::vector<uint64_t> checksums;
+      code = DecodeChecksums(p.getChecksums(), keys.size(), &checksums);
+      if (code != ErrorCode::OK) return code;
       auto results = dir_.BatchPutStart(rpcconv::Decode(p.getClientId()), View(p.getTenant()),
                                         keys, sizes, config, checksums);
       size_t words = 8;
@@ -273,7 +282,11 @@ class MasterServiceImpl final : public wire::MasterService::Server {
       auto& keys = ScratchKeys();
       ErrorCode code = rpcconv::DecodeTexts(p.getKeys(), s_.max_batch, &keys);
       if (code != ErrorCode::OK) return code;
-      SetCodes(ctx, dir_.BatchPutEnd(rpcconv::Decode(p.getClientId()), View(p.getTenant()), keys));
+      std::vector<uint64_t> checksums;
+      code = DecodeChecksums(p.getChecksums(), keys.size(), &checksums);
+      if (code != ErrorCode::OK) return code;
+      SetCodes(ctx, dir_.BatchPutEnd(rpcconv::Decode(p.getClientId()), View(p.getTenant()), keys,
+                                     checksums));
       return ErrorCode::OK;
     });
   }

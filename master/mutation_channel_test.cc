@@ -70,6 +70,34 @@ TEST_F(MutationChannelTest, PutIsVisibleOnlyAfterPutEndAndMatchesCapnp) {
   EXPECT_EQ(Metric("shelfmark_master_rpc_requests_total", "PutEnd"), 2);
 }
 
+// PutEnd's checksum (a writer that hashes while it copies), over the lookup
+// channel and over Cap'n Proto alike: stored before the object is readable,
+// a mismatch with PutStart's refused (INVALID_PARAMS, still unfinished).
+TEST_F(MutationChannelTest, PutEndCarriesTheChecksumOverEitherProtocol) {
+  const UUID id = Writer();
+  for (bool framed : {true, false}) {
+    MasterClientOptions options = ClientOptions(id);
+    options.lookup_channel = framed;
+    MasterClient client(options);
+    const std::string k = framed ? "framed-" : "capnp-";
+    ASSERT_TRUE(client.PutStart("", k + "late", 100, {}).ok());
+    ASSERT_EQ(client.PutEnd("", k + "late", ReplicaType::MEMORY, 0x11), ErrorCode::OK);
+    EXPECT_EQ(client.GetReplicaList("", k + "late")->checksum, std::optional<uint64_t>(0x11));
+    PutConfig early;
+    early.checksum = 5;
+    ASSERT_TRUE(client.PutStart("", k + "both", 100, early).ok());
+    EXPECT_EQ(client.PutEnd("", k + "both", ReplicaType::MEMORY, 6), ErrorCode::INVALID_PARAMS);
+    EXPECT_EQ(client.GetReplicaList("", k + "both").error(), ErrorCode::REPLICA_IS_NOT_READY);
+    const std::vector<std::string> keys = {k + "a", k + "b"};
+    ASSERT_TRUE(client.BatchPutStart("", keys, {10, 20}, {}).ok());
+    auto ended = client.BatchPutEnd("", keys, {21, 22});
+    ASSERT_TRUE(ended.ok()) << framed;
+    EXPECT_EQ(*ended, (std::vector<ErrorCode>{ErrorCode::OK, ErrorCode::OK}));
+    EXPECT_EQ(client.GetReplicaList("", k + "b")->checksum, std::optional<uint64_t>(22));
+  }
+  EXPECT_EQ(Metric("shelfmark_master_rpc_requests_total", "PutEnd"), 4);
+}
+
 TEST_F(MutationChannelTest, RevokeUpsertExistAndRemove) {
   const UUID id = Writer();
   LookupClient channel(ChannelOptions());

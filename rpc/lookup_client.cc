@@ -201,11 +201,15 @@ Result<std::vector<ReplicaDescriptor>> LookupClient::PutStart(const UUID& client
 }
 
 ErrorCode LookupClient::PutFinish(bool end, const UUID& client, std::string_view tenant,
-                                  std::string_view key, ReplicaType type, Deadline deadline) {
+                                  std::string_view key, ReplicaType type, Deadline deadline,
+                                  std::optional<uint64_t> checksum) {
   const LookupOp op = end ? LookupOp::kPutEnd : LookupOp::kPutRevoke;
+  if (!end) checksum.reset();
   return Exchange<ErrorCode>(
       deadline,
-      [&](std::string* out) { AppendPutFinishRequest(op, client, tenant, key, type, out); },
+      [&](std::string* out) {
+        AppendPutFinishRequest(op, client, tenant, key, type, out, checksum);
+      },
       DecodeCodeReply);
 }
 
@@ -226,14 +230,19 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> LookupClient::BatchP
       [&](std::string_view body) { return DecodeBatchPutStartReply(body, keys.size()); });
 }
 
-Result<std::vector<ErrorCode>> LookupClient::BatchPutFinish(bool end, const UUID& client,
-                                                            std::string_view tenant,
-                                                            const std::vector<std::string>& keys,
-                                                            Deadline deadline) {
+Result<std::vector<ErrorCode>> LookupClient::BatchPutFinish(
+    bool end, const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
+    Deadline deadline, const std::vector<uint64_t>& checksums) {
   const LookupOp op = end ? LookupOp::kBatchPutEnd : LookupOp::kBatchPutRevoke;
+  // As BatchPutStart's: the frame cannot carry another length.
+  if (!checksums.empty() && (!end || checksums.size() != keys.size())) {
+    return ErrorCode::INVALID_PARAMS;
+  }
   return Exchange<Result<std::vector<ErrorCode>>>(
       deadline,
-      [&](std::string* out) { AppendBatchPutFinishRequest(op, client, tenant, keys, out); },
+      [&](std::string* out) {
+        AppendBatchPutFinishRequest(op, client, tenant, keys, out, checksums);
+      },
       [&](std::string_view body) { return DecodeCodesReply(body, keys.size()); });
 }
 

@@ -58,18 +58,20 @@ class LookupClient {
                                                   std::string_view key, uint64_t size,
                                                   const PutConfig& config,
                                                   Deadline deadline = std::nullopt);
-  // PutEnd (`end`) or PutRevoke.
-  ErrorCode PutFinish(bool end, const UUID& client, std::string_view tenant,
-                      std::string_view key, ReplicaType type, Deadline deadline = std::nullopt);
+  // PutEnd (`end`) or PutRevoke; `checksum`: PutEnd's (MasterClient::PutEnd).
+  ErrorCode PutFinish(bool end, const UUID& client, std::string_view tenant, std::string_view key,
+                      ReplicaType type, Deadline deadline = std::nullopt,
+                      std::optional<uint64_t> checksum = std::nullopt);
   Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> BatchPutStart(
       const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
       const std::vector<uint64_t>& sizes, const PutConfig& config,
       const std::vector<uint64_t>& checksums, Deadline deadline = std::nullopt);
-  // BatchPutEnd (`end`) or BatchPutRevoke.
+  // BatchPutEnd (`end`) or BatchPutRevoke; `checksums`: BatchPutEnd's.
   Result<std::vector<ErrorCode>> BatchPutFinish(bool end, const UUID& client,
                                                 std::string_view tenant,
                                                 const std::vector<std::string>& keys,
-                                                Deadline deadline = std::nullopt);
+                                                Deadline deadline = std::nullopt,
+                                                const std::vector<uint64_t>& checksums = {});
   Result<bool> ExistKey(std::string_view tenant, std::string_view key,
                         Deadline deadline = std::nullopt);
   Result<std::vector<Result<bool>>> BatchExistKey(std::string_view tenant,

@@ -43,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,7 +108,8 @@ struct LookupRequest {
   UUID client;                           // the put ops
   uint64_t size = 0;                     // kPutStart
   std::vector<uint64_t> sizes;           // kBatchPutStart
-  std::vector<uint64_t> checksums;       // kBatchPutStart (empty: none)
+  std::vector<uint64_t> checksums;       // kBatchPutStart, kBatchPutEnd (empty: none)
+  std::optional<uint64_t> end_checksum;  // kPutEnd
   PutConfig config;                      // kPutStart, kBatchPutStart
   ReplicaType type = ReplicaType::MEMORY;  // kPutEnd, kPutRevoke
   bool force = false;                    // kRemove, kBatchRemove

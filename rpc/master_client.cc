@@ -96,6 +96,14 @@ ErrorCode CodeOf(const Result<T>& r) {
 // does not bound it (<= 0).
 constexpr int64_t kUnboundedCallRetryMs = 10'000;
 
+// A batch request's per-key checksums (none when empty).
+template <typename Request>
+void SetChecksums(Request& req, const std::vector<uint64_t>& checksums) {
+  if (checksums.empty()) return;
+  auto c = req.initChecksums(checksums.size());
+  for (size_t i = 0; i < checksums.size(); ++i) c.set(i, checksums[i]);
+}
+
 // Size hint (words) for a request carrying `keys`.
 size_t KeysWords(const std::vector<std::string>& keys) {
   size_t words = 16;
@@ -604,11 +612,12 @@ Result<std::vector<ReplicaDescriptor>> MasterClient::PutStart(std::string_view t
       });
 }
 
-ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, ReplicaType type) {
+ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, ReplicaType type,
+                               std::optional<uint64_t> checksum) {
   return impl_->Framed<ErrorCode>(
       false,
       [&](LookupClient& c, auto deadline) {
-        return c.PutFinish(true, impl_->options.client_id, tenant, key, type, deadline);
+        return c.PutFinish(true, impl_->options.client_id, tenant, key, type, deadline, checksum);
       },
       [&] {
         return impl_->Call<ErrorCode>(
@@ -619,6 +628,8 @@ ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, Re
               rpcconv::Encode(impl_->options.client_id, req.initClientId());
               SetTenantKey(req, tenant, key);
               req.setType(rpcconv::EncodeEnum(type));
+              req.setHasChecksum(checksum.has_value());
+              req.setChecksum(checksum.value_or(0));
               return req;
             },
             [](auto r) { return ReplyCode(r); });
@@ -855,10 +866,7 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchP
               auto s = req.initSizes(sizes.size());
               for (size_t i = 0; i < sizes.size(); ++i) s.set(i, sizes[i]);
               rpcconv::Encode(config, req.initConfig());
-              if (!checksums.empty()) {
-                auto c = req.initChecksums(checksums.size());
-                for (size_t i = 0; i < checksums.size(); ++i) c.set(i, checksums[i]);
-              }
+              SetChecksums(req, checksums);
               return req;
             },
             [&](auto r) -> Ret {
@@ -873,22 +881,24 @@ Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> MasterClient::BatchP
 }
 
 Result<std::vector<ErrorCode>> MasterClient::BatchPutEnd(std::string_view tenant,
-                                                         const std::vector<std::string>& keys) {
+                                                         const std::vector<std::string>& keys,
+                                                         const std::vector<uint64_t>& checksums) {
   using Ret = Result<std::vector<ErrorCode>>;
   return impl_->Framed<Ret>(
       false,
       [&](LookupClient& c, auto deadline) {
-        return c.BatchPutFinish(true, impl_->options.client_id, tenant, keys, deadline);
+        return c.BatchPutFinish(true, impl_->options.client_id, tenant, keys, deadline, checksums);
       },
       [&] {
         return impl_->Call<Ret>(
             false,
             [&](wire::MasterService::Client& m) {
-              auto req =
-                  m.batchPutEndRequest(capnp::MessageSize{KeysWords(keys) + tenant.size() / 8, 0});
+              auto req = m.batchPutEndRequest(
+                  capnp::MessageSize{KeysWords(keys) + tenant.size() / 8 + checksums.size(), 0});
               rpcconv::Encode(impl_->options.client_id, req.initClientId());
               CopyText(req.initTenant(tenant.size()), tenant);
               rpcconv::EncodeTexts(keys, req.initKeys(keys.size()));
+              SetChecksums(req, checksums);
               return req;
             },
             [&](auto r) -> Ret {

@@ -100,8 +100,10 @@ class MasterClient {
 
   Result<std::vector<ReplicaDescriptor>> PutStart(std::string_view tenant, std::string_view key,
                                                   uint64_t size, const PutConfig& config);
+  // `checksum`: the value's, when PutStart carried none (Directory::PutEnd).
   ErrorCode PutEnd(std::string_view tenant, std::string_view key,
-                   ReplicaType type = ReplicaType::MEMORY);
+                   ReplicaType type = ReplicaType::MEMORY,
+                   std::optional<uint64_t> checksum = std::nullopt);
   ErrorCode PutRevoke(std::string_view tenant, std::string_view key,
                       ReplicaType type = ReplicaType::MEMORY);
   Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
@@ -124,8 +126,10 @@ class MasterClient {
       std::string_view tenant, const std::vector<std::string>& keys,
       const std::vector<uint64_t>& sizes, const PutConfig& config,
       const std::vector<uint64_t>& checksums = {});
+  // `checksums`: empty, or one per key (Directory::BatchPutEnd).
   Result<std::vector<ErrorCode>> BatchPutEnd(std::string_view tenant,
-                                             const std::vector<std::string>& keys);
+                                             const std::vector<std::string>& keys,
+                                             const std::vector<uint64_t>& checksums = {});
   Result<std::vector<ErrorCode>> BatchPutRevoke(std::string_view tenant,
                                                 const std::vector<std::string>& keys);
   Result<std::vector<Result<GetReplicaListResponse>>> BatchGetReplicaList(

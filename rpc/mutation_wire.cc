@@ -115,11 +115,13 @@ void AppendPutStartRequest(const UUID& client, std::string_view tenant, std::str
 }
 
 void AppendPutFinishRequest(LookupOp op, const UUID& client, std::string_view tenant,
-                            std::string_view key, ReplicaType type, std::string* out) {
+                            std::string_view key, ReplicaType type, std::string* out,
+                            std::optional<uint64_t> checksum) {
   size_t start = 0;
   wire::Appender a = Begin(op, out, &start);
   PutUuid(a, client);
   a.Bytes(tenant).Bytes(key).Put(static_cast<uint8_t>(type));
+  if (checksum) a.Put(*checksum);
   EndLookupFrame(out, start);
 }
 
@@ -140,12 +142,14 @@ void AppendBatchPutStartRequest(const UUID& client, std::string_view tenant,
 }
 
 void AppendBatchPutFinishRequest(LookupOp op, const UUID& client, std::string_view tenant,
-                                 const std::vector<std::string>& keys, std::string* out) {
+                                 const std::vector<std::string>& keys, std::string* out,
+                                 const std::vector<uint64_t>& checksums) {
   size_t start = 0;
   wire::Appender a = Begin(op, out, &start);
   PutUuid(a, client);
   a.Bytes(tenant);
   PutKeys(a, keys);
+  for (uint64_t c : checksums) a.Put(c);
   EndLookupFrame(out, start);
 }
 
@@ -193,14 +197,23 @@ bool DecodeMutationPayload(LookupOp op, wire::Reader& r, size_t max_batch, Looku
       out->client = GetUuid(r);
       out->tenant = r.BytesView();
       out->key = r.BytesView();
-      return GetEnum(r, static_cast<uint8_t>(ReplicaType::LOCAL_DISK), &out->type);
+      if (!GetEnum(r, static_cast<uint8_t>(ReplicaType::LOCAL_DISK), &out->type)) return false;
+      out->end_checksum.reset();
+      if (op == LookupOp::kPutEnd && r.left() > 0) out->end_checksum = r.Get<uint64_t>();
+      return true;
     case LookupOp::kBatchPutStart:
       return GetBatchPutStart(r, max_batch, out);
     case LookupOp::kBatchPutEnd:
     case LookupOp::kBatchPutRevoke:
       out->client = GetUuid(r);
       out->tenant = r.BytesView();
-      return GetKeys(r, max_batch, &out->keys);
+      if (!GetKeys(r, max_batch, &out->keys)) return false;
+      out->checksums.clear();
+      if (op == LookupOp::kBatchPutEnd && r.left() > 0) {
+        if (r.left() / 8 < out->keys.size()) return false;
+        for (size_t i = 0; i < out->keys.size(); ++i) out->checksums.push_back(r.Get<uint64_t>());
+      }
+      return true;
     case LookupOp::kExist:
       out->tenant = r.BytesView();
       out->key = r.BytesView();

@@ -7,13 +7,15 @@
 //
 //   request payloads (after the op byte; uuid = hi u64 | lo u64):
 //     kPutStart       client uuid | tenant bytes | key bytes | size u64 | config
-//     kPutEnd         client uuid | tenant bytes | key bytes | type u8
-//     kPutRevoke      as kPutEnd
+//     kPutEnd         client uuid | tenant bytes | key bytes | type u8 |
+//                     (optional: checksum u64, present when bytes follow)
+//     kPutRevoke      client uuid | tenant bytes | key bytes | type u8
 //     kBatchPutStart  client uuid | tenant bytes | config | count u32 |
 //                     count x (key bytes | size u64) | has_checksums u8 |
 //                     (has_checksums: count x checksum u64)
-//     kBatchPutEnd    client uuid | tenant bytes | count u32 | count x key bytes
-//     kBatchPutRevoke as kBatchPutEnd
+//     kBatchPutEnd    client uuid | tenant bytes | count u32 | count x key bytes |
+//                     (optional: count x checksum u64, present when bytes follow)
+//     kBatchPutRevoke client uuid | tenant bytes | count u32 | count x key bytes
 //     kExist          tenant bytes | key bytes
 //     kBatchExist     tenant bytes | count u32 | count x key bytes
 //     kRemove         tenant bytes | key bytes | force u8
@@ -40,6 +42,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,16 +58,20 @@ namespace shelfmark {
 // --- requests (the client writes) --------------------------------------------
 void AppendPutStartRequest(const UUID& client, std::string_view tenant, std::string_view key,
                            uint64_t size, const PutConfig& config, std::string* out);
-// kPutEnd or kPutRevoke.
+// kPutEnd or kPutRevoke; `checksum` only with kPutEnd (PutEnd's optional
+// checksum; without one the frame is what masters before it read).
 void AppendPutFinishRequest(LookupOp op, const UUID& client, std::string_view tenant,
-                            std::string_view key, ReplicaType type, std::string* out);
+                            std::string_view key, ReplicaType type, std::string* out,
+                            std::optional<uint64_t> checksum = std::nullopt);
 void AppendBatchPutStartRequest(const UUID& client, std::string_view tenant,
                                 const std::vector<std::string>& keys,
                                 const std::vector<uint64_t>& sizes, const PutConfig& config,
                                 const std::vector<uint64_t>& checksums, std::string* out);
-// kBatchPutEnd or kBatchPutRevoke.
+// kBatchPutEnd or kBatchPutRevoke; `checksums` (empty or one per key)
+// only with kBatchPutEnd.
 void AppendBatchPutFinishRequest(LookupOp op, const UUID& client, std::string_view tenant,
-                                 const std::vector<std::string>& keys, std::string* out);
+                                 const std::vector<std::string>& keys, std::string* out,
+                                 const std::vector<uint64_t>& checksums = {});
 void AppendExistRequest(std::string_view tenant, std::string_view key, std::string* out);
 void AppendBatchExistRequest(std::string_view tenant, const std::vector<std::string>& keys,
                              std::string* out);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,48 @@ TEST(MutationWire, BatchRequestsRoundTripAndRespectTheLimit) {
   EXPECT_EQ(r.op, LookupOp::kPutRevoke);
   EXPECT_EQ(r.type, ReplicaType::LOCAL_DISK);
   ExpectStrictRequest(Body(frame));
+}
+
+// PutEnd's and BatchPutEnd's checksums are an optional tail: a frame
+// without one is what older clients send (and decodes as none), one with it
+// round-trips, a tail cut short or padded is refused, and a revoke has none.
+TEST(MutationWire, PutEndsChecksumsAreAnOptionalTail) {
+  const UUID id = UUID::Generate();
+  LookupRequest r;
+  std::string plain, frame;
+  AppendPutFinishRequest(LookupOp::kPutEnd, id, "t", "k", ReplicaType::MEMORY, &plain);
+  AppendPutFinishRequest(LookupOp::kPutEnd, id, "t", "k", ReplicaType::MEMORY, &frame, 0x1234);
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.end_checksum, std::optional<uint64_t>(0x1234));
+  ASSERT_EQ(DecodeLookupRequest(Body(plain), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.end_checksum, std::nullopt);
+  const std::string_view body = Body(frame);
+  for (size_t cut = 1; cut < 8; ++cut) {
+    EXPECT_EQ(DecodeLookupRequest(body.substr(0, body.size() - cut), 16, &r),
+              ErrorCode::INVALID_PARAMS)
+        << cut;
+  }
+  std::string longer(body);
+  longer.push_back('\0');
+  EXPECT_EQ(DecodeLookupRequest(longer, 16, &r), ErrorCode::INVALID_PARAMS);
+  std::string revoke(Body(plain));
+  revoke[0] = static_cast<char>(LookupOp::kPutRevoke);
+  revoke.append(8, '\0');
+  EXPECT_EQ(DecodeLookupRequest(revoke, 16, &r), ErrorCode::INVALID_PARAMS);
+
+  frame.clear();
+  AppendBatchPutFinishRequest(LookupOp::kBatchPutEnd, id, "t", {"a", "b"}, &frame, {1, 2});
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.checksums, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(DecodeLookupRequest(Body(frame).substr(0, Body(frame).size() - 8), 16, &r),
+            ErrorCode::INVALID_PARAMS);
+  longer = std::string(Body(frame));
+  longer.append(8, '\0');
+  EXPECT_EQ(DecodeLookupRequest(longer, 16, &r), ErrorCode::INVALID_PARAMS);
+  frame.clear();
+  AppendBatchPutFinishRequest(LookupOp::kBatchPutEnd, id, "t", {"a", "b"}, &frame);
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_TRUE(r.checksums.empty());
 }
 
 TEST(MutationWire, RepliesRoundTripAndMalformedOnesAreRpcFail) {

@@ -273,7 +273,11 @@ interface MasterService {
   # --- puts -------------------------------------------------------------------
   putStart @4 (clientId :Uuid, tenant :Text, key :Text, size :UInt64, config :PutConfig)
       -> (code :Int32, replicas :List(ReplicaDescriptor), leader :Text);
-  putEnd @5 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType)
+  # `checksum` (when `hasChecksum`): the value's checksum, for a put whose
+  # putStart carried none (Directory::PutEnd); one that differs from
+  # putStart's is INVALID_PARAMS and the put stays unfinished.
+  putEnd @5 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType, hasChecksum :Bool,
+             checksum :UInt64)
       -> (code :Int32, leader :Text);
   putRevoke @6 (clientId :Uuid, tenant :Text, key :Text, type :ReplicaType)
       -> (code :Int32, leader :Text);
@@ -308,7 +312,9 @@ interface MasterService {
   batchPutStart @15 (clientId :Uuid, tenant :Text, keys :List(Text), sizes :List(UInt64),
                      config :PutConfig, checksums :List(UInt64))
       -> (code :Int32, results :List(PutStartResult), leader :Text);
-  batchPutEnd @16 (clientId :Uuid, tenant :Text, keys :List(Text))
+  # `checksums`: empty, or one per key (putEnd's checksum of key i); another
+  # length is INVALID_PARAMS.
+  batchPutEnd @16 (clientId :Uuid, tenant :Text, keys :List(Text), checksums :List(UInt64))
       -> (code :Int32, codes :List(Int32), leader :Text);
   batchPutRevoke @17 (clientId :Uuid, tenant :Text, keys :List(Text))
       -> (code :Int32, codes :List(Int32), leader :Text);

@@ -267,19 +267,29 @@ bool LocalMapping::Alive() const {
   return poll(&p, 1, 0) == 0;  // readable (or an error): the process exited
 }
 
+void CopyLocal(TransferKind kind, void* local, uint8_t* at, uint64_t length,
+               std::optional<uint64_t>* checksum) {
+  const bool read = kind == TransferKind::READ;
+  if (checksum != nullptr) {
+    *checksum = read ? CopyChecksum64(local, at, length) : StreamChecksum64(at, local, length);
+  } else if (read) {
+    CopyBytes(local, at, length);
+  } else {
+    StreamBytes(at, local, length);
+  }
+}
+
 void LocalMapping::Read(uint64_t address, void* dst, uint64_t length,
                         std::optional<uint64_t>* checksum) const {
   populator_->Touch(address - base_, length);
-  if (checksum != nullptr) {
-    *checksum = CopyChecksum64(dst, memory_ + (address - base_), length);
-    return;
-  }
-  CopyBytes(dst, memory_ + (address - base_), length);
+  CopyLocal(TransferKind::READ, dst, memory_ + (address - base_), length, checksum);
 }
 
-void LocalMapping::Write(uint64_t address, const void* src, uint64_t length) const {
+void LocalMapping::Write(uint64_t address, const void* src, uint64_t length,
+                         std::optional<uint64_t>* checksum) const {
   populator_->Touch(address - base_, length);
-  StreamBytes(memory_ + (address - base_), src, length);
+  CopyLocal(TransferKind::WRITE, const_cast<void*>(src), memory_ + (address - base_), length,
+            checksum);
 }
 
 std::shared_ptr<LocalMapping> MapLocalShare(std::string_view name, std::string_view cluster_token,

@@ -57,6 +57,7 @@
 #include "common/poll_thread.h"
 #include "common/result.h"
 #include "common/socket_io.h"
+#include "transport/transport.h"
 
 namespace shelfmark {
 
@@ -93,6 +94,14 @@ class LocalShareServer {
   PollThread loop_;
 };
 
+// A transfer a memcpy serves, with the remote range mapped here at `at`:
+// READ copies [at, at + length) into `local`, WRITE `local` into it with
+// streamed stores (common/copy_bytes.h: StreamBytes; `local` only read).
+// With `checksum`: sets it to Checksum64 of the bytes copied, computed in
+// the same pass (common/checksum.h), so the bytes are read once.
+void CopyLocal(TransferKind kind, void* local, uint8_t* at, uint64_t length,
+               std::optional<uint64_t>* checksum);
+
 class LocalMapping {
  public:
   ~LocalMapping();
@@ -111,8 +120,10 @@ class LocalMapping {
   // `checksum`: sets it to Checksum64 of the bytes copied, in the same pass.
   void Read(uint64_t address, void* dst, uint64_t length,
             std::optional<uint64_t>* checksum = nullptr) const;
-  // Copies src into [address, address + length); requires Covers().
-  void Write(uint64_t address, const void* src, uint64_t length) const;
+  // Copies src into [address, address + length); requires Covers(). With
+  // `checksum`: as Read's.
+  void Write(uint64_t address, const void* src, uint64_t length,
+             std::optional<uint64_t>* checksum = nullptr) const;
 
  private:
   friend std::shared_ptr<LocalMapping> MapLocalShare(std::string_view, std::string_view, int,

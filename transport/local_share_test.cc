@@ -89,7 +89,9 @@ TEST_F(LocalShareTest, TheRightTokenMapsTheSegmentReadWrite) {
   EXPECT_TRUE(testing::WaitFor([&] { return server_->shared() == 1; }, 5000));
 }
 
-// A read asked for the checksum computes it of the bytes it copied.
+// A read or a write asked for the checksum computes it of the bytes it
+// copied (a write: a put into another process's segment reads its source
+// once, common/checksum.h StreamChecksum64).
 TEST_F(LocalShareTest, AReadCanChecksumTheBytesItCopies) {
   std::string error;
   auto mapping = MapLocalShare(server_->name(), "secret", 2000, &error);
@@ -101,6 +103,12 @@ TEST_F(LocalShareTest, AReadCanChecksumTheBytesItCopies) {
   EXPECT_EQ(got, std::string(segment_ + 4096, got.size()));
   ASSERT_TRUE(sum.has_value());
   EXPECT_EQ(*sum, Checksum64(got));
+  std::string put(70'001, '\0');
+  for (size_t i = 0; i < put.size(); ++i) put[i] = static_cast<char>(i * 11 + 5);
+  std::optional<uint64_t> put_sum;
+  mapping->Write(0x10000 + 8192 + 3, put.data(), put.size(), &put_sum);
+  EXPECT_EQ(std::string(segment_ + 8192 + 3, put.size()), put);
+  EXPECT_EQ(put_sum, std::optional<uint64_t>(Checksum64(put)));
 }
 
 // A client's first copy into a chunk of the segment fills that chunk's

@@ -61,10 +61,10 @@ struct TransferOp {
   uint64_t remote_offset = 0;  // from remote->buffer_address
   void* local = nullptr;       // inside a region registered with the engine
   uint64_t length = 0;
-  // A READ that a memcpy serves (an attached own segment, a segment mapped
-  // on this host: transport/local_share.h) sets *checksum to Checksum64 of
-  // the bytes copied, computed in the same pass (common/checksum.h,
-  // CopyChecksum64); bytes moved otherwise leave it. nullptr: none wanted.
+  // A READ or WRITE that a memcpy serves (an attached own segment, a
+  // segment mapped on this host: transport/local_share.h, CopyLocal) sets
+  // *checksum to Checksum64 of the bytes copied, computed in the same pass
+  // (common/checksum.h); bytes moved otherwise leave it. nullptr: none wanted.
   std::optional<uint64_t>* checksum = nullptr;
 };
 

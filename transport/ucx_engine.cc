@@ -97,7 +97,7 @@ std::vector<const TransferOp*> CopyLocally(
     if (read) {
       mapping->Read(address, op->local, op->length, op->checksum);
     } else {
-      mapping->Write(address, op->local, op->length);
+      mapping->Write(address, op->local, op->length, op->checksum);
     }
     (read ? counters.reads : counters.writes).fetch_add(1, std::memory_order_relaxed);
     (read ? counters.bytes_read : counters.bytes_written)
