@@ -193,8 +193,9 @@ TEST_F(StandbyStateTest, NothingIsRecordedBeforeTrackingIsEnabled) {
 // (a promotion) holds it as an unfinished put started at the load: its
 // client may be writing into its range, so no other put gets that range
 // within the put discard timeout, the client's PutEnd on the new leader
-// completes it in that range, and after the timeout a new put of the key
-// reclaims it. Lookups never report it meanwhile.
+// completes it in that range, after the timeout a new put of the key
+// reclaims it, and after the release timeout the background pass drops it.
+// Lookups never report it meanwhile.
 TEST_F(StandbyStateTest, ALoadedCopyHoldsAnUnfinishedPutsRange) {
   dir_->EnableChangeTracking();
   constexpr uint64_t kObject = 1 << 19;
@@ -264,6 +265,23 @@ TEST_F(StandbyStateTest, ALoadedCopyHoldsAnUnfinishedPutsRange) {
     EXPECT_EQ(reclaimed->at(0).memory.buffer_address, mid);
     EXPECT_EQ(loaded->PutEnd(writer_, "", "mid"), ErrorCode::ILLEGAL_CLIENT)
         << "the first put is gone";
+  }
+  {
+    SCOPED_TRACE("dropped by the background pass after the release timeout");
+    ManualClock clock4;
+    DirectoryOptions options;
+    options.put_start_release_timeout_ms = 5'000;  // under the client TTL: no expiry
+    auto loaded = MakeTestDirectory(&clock4, options);
+    ASSERT_EQ(state.LoadInto(*loaded), ErrorCode::OK);
+    clock4.AdvanceMs(4'000);  // the leader's 20 s do not count
+    loaded->RunBackgroundOnce();
+    EXPECT_EQ(loaded->Stats().allocated_bytes, 2 * kObject);
+    clock4.AdvanceMs(2'000);
+    loaded->RunBackgroundOnce();
+    EXPECT_EQ(loaded->Stats().allocated_bytes, kObject);
+    auto placed = loaded->PutStart(UUID::Generate(), "", "other", kObject, {});
+    ASSERT_TRUE(placed.ok()) << ErrorCodeName(placed.error());
+    EXPECT_EQ(placed->at(0).memory.buffer_address, mid);
   }
 }
 

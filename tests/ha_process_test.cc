@@ -48,11 +48,12 @@ struct HaMaster {
     return testing::ScrapeMetric(ports.http, name);
   }
   bool Leading() const { return Metric("shelfmark_master_ha_role") == 1; }
-  // A Cap'n Proto client (lookups too: the channel is off).
-  std::unique_ptr<MasterClient> Client() const {
+  // A Cap'n Proto client (lookups too: the channel is off), a fresh one
+  // unless `id` names it.
+  std::unique_ptr<MasterClient> Client(const UUID& id = UUID::Generate()) const {
     MasterClientOptions options;
     options.address = address();
-    options.client_id = UUID::Generate();
+    options.client_id = id;
     options.call_timeout_ms = 5000;
     options.lookup_channel = false;
     return std::make_unique<MasterClient>(options);
@@ -91,6 +92,16 @@ class HaProcessTest : public ::testing::Test {
     EXPECT_TRUE(one) << "exactly one leader";
     if (!one) return {};
     return a_.Leading() ? std::vector<HaMaster*>{&a_, &b_} : std::vector<HaMaster*>{&b_, &a_};
+  }
+
+  // StartPair, then waits until the standby holds a copy.
+  std::vector<HaMaster*> StartSyncedPair() {
+    std::vector<HaMaster*> pair = StartPair();
+    if (pair.size() != 2) return {};
+    const bool synced = testing::WaitFor(
+        [&] { return pair[1]->Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs);
+    EXPECT_TRUE(synced) << "the standby holds a copy";
+    return synced ? pair : std::vector<HaMaster*>{};
   }
 
   // Mounts a fresh segment (its own range and endpoint) and puts `key`
@@ -158,23 +169,13 @@ TEST_F(HaProcessTest, OneLeaderTheStandbyAnswersNotLeaderAndTakesOverWhenItIsKil
 // of another key into the full segment finds no room) and reports nothing
 // until the original client's PutEnd completes it in that range.
 TEST_F(HaProcessTest, APutStartedBeforeAFailoverKeepsItsRangeAndEndsOnTheNewLeader) {
-  auto pair = StartPair();
+  auto pair = StartSyncedPair();
   ASSERT_EQ(pair.size(), 2u);
   HaMaster& leader = *pair[0];
   HaMaster& standby = *pair[1];
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return standby.Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs));
-  const UUID writer = UUID::Generate();
-  auto writer_of = [&](const HaMaster& m) {  // the same client at either master
-    MasterClientOptions options;
-    options.address = m.address();
-    options.client_id = writer;
-    options.call_timeout_ms = 5000;
-    options.lookup_channel = false;
-    return std::make_unique<MasterClient>(options);
-  };
+  const UUID writer = UUID::Generate();  // the same client at either master
   constexpr uint64_t kObject = 1 << 19;
-  auto client = writer_of(leader);
+  auto client = leader.Client(writer);
   ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 2 * kObject, "127.0.0.1:9")),
             ErrorCode::OK);
   PutConfig pinned;
@@ -188,7 +189,7 @@ TEST_F(HaProcessTest, APutStartedBeforeAFailoverKeepsItsRangeAndEndsOnTheNewLead
   leader.process->Signal(SIGKILL);
   EXPECT_EQ(leader.process->Wait(kDeadlineMs), 128 + SIGKILL);
   ASSERT_TRUE(testing::WaitFor([&] { return standby.Leading(); }, kDeadlineMs));
-  auto moved = writer_of(standby);
+  auto moved = standby.Client(writer);
   auto exists = moved->ExistKey("", "mid");
   ASSERT_TRUE(exists.ok()) << ErrorCodeName(exists.error());
   EXPECT_FALSE(*exists);
@@ -257,12 +258,10 @@ std::unique_ptr<MasterClient> EtcdClientOf(const testing::EtcdProcess& etcd, con
 // it: they do, without asking etcd. Before, the client asked etcd and
 // failed RPC_FAIL.
 TEST_F(HaProcessTest, AClientWhoseLeaderBecameAStandbyFollowsItsHintWithoutEtcd) {
-  auto pair = StartPair();
+  auto pair = StartSyncedPair();
   ASSERT_EQ(pair.size(), 2u);
   HaMaster& first = *pair[0];
   HaMaster& second = *pair[1];
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return second.Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs));
   auto client = EtcdClientOf(etcd_, UUID::Generate());
   ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 64 << 20, "127.0.0.1:9")),
             ErrorCode::OK);
