@@ -28,8 +28,13 @@ void DirectoryImpl::ForBatch(std::string_view tenant, Keys keys, Visit&& visit) 
     for (size_t i = 0; i < refs.size(); ++i) visit(i, refs[i]);
     return;
   }
-  // The shards' own lines (lock, map header) first: no map is read for it.
-  for (const KeyRef& k : refs) __builtin_prefetch(&k.shard->mu);
+  // The shards' own lines (lock, tenant map with the default tenant's
+  // pointer) first: no map is read for them.
+  for (const KeyRef& k : refs) {
+    __builtin_prefetch(&k.shard->mu);
+    // The map's last byte's line: the map may start in the lock's line.
+    __builtin_prefetch(reinterpret_cast<const char*>(&k.shard->tenants + 1) - 1);
+  }
   RunPipelined(
       refs.size(), [&](size_t i) { PrefetchSlot(tenant, refs[i]); },
       [&](size_t i) { PrefetchEntry(tenant, refs[i]); }, [&](size_t i) { visit(i, refs[i]); });

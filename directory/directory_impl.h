@@ -38,7 +38,7 @@ namespace shelfmark {
 using GroupDrops = std::vector<std::pair<std::string, std::string>>;  // group, key
 // Objects picked by a sweep of one shard: (tenant, key) pairs.
 using Victims = std::vector<std::pair<std::string, std::string>>;
-using SelectVictims = std::function<Victims(const KeyMap<TenantState>& tenants)>;
+using SelectVictims = std::function<Victims(const TenantMap& tenants)>;
 
 // How long a node may take to report an offload before its pin is dropped
 // (directory_offload.cc); a replaced version's pinned range is retired at

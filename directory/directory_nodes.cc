@@ -128,7 +128,7 @@ void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {
     // (The other order could swap a pending replica in `owners` into an
     // object the sweep already passed.)
     PurgePendingReplicas(shard, owned);
-    SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
+    SweepShard(shard, [&](const TenantMap& tenants) {
       Victims hit;
       tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {

@@ -485,7 +485,7 @@ uint64_t DirectoryImpl::RemoveMatching(std::string_view tenant, bool all_tenants
   tenant = EffectiveTenant(tenant);
   uint64_t removed = 0;
   for (MetadataShard& shard : shards_) {
-    removed += SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
+    removed += SweepShard(shard, [&](const TenantMap& tenants) {
       int64_t now = Now();
       Victims victims;
       tenants.ForEach([&](std::string_view name, const TenantState& state) {
@@ -554,7 +554,7 @@ Result<std::vector<std::string>> DirectoryImpl::GroupMembers(std::string_view te
 }
 
 // Unfinished puts of a shard's tenants started before `cutoff`.
-static Victims StalePuts(const KeyMap<TenantState>& tenants, int64_t cutoff) {
+static Victims StalePuts(const TenantMap& tenants, int64_t cutoff) {
   Victims stale;
   tenants.ForEach([&](std::string_view name, const TenantState& state) {
     for (std::string_view key : state.processing) {
@@ -574,7 +574,7 @@ void DirectoryImpl::ReclaimStalePuts() {
       ReaderLock peek(&shard.mu);  // the common case: nothing to do
       if (StalePuts(shard.tenants, cutoff).empty()) continue;
     }
-    SweepShard(shard, [cutoff](const KeyMap<TenantState>& tenants) {
+    SweepShard(shard, [cutoff](const TenantMap& tenants) {
       return StalePuts(tenants, cutoff);
     }, processing);
   }

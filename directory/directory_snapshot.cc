@@ -443,7 +443,7 @@ ErrorCode DirectoryImpl::RestoreTasks(const TasksState& state) {
 
 void DirectoryImpl::Clear() {
   for (MetadataShard& shard : shards_) {
-    KeyMap<TenantState> gone;  // destroyed after the lock is released
+    TenantMap gone;  // destroyed after the lock is released
     WriterLock lock(&shard.mu);
     gone = std::move(shard.tenants);
     shard.ghosts.Clear();

@@ -103,7 +103,7 @@ void DirectoryImpl::PurgePendingReplicas(MetadataShard& shard,
 }
 
 // Whether a pending version of the shard started before `cutoff`.
-static bool HasStalePending(const KeyMap<TenantState>& tenants, int64_t cutoff) {
+static bool HasStalePending(const TenantMap& tenants, int64_t cutoff) {
   bool stale = false;
   tenants.ForEach([&](std::string_view, const TenantState& state) {
     state.replacing.ForEach([&](std::string_view, const ObjectMetadata& pending) {

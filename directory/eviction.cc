@@ -85,7 +85,7 @@ uint64_t DirectoryImpl::EvictPass(int64_t now, uint64_t target, bool soft) {
   for (size_t i = 0; i < kShardCount && freed + pending < target; ++i) {
     MetadataShard& shard = shards_[(start + i) % kShardCount];
     std::vector<uint64_t> ghosts;  // probation victims, remembered below
-    size_t evicted = SweepShard(shard, [&](const KeyMap<TenantState>& tenants) {
+    size_t evicted = SweepShard(shard, [&](const TenantMap& tenants) {
       Victims victims;
       tenants.ForEach([&](std::string_view name, const TenantState& state) {
         state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {

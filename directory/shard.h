@@ -15,7 +15,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -24,6 +23,8 @@
 #include "directory/ghost_keys.h"
 #include "directory/key_map.h"
 #include "directory/object_metadata.h"
+#include "directory/tenant_map.h"
+#include "directory/view_set.h"
 
 namespace shelfmark {
 
@@ -37,33 +38,32 @@ struct StringHash {
 
 template <typename V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
-using StringSet = std::unordered_set<std::string, StringHash, std::equal_to<>>;
 
 struct TenantState {
   KeyMap<ObjectMetadata> objects;
   // Keys with an unfinished put: views of their key bytes in `objects`'
   // entries (stable until the entry is erased; EraseObject drops the view
   // first), so that a put allocates no copy of its key here.
-  std::unordered_set<std::string_view, StringHash, std::equal_to<>> processing;
+  ViewSet processing;
   StringMap<std::set<std::string>> groups;  // group id -> member keys
   // Pending versions of upserts (PutConfig::replace), kept apart from the
   // live objects until PutEnd swaps them in (directory_upsert.cc). Every key
   // here is in `objects` too, with has_pending set.
   KeyMap<ObjectMetadata> replacing;
 
-  // Drops `key` from `processing` if there (no string is built for it).
-  void EndProcessing(std::string_view key) {
-    if (auto p = processing.find(key); p != processing.end()) processing.erase(p);
-  }
+  // Drops `key` from `processing` if there.
+  void EndProcessing(std::string_view key) { processing.erase(key); }
 
   bool Empty() const {
     return objects.empty() && processing.empty() && groups.empty() && replacing.empty();
   }
 };
 
+using TenantMap = BasicTenantMap<TenantState>;
+
 struct MetadataShard {
   mutable SharedMutex mu;
-  KeyMap<TenantState> tenants GUARDED_BY(mu);
+  TenantMap tenants GUARDED_BY(mu);
   // (tenant, key) of objects changed since the change feed last took them
   // (directory/change_feed.h); appended only while the feed is enabled.
   std::vector<std::pair<std::string, std::string>> changed GUARDED_BY(mu);
