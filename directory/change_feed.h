@@ -16,14 +16,12 @@
 // before S was read, and holds (or held) the shard lock while appending, so
 // its key is in what is taken. Off until Enable(): nothing is recorded then.
 //
-// Frees (free_seq): a range a standby may hold as an object's replica is
-// freed only after that key was touched (the mutation marks it first), and
-// NoteFree() then raises free_seq to the sequence read after the free's
-// touch. An allocation serialised after the free (the segment allocator's
-// lock) and reading free_seq() afterwards so gets a value covering the
-// change that freed its range: a standby that acknowledged it no longer
-// holds the old object there. A call that only allocates (a put's start,
-// whose unfinished state standbys drop anyway) waits for that alone.
+// Frees: a range a standby may hold as an object's replica is freed only
+// after that key was touched (the mutation marks it first). The caller of
+// an allocation serialised after the free (the segment allocator's lock)
+// reads the sequence afterwards, so what it waits on covers the change that
+// freed its range: a standby that acknowledged it no longer holds the old
+// object there.
 //
 // Thread safety: all members are atomics.
 #pragma once
@@ -53,14 +51,6 @@ class ChangeFeed {
     seq_.fetch_add(1);
   }
   uint64_t seq() const { return seq_.load(); }
-  // Before a range of an object's replica is freed (after the key's touch).
-  void NoteFree() {
-    const uint64_t now = seq_.load();
-    uint64_t seen = free_seq_.load();
-    while (seen < now && !free_seq_.compare_exchange_weak(seen, now)) {
-    }
-  }
-  uint64_t free_seq() const { return free_seq_.load(); }
   // Clears and returns the flag. A load first: the shipper scans all
   // kShardCount flags for every batch, and an exchange of each would take
   // every flag's cache line from the mutating threads (a batch of one key
@@ -72,7 +62,6 @@ class ChangeFeed {
  private:
   std::atomic<bool> enabled_{false};
   std::atomic<uint64_t> seq_{0};
-  std::atomic<uint64_t> free_seq_{0};
   std::atomic<bool> segments_{false};
   std::array<std::atomic<bool>, kShardCount> shards_{};
 };

@@ -251,7 +251,6 @@ void Directory::RunPaused(const std::function<void()>& f) {
 ShardState Directory::ExportShard(uint32_t index) const { return impl_->ExportShard(index); }
 void Directory::EnableChangeTracking() { impl_->EnableChangeTracking(); }
 uint64_t Directory::ChangeSeq() const { return impl_->ChangeSeq(); }
-uint64_t Directory::FreeSeq() const { return impl_->FreeSeq(); }
 ChangeSet Directory::TakeChanges() {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->TakeChanges();
@@ -271,9 +270,9 @@ ErrorCode Directory::RestoreSegments(const SegmentsState& segments) {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->RestoreSegments(segments);
 }
-ErrorCode Directory::RestoreShard(const ShardState& shard) {
+ErrorCode Directory::RestoreShard(const ShardState& shard, UnfinishedPuts unfinished) {
   SnapshotReader hold(&impl_->snapshot_lock_);
-  return impl_->RestoreShard(shard);
+  return impl_->RestoreShard(shard, unfinished);
 }
 ErrorCode Directory::RestoreTasks(const TasksState& tasks) {
   SnapshotReader hold(&impl_->snapshot_lock_);

@@ -364,8 +364,10 @@ class Directory {
   // Restores the objects of one shard. An object whose replicas are all
   // COMPLETE is kept with lease deadline = now + lease_remaining_ms, soft pin
   // = now + soft_pin_remaining_ms (seconds granularity, rounded up) and put
-  // start = now - put_age_ms; any other object (an unfinished put) is dropped
-  // and its MEMORY ranges are freed back to their segments. Group
+  // start = now - put_age_ms; any other object (an unfinished put) is
+  // dropped and its MEMORY ranges are freed back to their segments, or with
+  // UnfinishedPuts::kHold kept as it was with put start = now (the put
+  // discard and release timeouts run from the restore on). Group
   // memberships are rebuilt from the kept objects' group (so only members
   // that exist are listed); the shard's GroupState entries are checked for
   // well-formedness only. next_replica_id is raised above every replica id.
@@ -376,7 +378,8 @@ class Directory {
   // node, a MEMORY range outside its segment or not allocated in it, a key
   // given twice or already present. (Two objects claiming overlapping MEMORY
   // ranges in different shards are not detected.)
-  ErrorCode RestoreShard(const ShardState& shard);
+  ErrorCode RestoreShard(const ShardState& shard,
+                         UnfinishedPuts unfinished = UnfinishedPuts::kDrop);
   // Re-queues offload tasks for known clients (tasks of unknown clients are
   // skipped). DATA_CORRUPTED for a task with an invalid tenant or key or a
   // zero size. As the last restore step it also marks every known client
@@ -392,12 +395,6 @@ class Directory {
   // seq is at least this value has been shipped, the caller's change is in
   // it (directory/change_feed.h has the argument).
   uint64_t ChangeSeq() const;
-  // A sequence covering every change that freed memory so far
-  // (directory/change_feed.h, "Frees"): a call that only allocated (PutStart,
-  // BatchPutStart, PromoteStart) reads it after returning; once a batch
-  // with at least this seq is shipped, no standby holds an object in the
-  // ranges it was given. At most ChangeSeq().
-  uint64_t FreeSeq() const;
   // Takes what changed since the last call (see ChangeSet). Thread-safe;
   // one taker at a time (a second would split the changes between them).
   ChangeSet TakeChanges();

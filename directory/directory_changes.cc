@@ -34,10 +34,9 @@ void DirectoryImpl::TakeShardChanges(size_t index, ChangeSet* out) {
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for (auto& [tenant, key] : keys) {
     const ObjectMetadata* meta = Find(shard, tenant, key);
-    // A put not finished yet is no object to a standby (a loaded copy
-    // drops unfinished puts, as a snapshot restore does): it ships as
-    // absent, and its PutEnd ships it whole.
-    if (meta == nullptr || !meta->HasComplete()) {
+    // An unfinished put ships too (its PROCESSING replicas): a loaded copy
+    // holds its ranges, which its client may be writing into already.
+    if (meta == nullptr || meta->replicas.empty()) {
       out->removed.emplace_back(std::move(tenant), std::move(key));
     } else {
       ExportObject(tenant, key, *meta, now, &changed.objects.emplace_back());

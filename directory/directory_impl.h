@@ -211,11 +211,10 @@ class DirectoryImpl {
   // change feed (directory_changes.cc); see directory.h
   void EnableChangeTracking() { feed_.Enable(); }
   uint64_t ChangeSeq() const { return feed_.seq(); }
-  uint64_t FreeSeq() const { return feed_.free_seq(); }
   ChangeSet TakeChanges();
   TasksState ExportTasks() const;
   ErrorCode RestoreSegments(const SegmentsState& state);
-  ErrorCode RestoreShard(const ShardState& state);
+  ErrorCode RestoreShard(const ShardState& state, UnfinishedPuts unfinished);
   ErrorCode RestoreTasks(const TasksState& state);
   void Clear();
 
@@ -312,11 +311,10 @@ class DirectoryImpl {
   // COMPLETE): INVALID_PARAMS, version unchanged, when it differs from the
   // one PutStart gave; none leaves the version as it is.
   static ErrorCode AdoptEndChecksum(ObjectMetadata& version, std::optional<uint64_t> checksum);
-  // Frees a range of a segment, noting the free in the change feed first
-  // (change_feed.h, "Frees"): a range an exported object held is freed only
-  // after its key was touched. Every free of the directory goes here.
+  // Frees a range of a segment. A range an exported object held is freed
+  // only after its key was touched (change_feed.h, "Frees"). Every free of
+  // the directory goes here.
   void FreeRange(SegmentEntry* segment, uint64_t offset, uint64_t size) {
-    feed_.NoteFree();
     segments_.Free(segment, offset, size);
   }
   void FreeReplica(const ObjectMetadata& meta, const Replica& r);

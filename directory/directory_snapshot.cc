@@ -123,7 +123,7 @@ struct PreparedShard {
   std::vector<uint64_t> hashes;
   std::vector<Replica> replicas;
   std::vector<uint32_t> first_replica;
-  std::vector<bool> keep;  // every replica COMPLETE
+  std::vector<bool> keep;  // every replica COMPLETE, or UnfinishedPuts::kHold
   size_t kept = 0;
 };
 
@@ -261,8 +261,9 @@ ErrorCode DirectoryImpl::RestoreSegments(const SegmentsState& state) {
 
 // Checks every object of `state` and resolves its replicas' owners into
 // *out. Takes segment and client locks (leaves) only.
-static ErrorCode PrepareShard(const ShardState& state, const SegmentTable& segments,
-                              const ClientRegistry& clients, PreparedShard* out) {
+static ErrorCode PrepareShard(const ShardState& state, UnfinishedPuts unfinished,
+                              const SegmentTable& segments, const ClientRegistry& clients,
+                              PreparedShard* out) {
   const size_t n = state.objects.size();
   out->hashes.resize(n);
   out->keep.assign(n, true);
@@ -295,7 +296,9 @@ static ErrorCode PrepareShard(const ShardState& state, const SegmentTable& segme
       }
       out->replicas.push_back(MakeReplica(r.id, r.status, r.type, owner,
                                           r.type == ReplicaType::MEMORY ? r.offset : 0));
-      if (r.status != ReplicaStatus::COMPLETE) out->keep[i] = false;
+      if (r.status != ReplicaStatus::COMPLETE && unfinished == UnfinishedPuts::kDrop) {
+        out->keep[i] = false;
+      }
     }
     if (out->keep[i]) ++out->kept;
   }
@@ -347,10 +350,10 @@ static std::vector<std::pair<std::string_view, size_t>> KeptPerTenant(
   return counts;
 }
 
-ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
+ErrorCode DirectoryImpl::RestoreShard(const ShardState& state, UnfinishedPuts unfinished) {
   if (state.index >= kShardCount || !ValidGroups(state)) return ErrorCode::DATA_CORRUPTED;
   PreparedShard p;
-  ErrorCode rc = PrepareShard(state, segments_, clients_, &p);
+  ErrorCode rc = PrepareShard(state, unfinished, segments_, clients_, &p);
   if (rc != ErrorCode::OK) return rc;
   if (HasDuplicateKeys(state.objects, p.hashes)) return ErrorCode::DATA_CORRUPTED;
   MetadataShard& shard = shards_[state.index];
@@ -410,6 +413,10 @@ ErrorCode DirectoryImpl::RestoreShard(const ShardState& state) {
       for (const Replica* r = first; r != last; ++r) {
         meta.replicas.push_back(*r);
         max_id = std::max<uint64_t>(max_id, r->id);
+      }
+      if (meta.HasProcessing()) {  // held unfinished (UnfinishedPuts::kHold): started now
+        meta.put_start_s = CeilSeconds(now);
+        tenant->processing.emplace(KeyMap<ObjectMetadata>::KeyOf(&meta));
       }
     }
   }

@@ -97,6 +97,14 @@ struct TasksState {
   std::vector<PendingOffloadState> offloads;
 };
 
+// What RestoreShard does with an object that has a replica not COMPLETE
+// (an unfinished put): a snapshot restore drops it and frees its ranges
+// (every master restarted: its writer's put is refused and retried); a
+// promoted hot standby holds it, ranges included, as an unfinished put
+// started at the load (its writer may be writing into those ranges, and its
+// PutEnd may come to the new leader: docs/ha.md).
+enum class UnfinishedPuts : uint8_t { kDrop, kHold };
+
 // What changed since the last TakeChanges (Directory::TakeChanges): the
 // current state of every changed object that exists, grouped by shard
 // (`groups` left empty: memberships follow from the objects), the

@@ -38,17 +38,13 @@ enum class CallKind : uint8_t {
   kHandshake,  // token handshake: never gated
   kRead,       // answers from the directory, changes nothing: leader only, even fenced
   kLiveness,   // Ping: leader only, not refused when fenced (it renews a node's TTL)
-  kMutation,   // changes the directory: leader only, and refused while fenced;
-               // answered once enough standbys hold the change
-  kAllocation,  // only reserves space for an unfinished put or promotion,
-                // state a loaded standby drops: gated as a mutation, answered
-                // once standbys hold the frees it may reuse (Directory::FreeSeq)
+  kMutation,   // changes the directory (allocations included): leader only,
+               // and refused while fenced; answered once enough standbys hold
+               // the change
 };
 
 // Whether the gate refuses calls of `kind` while fenced.
-constexpr bool Mutates(CallKind kind) {
-  return kind == CallKind::kMutation || kind == CallKind::kAllocation;
-}
+constexpr bool Mutates(CallKind kind) { return kind == CallKind::kMutation; }
 
 class LeadershipGate {
  public:

@@ -32,12 +32,11 @@ TEST(LeadershipGate, WithoutHaAlwaysOpen) {
 TEST(LeadershipGate, ClosedRefusesAllButTheHandshake) {
   LeadershipGate gate([] { return true; });
   EXPECT_FALSE(gate.is_open());
-  for (CallKind k : {CallKind::kRead, CallKind::kLiveness, CallKind::kMutation,
-                     CallKind::kAllocation}) {
+  for (CallKind k : {CallKind::kRead, CallKind::kLiveness, CallKind::kMutation}) {
     EXPECT_EQ(gate.Admit(k), ErrorCode::NOT_LEADER);
   }
   EXPECT_EQ(gate.Admit(CallKind::kHandshake), ErrorCode::OK);
-  EXPECT_EQ(gate.not_leader_refusals(), 4u);
+  EXPECT_EQ(gate.not_leader_refusals(), 3u);
   EXPECT_EQ(gate.fenced_refusals(), 0u);
 }
 
@@ -54,11 +53,10 @@ TEST(LeadershipGate, FencedRefusesOnlyMutationsAndAsksOncePerMutation) {
   EXPECT_EQ(asked.load(), 0);
   EXPECT_EQ(gate.Admit(CallKind::kMutation), ErrorCode::NOT_LEADER);
   EXPECT_EQ(asked.load(), 1);
-  EXPECT_EQ(gate.Admit(CallKind::kAllocation), ErrorCode::NOT_LEADER);
+  EXPECT_EQ(gate.Admit(CallKind::kMutation), ErrorCode::NOT_LEADER);
   EXPECT_EQ(asked.load(), 2);
   EXPECT_EQ(gate.fenced_refusals(), 2u);
   sure = true;
-  EXPECT_EQ(gate.Admit(CallKind::kAllocation), ErrorCode::OK);
   EXPECT_EQ(gate.Admit(CallKind::kMutation), ErrorCode::OK);
   gate.Close();
   EXPECT_EQ(gate.Admit(CallKind::kRead), ErrorCode::NOT_LEADER);
@@ -74,11 +72,6 @@ TEST(LeadershipGate, MethodKindsAreTheDocumentedOnes) {
     CallKind expected = CallKind::kMutation;
     if (reads.count(name)) expected = CallKind::kRead;
     if (name == "Ping") expected = CallKind::kLiveness;
-    // Space for an unfinished put, promotion or task: state a standby drops.
-    if (name == "PutStart" || name == "BatchPutStart" || name == "PromoteStart" ||
-        name == "TaskStart") {
-      expected = CallKind::kAllocation;
-    }
     if (name == "AuthChallenge" || name == "Authenticate") expected = CallKind::kHandshake;
     EXPECT_EQ(kMethodKinds[i], expected) << name;
   }

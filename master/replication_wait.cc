@@ -9,7 +9,7 @@ namespace shelfmark::master_internal {
 
 std::optional<uint64_t> ReplicationSeq(const SharedState& s, CallKind kind) {
   if (!Mutates(kind) || s.replication == nullptr) return std::nullopt;
-  return kind == CallKind::kAllocation ? s.directory.FreeSeq() : s.directory.ChangeSeq();
+  return s.directory.ChangeSeq();
 }
 
 std::optional<kj::Promise<void>> WaitReplicated(const SharedState& s, uint64_t seq) {

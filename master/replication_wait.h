@@ -24,8 +24,8 @@ namespace shelfmark::master_internal {
 
 // The sequence a successful call of `kind` must see replicated before it
 // is answered; nullopt when it need not wait (not a mutation, no standbys).
-// An allocation's own state is dropped by a loaded standby; what it must
-// not outrun is the removal of what its ranges held (Directory::FreeSeq).
+// Allocations (a put's start) wait too: their client must not write into
+// ranges no standby holds (docs/ha.md, "A put's start waits too").
 std::optional<uint64_t> ReplicationSeq(const SharedState& s, CallKind kind);
 
 // A promise fulfilled once the directory's changes up to `seq` are

@@ -45,13 +45,11 @@ constexpr CallKind kAuthCall = CallKind::kHandshake;
 constexpr CallKind kReads = CallKind::kRead;
 constexpr CallKind kLive = CallKind::kLiveness;
 constexpr CallKind kWrites = CallKind::kMutation;
-constexpr CallKind kAllocs = CallKind::kAllocation;
 
 // One entry per MasterService method: enum constant, metric label, roles,
 // what it does to the state (a standby answers every call but the
-// handshake NOT_LEADER; a fenced leader answers kWrites and kAllocs
-// NOT_LEADER; with hot standbys, kWrites wait for the change to be
-// replicated, kAllocs only for the frees they may reuse).
+// handshake NOT_LEADER; a fenced leader answers kWrites NOT_LEADER; with
+// hot standbys, kWrites wait for the change to be replicated).
 // Calls that name a tenant, force or all tenants also pass
 // ConnectionAuth::Check.
 #define SHELFMARK_RPC_METHODS(X)                                                       \
@@ -60,7 +58,7 @@ constexpr CallKind kAllocs = CallKind::kAllocation;
   X(kDrainSegment, "DrainSegment", kNodeOrAdmin, kWrites)                              \
   X(kPing, "Ping", kNode, kLive)                                                       \
   X(kMountLocalDisk, "MountLocalDisk", kNode, kWrites)                                 \
-  X(kPutStart, "PutStart", kClient, kAllocs)                                           \
+  X(kPutStart, "PutStart", kClient, kWrites)                                           \
   X(kPutEnd, "PutEnd", kClient, kWrites)                                               \
   X(kPutRevoke, "PutRevoke", kClient, kWrites)                                         \
   X(kGetReplicaList, "GetReplicaList", kReader, kReads)                                \
@@ -72,7 +70,7 @@ constexpr CallKind kAllocs = CallKind::kAllocation;
   X(kRemove, "Remove", kClient, kWrites)                                               \
   X(kRemoveAll, "RemoveAll", kAdmin, kWrites)                                          \
   X(kRemoveByRegex, "RemoveByRegex", kClient, kWrites)                                 \
-  X(kBatchPutStart, "BatchPutStart", kClient, kAllocs)                                 \
+  X(kBatchPutStart, "BatchPutStart", kClient, kWrites)                                 \
   X(kBatchPutEnd, "BatchPutEnd", kClient, kWrites)                                     \
   X(kBatchPutRevoke, "BatchPutRevoke", kClient, kWrites)                               \
   X(kBatchGetReplicaList, "BatchGetReplicaList", kReader, kReads)                      \
@@ -82,11 +80,11 @@ constexpr CallKind kAllocs = CallKind::kAllocation;
   X(kNotifyOffloadSuccess, "NotifyOffloadSuccess", kNode, kWrites)                     \
   X(kEvictDiskReplica, "EvictDiskReplica", kNode, kWrites)                             \
   X(kNotifyOffloadFailure, "NotifyOffloadFailure", kNode, kWrites)                     \
-  X(kPromoteStart, "PromoteStart", kNode, kAllocs)                                     \
+  X(kPromoteStart, "PromoteStart", kNode, kWrites)                                     \
   X(kPromoteEnd, "PromoteEnd", kNode, kWrites)                                         \
   X(kCreateTask, "CreateTask", kClient, kWrites)                                       \
   X(kQueryTask, "QueryTask", kClient, kReads)                                          \
-  X(kTaskStart, "TaskStart", kClient, kAllocs)                                         \
+  X(kTaskStart, "TaskStart", kClient, kWrites)                                         \
   X(kTaskEnd, "TaskEnd", kClient, kWrites)                                             \
   X(kAuthChallenge, "AuthChallenge", kOpen, kAuthCall)                                 \
   X(kAuthenticate, "Authenticate", kOpen, kAuthCall)

@@ -119,7 +119,7 @@ SegmentsState StandbyState::SegmentsForRestore() const {
 ErrorCode StandbyState::LoadInto(Directory& dir) const {
   ErrorCode rc = dir.RestoreSegments(SegmentsForRestore());
   for (uint32_t i = 0; rc == ErrorCode::OK && i < kShardCount; ++i) {
-    if (!shards_[i].empty()) rc = dir.RestoreShard(ShardForRestore(i));
+    if (!shards_[i].empty()) rc = dir.RestoreShard(ShardForRestore(i), UnfinishedPuts::kHold);
   }
   if (rc == ErrorCode::OK) rc = dir.RestoreTasks(TasksState{});
   if (rc != ErrorCode::OK) dir.Clear();

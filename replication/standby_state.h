@@ -4,13 +4,16 @@
 // the leader.
 //
 // The copy holds what a snapshot holds: objects (with their replicas,
-// pins, groups) and the segment table. Allocator state is not shipped: on
-// load every segment's free space is derived from the objects (a range is
-// in use exactly when a stored replica covers it), which is what a
-// snapshot's export would give minus the ranges no object holds (upsert
-// versions still pending, retired ranges, promotions in flight: the same
-// ranges a snapshot exports as free). Offload tasks queued but not handed
-// out are not shipped: eviction queues them again where needed.
+// pins, groups) and the segment table, and also unfinished puts with their
+// PROCESSING replicas: a loaded copy holds them as started at the load
+// (UnfinishedPuts::kHold), since their clients may be writing into their
+// ranges. Allocator state is not shipped: on load every segment's free
+// space is derived from the objects (a range is in use exactly when a
+// stored replica covers it), which is what a snapshot's export would give
+// minus the ranges no object holds (upsert versions still pending, retired
+// ranges, promotions in flight: the same ranges a snapshot exports as
+// free). Offload tasks queued but not handed out are not shipped: eviction
+// queues them again where needed.
 //
 // Thread safety: not thread-safe; the standby's receiver thread owns it
 // (LoadInto runs after that thread stopped).
@@ -49,7 +52,8 @@ class StandbyState {
   SegmentsState SegmentsForRestore() const;
   ShardState ShardForRestore(uint32_t index) const;
   // Restores into `dir`, which must serve nobody yet and hold nothing:
-  // RestoreSegments, RestoreShard for every shard, RestoreTasks({}).
+  // RestoreSegments, RestoreShard (UnfinishedPuts::kHold) for every shard,
+  // RestoreTasks({}).
   // DATA_CORRUPTED from the restore (the directory is then Clear()ed).
   ErrorCode LoadInto(Directory& dir) const;
 

@@ -56,6 +56,20 @@ std::vector<Row> Readable(const Directory& d) {
   return rows;
 }
 
+// Bytes the MEMORY replicas of every object of `d` hold, unfinished puts
+// included (64-byte alignment).
+uint64_t HeldBytes(const Directory& d) {
+  uint64_t held = 0;
+  for (uint32_t i = 0; i < kShardCount; ++i) {
+    for (const ObjectState& o : d.ExportShard(i).objects) {
+      for (const ReplicaState& r : o.replicas) {
+        if (r.type == ReplicaType::MEMORY) held += (o.size + 63) / 64 * 64;
+      }
+    }
+  }
+  return held;
+}
+
 class StandbyStateTest : public DirectoryFixture {};
 
 TEST_F(StandbyStateTest, CopyThenChangesConvergeAndLoad) {
@@ -106,12 +120,9 @@ TEST_F(StandbyStateTest, CopyThenChangesConvergeAndLoad) {
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(Readable(*loaded), want);
   // Every range the loaded allocators hold is an object's: as many bytes
-  // allocated as the leader's readable objects hold (its unfinished puts
-  // are not restored).
-  uint64_t held = 0;
-  for (const Row& row : want) {
-    held += std::get<3>(row).size() * ((std::get<2>(row) + 63) / 64 * 64);
-  }
+  // allocated as the leader's objects hold, unfinished puts included.
+  const uint64_t held = HeldBytes(*dir_);
+  EXPECT_EQ(HeldBytes(*loaded), held);
   EXPECT_EQ(loaded->Stats().allocated_bytes, held);
   // New puts on the loaded directory land beside, never over, the objects.
   for (int i = 0; i < 50; ++i) {
@@ -178,44 +189,100 @@ TEST_F(StandbyStateTest, NothingIsRecordedBeforeTrackingIsEnabled) {
   EXPECT_TRUE(dir_->TakeChanges().empty());
 }
 
-// What lets a put's start be answered before standbys acknowledge it: an
-// unfinished put ships as absent (a loaded standby drops it anyway), and
-// FreeSeq covers the removal whose range the new put reuses, so a standby
-// that acknowledged it holds no object in that range any more.
-TEST_F(StandbyStateTest, UnfinishedPutsShipAsAbsentAndFreeSeqCoversReusedRanges) {
+// An unfinished put ships with its PROCESSING replicas, and a loaded copy
+// (a promotion) holds it as an unfinished put started at the load: its
+// client may be writing into its range, so no other put gets that range
+// within the put discard timeout, the client's PutEnd on the new leader
+// completes it in that range, after the timeout a new put of the key
+// reclaims it, and after the release timeout the background pass drops it.
+// Lookups never report it meanwhile.
+TEST_F(StandbyStateTest, ALoadedCopyHoldsAnUnfinishedPutsRange) {
   dir_->EnableChangeTracking();
-  Mount(UUID::Generate(), "a", 1 << 20);
-  ASSERT_EQ(Put("old", 1 << 20), ErrorCode::OK);  // fills the segment
-  EXPECT_EQ(dir_->FreeSeq(), 0u) << "puts free nothing";
-  StandbyState state;
-  state.Apply(dir_->TakeChanges());
-  ASSERT_EQ(state.object_count(), 1u);
-  auto old = dir_->GetReplicaList("", "old");
-  ASSERT_TRUE(old.ok());
-
-  const uint64_t before_remove = dir_->ChangeSeq();
-  ASSERT_EQ(dir_->Remove("", "old", true), ErrorCode::OK);
-  auto started = dir_->PutStart(writer_, "", "new", 1 << 20, {});
+  constexpr uint64_t kObject = 1 << 19;
+  Segment seg = Mount(UUID::Generate(), "a", 2 * kObject);
+  PutConfig pinned;
+  pinned.hard_pin = true;  // never evicted for a put: the segment stays full
+  ASSERT_EQ(Put("done", kObject, pinned), ErrorCode::OK);
+  auto started = dir_->PutStart(writer_, "", "mid", kObject, {});
   ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
-  ASSERT_EQ(started->at(0).memory.buffer_address, old->replicas.at(0).memory.buffer_address)
-      << "the new put reuses the removed object's range";
-  const uint64_t free_seq = dir_->FreeSeq();
-  EXPECT_GT(free_seq, before_remove) << "the removal is counted before its range is freed";
-  EXPECT_LE(free_seq, dir_->ChangeSeq());
+  const uint64_t mid = started->at(0).memory.buffer_address;
+  clock_.AdvanceMs(20'000);  // the put started long before the failover
 
   ChangeSet changes = dir_->TakeChanges();
-  EXPECT_GE(changes.seq, free_seq);
-  EXPECT_TRUE(changes.shards.empty()) << "the unfinished put ships as absent";
-  EXPECT_EQ(changes.removed.size(), 2u);  // "old" and the unfinished "new"
+  EXPECT_TRUE(changes.removed.empty()) << "the unfinished put ships as an object";
+  const ObjectState* shipped = nullptr;
+  for (const ShardState& shard : changes.shards) {
+    for (const ObjectState& o : shard.objects) {
+      if (o.key == "mid") shipped = &o;
+    }
+  }
+  ASSERT_NE(shipped, nullptr);
+  ASSERT_EQ(shipped->replicas.size(), 1u);
+  EXPECT_EQ(shipped->replicas[0].status, ReplicaStatus::PROCESSING);
+  EXPECT_EQ(shipped->replicas[0].offset, mid - seg.base);
+  EXPECT_EQ(shipped->put_age_ms, 20'000);
+  StandbyState state;
   state.Apply(std::move(changes));
-  EXPECT_EQ(state.object_count(), 0u) << "no object left in the reused range";
+  EXPECT_EQ(state.object_count(), 2u);
+  ASSERT_EQ(state.SegmentsForRestore().segments.size(), 1u);
+  EXPECT_TRUE(state.SegmentsForRestore().segments[0].free_extents.empty())
+      << "the copy holds both ranges";
 
-  ASSERT_EQ(dir_->PutEnd(writer_, "", "new"), ErrorCode::OK);
-  ChangeSet finished = dir_->TakeChanges();
-  ASSERT_EQ(finished.shards.size(), 1u);
-  EXPECT_EQ(finished.shards[0].objects.at(0).key, "new");
-  state.Apply(std::move(finished));
-  EXPECT_EQ(state.object_count(), 1u);
+  const int64_t discard_ms = DirectoryOptions{}.put_start_discard_timeout_ms;
+  {
+    SCOPED_TRACE("completed by its client");
+    ManualClock clock2;
+    auto loaded = MakeTestDirectory(&clock2);
+    ASSERT_EQ(state.LoadInto(*loaded), ErrorCode::OK);
+    auto exists = loaded->ExistKey("", "mid");
+    ASSERT_TRUE(exists.ok());
+    EXPECT_FALSE(*exists);
+    auto looked_up = loaded->GetReplicaList("", "mid");
+    ASSERT_FALSE(looked_up.ok());
+    EXPECT_EQ(looked_up.error(), ErrorCode::REPLICA_IS_NOT_READY);
+    auto other = loaded->PutStart(UUID::Generate(), "", "other", kObject, {});
+    ASSERT_FALSE(other.ok()) << "got the unfinished put's range";
+    EXPECT_EQ(other.error(), ErrorCode::NO_AVAILABLE_HANDLE);
+    // Inside the discard timeout counted from the load (not from the
+    // leader's start, 20 s before it), the key is not reclaimed.
+    clock2.AdvanceMs(discard_ms - 1000);
+    auto again = loaded->PutStart(UUID::Generate(), "", "mid", kObject, {});
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+    ASSERT_EQ(loaded->PutEnd(writer_, "", "mid"), ErrorCode::OK);
+    auto done = loaded->GetReplicaList("", "mid");
+    ASSERT_TRUE(done.ok()) << ErrorCodeName(done.error());
+    EXPECT_EQ(done->replicas.at(0).memory.buffer_address, mid) << "where its client wrote";
+  }
+  {
+    SCOPED_TRACE("reclaimed after the discard timeout");
+    ManualClock clock3;
+    auto loaded = MakeTestDirectory(&clock3);
+    ASSERT_EQ(state.LoadInto(*loaded), ErrorCode::OK);
+    clock3.AdvanceMs(discard_ms + 1000);
+    auto reclaimed = loaded->PutStart(UUID::Generate(), "", "mid", kObject, {});
+    ASSERT_TRUE(reclaimed.ok()) << ErrorCodeName(reclaimed.error());
+    EXPECT_EQ(reclaimed->at(0).memory.buffer_address, mid);
+    EXPECT_EQ(loaded->PutEnd(writer_, "", "mid"), ErrorCode::ILLEGAL_CLIENT)
+        << "the first put is gone";
+  }
+  {
+    SCOPED_TRACE("dropped by the background pass after the release timeout");
+    ManualClock clock4;
+    DirectoryOptions options;
+    options.put_start_release_timeout_ms = 5'000;  // under the client TTL: no expiry
+    auto loaded = MakeTestDirectory(&clock4, options);
+    ASSERT_EQ(state.LoadInto(*loaded), ErrorCode::OK);
+    clock4.AdvanceMs(4'000);  // the leader's 20 s do not count
+    loaded->RunBackgroundOnce();
+    EXPECT_EQ(loaded->Stats().allocated_bytes, 2 * kObject);
+    clock4.AdvanceMs(2'000);
+    loaded->RunBackgroundOnce();
+    EXPECT_EQ(loaded->Stats().allocated_bytes, kObject);
+    auto placed = loaded->PutStart(UUID::Generate(), "", "other", kObject, {});
+    ASSERT_TRUE(placed.ok()) << ErrorCodeName(placed.error());
+    EXPECT_EQ(placed->at(0).memory.buffer_address, mid);
+  }
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 // dropped that must not take over with its old copy and a leader restarted
 // at once that must not take over with an empty directory; a master that
 // waits to lead expires none of the nodes it restored from a snapshot, and
-// gives each a full client TTL once it leads. Every wait is WaitFor with a
-// deadline; no durations are asserted.
+// gives each a full client TTL once it leads; a put started before a
+// failover keeps its range and ends on the new leader. Every wait is
+// WaitFor with a deadline; no durations are asserted.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -47,11 +48,12 @@ struct HaMaster {
     return testing::ScrapeMetric(ports.http, name);
   }
   bool Leading() const { return Metric("shelfmark_master_ha_role") == 1; }
-  // A Cap'n Proto client (lookups too: the channel is off).
-  std::unique_ptr<MasterClient> Client() const {
+  // A Cap'n Proto client (lookups too: the channel is off), a fresh one
+  // unless `id` names it.
+  std::unique_ptr<MasterClient> Client(const UUID& id = UUID::Generate()) const {
     MasterClientOptions options;
     options.address = address();
-    options.client_id = UUID::Generate();
+    options.client_id = id;
     options.call_timeout_ms = 5000;
     options.lookup_channel = false;
     return std::make_unique<MasterClient>(options);
@@ -90,6 +92,16 @@ class HaProcessTest : public ::testing::Test {
     EXPECT_TRUE(one) << "exactly one leader";
     if (!one) return {};
     return a_.Leading() ? std::vector<HaMaster*>{&a_, &b_} : std::vector<HaMaster*>{&b_, &a_};
+  }
+
+  // StartPair, then waits until the standby holds a copy.
+  std::vector<HaMaster*> StartSyncedPair() {
+    std::vector<HaMaster*> pair = StartPair();
+    if (pair.size() != 2) return {};
+    const bool synced = testing::WaitFor(
+        [&] { return pair[1]->Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs);
+    EXPECT_TRUE(synced) << "the standby holds a copy";
+    return synced ? pair : std::vector<HaMaster*>{};
   }
 
   // Mounts a fresh segment (its own range and endpoint) and puts `key`
@@ -151,6 +163,45 @@ TEST_F(HaProcessTest, OneLeaderTheStandbyAnswersNotLeaderAndTakesOverWhenItIsKil
   MountAndPut(standby, "seg-b", "k2");
 }
 
+// A put started on the leader and ended on the new leader after a failover
+// (docs/ha.md, "A put's start waits too"): PutStart is answered once the
+// standby holds the unfinished put, so the new leader holds its range (a put
+// of another key into the full segment finds no room) and reports nothing
+// until the original client's PutEnd completes it in that range.
+TEST_F(HaProcessTest, APutStartedBeforeAFailoverKeepsItsRangeAndEndsOnTheNewLeader) {
+  auto pair = StartSyncedPair();
+  ASSERT_EQ(pair.size(), 2u);
+  HaMaster& leader = *pair[0];
+  HaMaster& standby = *pair[1];
+  const UUID writer = UUID::Generate();  // the same client at either master
+  constexpr uint64_t kObject = 1 << 19;
+  auto client = leader.Client(writer);
+  ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 2 * kObject, "127.0.0.1:9")),
+            ErrorCode::OK);
+  PutConfig pinned;
+  pinned.hard_pin = true;  // never evicted for a put: the segment stays full
+  ASSERT_TRUE(client->PutStart("", "done", kObject, pinned).ok());
+  ASSERT_EQ(client->PutEnd("", "done"), ErrorCode::OK);
+  auto started = client->PutStart("", "mid", kObject, {});
+  ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+  const uint64_t mid = started->at(0).memory.buffer_address;
+
+  leader.process->Signal(SIGKILL);
+  EXPECT_EQ(leader.process->Wait(kDeadlineMs), 128 + SIGKILL);
+  ASSERT_TRUE(testing::WaitFor([&] { return standby.Leading(); }, kDeadlineMs));
+  auto moved = standby.Client(writer);
+  auto exists = moved->ExistKey("", "mid");
+  ASSERT_TRUE(exists.ok()) << ErrorCodeName(exists.error());
+  EXPECT_FALSE(*exists);
+  auto other = standby.Client()->PutStart("", "other", kObject, {});
+  ASSERT_FALSE(other.ok()) << "the new leader gave the unfinished put's range away";
+  EXPECT_EQ(other.error(), ErrorCode::NO_AVAILABLE_HANDLE);
+  ASSERT_EQ(moved->PutEnd("", "mid"), ErrorCode::OK);
+  auto ended = moved->GetReplicaList("", "mid");
+  ASSERT_TRUE(ended.ok()) << ErrorCodeName(ended.error());
+  EXPECT_EQ(ended->replicas.at(0).memory.buffer_address, mid) << "where its client wrote";
+}
+
 // A host:port client of `master` that follows NOT_LEADER hints.
 std::unique_ptr<MasterClient> HintFollowingClientOf(const HaMaster& master) {
   MasterClientOptions options;
@@ -207,12 +258,10 @@ std::unique_ptr<MasterClient> EtcdClientOf(const testing::EtcdProcess& etcd, con
 // it: they do, without asking etcd. Before, the client asked etcd and
 // failed RPC_FAIL.
 TEST_F(HaProcessTest, AClientWhoseLeaderBecameAStandbyFollowsItsHintWithoutEtcd) {
-  auto pair = StartPair();
+  auto pair = StartSyncedPair();
   ASSERT_EQ(pair.size(), 2u);
   HaMaster& first = *pair[0];
   HaMaster& second = *pair[1];
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return second.Metric("shelfmark_master_ha_standby_synced") == 1; }, kDeadlineMs));
   auto client = EtcdClientOf(etcd_, UUID::Generate());
   ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 64 << 20, "127.0.0.1:9")),
             ErrorCode::OK);
