@@ -3,13 +3,14 @@
 #include <algorithm>
 
 #include "common/object_key.h"
+#include "directory/batch_pipeline.h"
 #include "directory/directory_impl.h"
 
 namespace shelfmark {
 
 void DirectoryImpl::Touch(MetadataShard& shard, std::string_view tenant, std::string_view key) {
   if (!feed_.enabled()) return;
-  shard.changed.emplace_back(EffectiveTenant(tenant), key);
+  shard.changed.Add(EffectiveTenant(tenant), key);
   feed_.MarkShard(static_cast<size_t>(&shard - shards_.data()));
 }
 
@@ -28,20 +29,35 @@ void DirectoryImpl::TakeShardChanges(size_t index, ChangeSet* out) {
   ShardState changed;
   changed.index = static_cast<uint32_t>(index);
   WriterLock lock(&shard.mu);  // exclusive: the list is taken, not copied
-  std::vector<std::pair<std::string, std::string>> keys;
-  keys.swap(shard.changed);
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  for (auto& [tenant, key] : keys) {
-    const ObjectMetadata* meta = Find(shard, tenant, key);
-    // An unfinished put ships too (its PROCESSING replicas): a loaded copy
-    // holds its ranges, which its client may be writing into already.
-    if (meta == nullptr || meta->replicas.empty()) {
-      out->removed.emplace_back(std::move(tenant), std::move(key));
-    } else {
-      ExportObject(tenant, key, *meta, now, &changed.objects.emplace_back());
-    }
-  }
+  const std::vector<ChangedKeys::Pair> keys = shard.changed.Distinct();
+  std::vector<uint64_t> hashes(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) hashes[i] = KeyMap<ObjectMetadata>::Hash(keys[i].key);
+  // A take after a batch of puts visits many keys of a big map: their
+  // misses overlap as in a batch call (batch_pipeline.h).
+  auto objects = [&](size_t i) -> const KeyMap<ObjectMetadata>* {
+    const TenantState* t = shard.tenants.Find(keys[i].tenant);
+    return t == nullptr ? nullptr : &t->objects;
+  };
+  RunPipelined(
+      keys.size(),
+      [&](size_t i) {
+        if (auto* m = objects(i)) m->Prefetch(hashes[i]);
+      },
+      [&](size_t i) {
+        if (auto* m = objects(i)) m->PrefetchEntry(hashes[i]);
+      },
+      [&](size_t i) {
+        const auto [tenant, key] = keys[i];
+        const ObjectMetadata* meta = Find(shard, tenant, key, hashes[i]);
+        // An unfinished put ships too (its PROCESSING replicas): a loaded copy
+        // holds its ranges, which its client may be writing into already.
+        if (meta == nullptr || meta->replicas.empty()) {
+          out->removed.emplace_back(tenant, key);
+        } else {
+          ExportObject(tenant, key, *meta, now, &changed.objects.emplace_back());
+        }
+      });
+  shard.changed.Clear();
   if (!changed.objects.empty()) out->shards.push_back(std::move(changed));
 }
 

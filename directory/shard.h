@@ -20,6 +20,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "directory/changed_keys.h"
 #include "directory/ghost_keys.h"
 #include "directory/key_map.h"
 #include "directory/object_metadata.h"
@@ -66,7 +67,7 @@ struct MetadataShard {
   TenantMap tenants GUARDED_BY(mu);
   // (tenant, key) of objects changed since the change feed last took them
   // (directory/change_feed.h); appended only while the feed is enabled.
-  std::vector<std::pair<std::string, std::string>> changed GUARDED_BY(mu);
+  ChangedKeys changed GUARDED_BY(mu);
   // Keys of this shard recently evicted from 2Q's probation (eviction.cc).
   GhostKeys ghosts GUARDED_BY(mu);
 };
