@@ -30,25 +30,27 @@ void DirectoryImpl::TakeShardChanges(size_t index, ChangeSet* out) {
   changed.index = static_cast<uint32_t>(index);
   WriterLock lock(&shard.mu);  // exclusive: the list is taken, not copied
   const std::vector<ChangedKeys::Pair> keys = shard.changed.Distinct();
+  // Each key's object map (or none) and hash, read under the lock held.
+  std::vector<const KeyMap<ObjectMetadata>*> maps(keys.size());
   std::vector<uint64_t> hashes(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) hashes[i] = KeyMap<ObjectMetadata>::Hash(keys[i].key);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const TenantState* t = shard.tenants.Find(keys[i].tenant);
+    maps[i] = t == nullptr ? nullptr : &t->objects;
+    hashes[i] = KeyMap<ObjectMetadata>::Hash(keys[i].key);
+  }
   // A take after a batch of puts visits many keys of a big map: their
   // misses overlap as in a batch call (batch_pipeline.h).
-  auto objects = [&](size_t i) -> const KeyMap<ObjectMetadata>* {
-    const TenantState* t = shard.tenants.Find(keys[i].tenant);
-    return t == nullptr ? nullptr : &t->objects;
-  };
   RunPipelined(
       keys.size(),
       [&](size_t i) {
-        if (auto* m = objects(i)) m->Prefetch(hashes[i]);
+        if (maps[i] != nullptr) maps[i]->Prefetch(hashes[i]);
       },
       [&](size_t i) {
-        if (auto* m = objects(i)) m->PrefetchEntry(hashes[i]);
+        if (maps[i] != nullptr) maps[i]->PrefetchEntry(hashes[i]);
       },
       [&](size_t i) {
         const auto [tenant, key] = keys[i];
-        const ObjectMetadata* meta = Find(shard, tenant, key, hashes[i]);
+        const ObjectMetadata* meta = maps[i] == nullptr ? nullptr : maps[i]->Find(key, hashes[i]);
         // An unfinished put ships too (its PROCESSING replicas): a loaded copy
         // holds its ranges, which its client may be writing into already.
         if (meta == nullptr || meta->replicas.empty()) {
