@@ -22,6 +22,7 @@
 #include "client/client_impl.h"
 #include "client/local_disk_client.h"
 #include "ha/master_address.h"
+#include "transport/local_share.h"
 
 namespace shelfmark {
 
@@ -29,9 +30,16 @@ uint64_t ObjectChecksum(std::string_view value) { return Checksum64(value); }
 
 namespace {
 
-// The thread's MasterClients, by Client instance number.
-std::unordered_map<uint64_t, std::unique_ptr<MasterClient>>& ThreadMasters() {
-  thread_local std::unordered_map<uint64_t, std::unique_ptr<MasterClient>> masters;
+// A thread's connection to one Client's master, and the put reservations
+// granted on it.
+struct ThreadMaster {
+  std::unique_ptr<MasterClient> master;
+  PutReservationPool reservations;
+};
+
+// The thread's masters, by Client instance number.
+std::unordered_map<uint64_t, ThreadMaster>& ThreadMasters() {
+  thread_local std::unordered_map<uint64_t, ThreadMaster> masters;
   return masters;
 }
 
@@ -81,7 +89,10 @@ void* MapAnonymous(uint64_t size) {
 
 }  // namespace
 
-Client::Impl::Impl() : instance(g_next_instance.fetch_add(1)), local_hosts(LocalHosts()) {}
+Client::Impl::Impl(bool stream_local_reads)
+    : instance(g_next_instance.fetch_add(1)),
+      local_hosts(LocalHosts()),
+      local(stream_local_reads) {}
 
 Client::Impl::~Impl() {
   ThreadMasters().erase(instance);
@@ -90,7 +101,7 @@ Client::Impl::~Impl() {
 }
 
 MasterClient& Client::Impl::master() {
-  auto& slot = ThreadMasters()[instance];
+  auto& slot = ThreadMasters()[instance].master;
   if (slot == nullptr) {
     MasterClientOptions mo;
     mo.address = options.master;
@@ -99,11 +110,16 @@ MasterClient& Client::Impl::master() {
     mo.client_id = options.transport.client_id;
     mo.call_timeout_ms = options.rpc_timeout_ms;
     mo.lookup_channel = options.lookup_channel;
+    mo.reply_poll_us = options.reply_poll_us;
     mo.token = options.master_token.empty() ? options.transport.cluster_token
                                             : options.master_token;
     slot = std::make_unique<MasterClient>(mo);
   }
   return *slot;
+}
+
+PutReservationPool& Client::Impl::reservations() {
+  return ThreadMasters()[instance].reservations;
 }
 
 Result<EngineRegions> Client::Impl::RegisterAll(void* addr, uint64_t size) {
@@ -133,8 +149,9 @@ bool Client::Impl::Registered(const void* addr, uint64_t size) {
 
 TransferStatus Client::Impl::Move(TransferKind kind, std::span<const TransferOp> ops) {
   std::vector<TransferOp> remote;
+  const bool stream = StreamsReads(kind, ops);
   for (const TransferOp& op : ops) {
-    if (!local.TryCopy(kind, op)) remote.push_back(op);
+    if (!local.TryCopy(kind, op, stream)) remote.push_back(op);
   }
   if (remote.empty()) return {};
   return transports.Transfer(kind, remote, options.transfer_timeout_ms);
@@ -403,6 +420,90 @@ uint64_t Client::Impl::WrittenChecksum(const TransferPlan& plan,
 
 ErrorCode Client::Impl::PutPlanned(std::string_view tenant, std::string_view key,
                                    const TransferPlan& plan, const PutOptions& options) {
+  if (this->options.reserve_puts && this->options.lookup_channel &&
+      ReservableConfig(options.config)) {
+    if (std::optional<ErrorCode> rc = PutReserved(tenant, key, plan, options)) return *rc;
+  }
+  return PutTwoSteps(tenant, key, plan, options);
+}
+
+bool Client::Impl::ReservableConfig(const PutConfig& config) {
+  // Not an upsert (its PutStart places a pending version). A placement
+  // preference may be reserved: the pool keeps reservations by placement,
+  // and the master grants one only where the preference asks.
+  return !config.replace;
+}
+
+std::optional<PutReservationPool::Held> Client::Impl::TakeReservation(std::string_view tenant,
+                                                                      uint64_t size,
+                                                                      const PutConfig& config) {
+  MasterClient& m = master();
+  PutReservationPool& pool = reservations();
+  const int64_t now = clock->NowMs();
+  if (auto held = pool.Take(size, config, m.ChannelConnection(), now)) return held;
+  if (pool.paused(now)) return std::nullopt;
+  auto grant = m.ReservePut(tenant, size, config);
+  if (!grant.ok()) {
+    PauseReservations(grant.error(), now);
+    return std::nullopt;
+  }
+  const uint64_t connection = m.ChannelConnection();
+  pool.Keep(size, config, std::move(*grant), connection, now);
+  return pool.Take(size, config, connection, now);
+}
+
+void Client::Impl::PauseReservations(ErrorCode refusal, int64_t now) {
+  // No channel, or a master too old to know the call: no reservations for
+  // a while. No room for one now (or this client holds its most): none for
+  // a moment (each ask would cost a round trip). Anything else (a
+  // transport error): two steps this time.
+  if (refusal == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS || refusal == ErrorCode::INVALID_PARAMS) {
+    reservations().PauseUntil(now + kReservationPauseMs);
+  } else if (refusal == ErrorCode::NO_AVAILABLE_HANDLE) {
+    reservations().PauseUntil(now + kNoRoomPauseMs);
+  }
+}
+
+std::optional<ErrorCode> Client::Impl::PutReserved(std::string_view tenant, std::string_view key,
+                                                   const TransferPlan& plan,
+                                                   const PutOptions& options) {
+  const uint64_t size = PlanBytes(plan);
+  std::optional<PutReservationPool::Held> held = TakeReservation(tenant, size, options.config);
+  if (!held) return std::nullopt;
+  std::optional<uint64_t> sum;
+  ErrorCode rc = WriteReplicas(held->grant.replicas, plan, options.compute_checksum ? &sum : nullptr);
+  // A failed write (the reservation may lie in a segment that went since:
+  // its node restarted) leaves the reservation to its deadline, and the
+  // put goes in two steps, placed anew.
+  if (rc != ErrorCode::OK) return std::nullopt;
+  PutConfig config = options.config;
+  if (options.compute_checksum) config.checksum = WrittenChecksum(plan, sum);
+  MasterClient& m = master();
+  auto committed = m.CommitPut(tenant, key, held->grant.id, config, /*renew=*/true);
+  if (committed.ok()) {
+    if (*committed) {
+      reservations().Keep(size, options.config, std::move(**committed), m.ChannelConnection(),
+                          clock->NowMs());
+    }
+    reserved_puts.fetch_add(1, std::memory_order_relaxed);
+    cache->Invalidate(tenant, key);  // a new object: a cached location would be of a removed one
+    return ErrorCode::OK;
+  }
+  switch (committed.error()) {
+    case ErrorCode::LEASE_EXPIRED:                  // given back: put in two steps
+    case ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS:  // the channel is not usable now
+    case ErrorCode::NOT_LEADER:                     // granted by a master no longer leading
+      return std::nullopt;
+    case ErrorCode::RPC_FAIL:  // it may have been committed: not repeated
+      return ErrorCode::RPC_FAIL;
+    default:  // refused and kept by the master (OBJECT_ALREADY_EXISTS, bad input)
+      reservations().Return(size, options.config, std::move(*held));
+      return committed.error();
+  }
+}
+
+ErrorCode Client::Impl::PutTwoSteps(std::string_view tenant, std::string_view key,
+                                    const TransferPlan& plan, const PutOptions& options) {
   MasterClient& m = master();
   auto replicas = m.PutStart(tenant, key, PlanBytes(plan), options.config);
   if (!replicas.ok()) return replicas.error();
@@ -431,7 +532,7 @@ Result<std::unique_ptr<Client>> Client::Create(
   if (!ha::MasterFlagError("master", options.master, options.cluster_id).empty()) {
     return ErrorCode::INVALID_PARAMS;
   }
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<Impl>(options.stream_local_reads);
   impl->options = std::move(options);
   if (impl->options.transport.client_id.is_nil()) {
     impl->options.transport.client_id = UUID::Generate();
@@ -461,6 +562,8 @@ TransportEngine* Client::engine(std::string_view protocol) const {
 }
 
 AmTransport* Client::messages() const { return impl_->messages; }
+
+uint64_t Client::reserved_puts() const { return impl_->reserved_puts.load(); }
 
 std::optional<EngineCounters> Client::TransferCounters(std::string_view protocol) const {
   const TransportEngine* e = impl_->transports.For(protocol);

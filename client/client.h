@@ -122,6 +122,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/reply_poll.h"
 #include "common/result.h"
 #include "common/task_types.h"
 #include "common/types.h"
@@ -161,6 +162,29 @@ struct ClientOptions {
   int64_t transfer_timeout_ms = 5'000;
   // Lookups over the master's lookup channel (MasterClientOptions::lookup_channel).
   bool lookup_channel = true;
+  // How long a thread polls for the channel's answer before it blocks
+  // (MasterClientOptions::reply_poll_us).
+  int64_t reply_poll_us = DefaultReplyPollMicros();
+  // Reads from a segment this process hosts copy into the caller's buffer
+  // with streamed stores (CopyLocal, transport/local_share.h), for callers
+  // whose buffers another process reads next: the store service, whose
+  // callers' buffers are its clients' shared memory. Same bytes, same
+  // checksums; false: cached stores (the reader is usually this thread),
+  // but for calls that read kStreamReadBytes or more, which stream either
+  // way (StreamsReads, transport/local_share.h).
+  bool stream_local_reads = false;
+  // One-round-trip puts (docs/client.md): single puts write into ranges
+  // the master reserved ahead and commit the key in one call. Needs the
+  // lookup channel; off: every put is PutStart + PutEnd.
+  bool reserve_puts = true;
+  // Batch puts the same way (BatchReservePut / BatchCommitPut; needs
+  // reserve_puts). Off by default: measured on a 2-CPU machine
+  // (scripts/bench_store_service.sh, 256 x 64 KiB, four runs each way) the
+  // batches' puts and the gets of what they put were slower into reserved
+  // ranges (put 0.46-0.57 of memcpy against 0.58-0.69 in two steps), and
+  // the master spends as much per key on a commit and its renewal as on
+  // PutStart and PutEnd; the round trip it saves did not show.
+  bool reserve_batch_puts = false;
   const Clock* clock = nullptr;  // lease accounting; nullptr: a steady clock
   // Locations served without a master RPC within their lease (see above);
   // max_entries = 0 (the default): off. Create answers INVALID_PARAMS for
@@ -365,6 +389,9 @@ class Client {
   // The counters of the engine serving `protocol`; nullopt when there is no
   // such engine or it keeps no counters.
   std::optional<EngineCounters> TransferCounters(std::string_view protocol) const;
+  // Single puts committed in one master round trip (ClientOptions::reserve_puts)
+  // since Create; the others went in two.
+  uint64_t reserved_puts() const;
   // The location cache's counters and size (all 0 when it is off).
   LocationCacheStats location_cache_stats() const;
 

@@ -255,49 +255,6 @@ void Client::Impl::WriteBatch(const std::vector<size_t>& items,
   }
 }
 
-std::vector<ErrorCode> Client::Impl::BatchPutWith(std::string_view tenant,
-                                                  const std::vector<std::string>& keys,
-                                                  const std::vector<uint64_t>& sizes,
-                                                  const PutConfig& config,
-                                                  const std::vector<uint64_t>& checksums,
-                                                  const BatchWriter& write,
-                                                  const std::vector<uint64_t>* end_checksums) {
-  auto started = master().BatchPutStart(tenant, keys, sizes, config, checksums);
-  if (!started.ok()) return std::vector<ErrorCode>(keys.size(), started.error());
-  std::vector<ErrorCode> out(keys.size(), ErrorCode::OK);
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!(*started)[i].ok()) {
-      out[i] = (*started)[i].error();
-    } else {
-      pending.push_back(i);
-    }
-  }
-  write(pending, *started, &out);
-  std::vector<std::string> done, failed;
-  std::vector<size_t> done_at;
-  std::vector<uint64_t> done_checksums;
-  for (size_t i : pending) {
-    if (out[i] == ErrorCode::OK) {
-      done.push_back(keys[i]);
-      done_at.push_back(i);
-      if (end_checksums != nullptr) done_checksums.push_back((*end_checksums)[i]);
-    } else {
-      failed.push_back(keys[i]);
-    }
-  }
-  if (!failed.empty()) (void)master().BatchPutRevoke(tenant, failed);
-  if (!done.empty()) {
-    auto ended = master().BatchPutEnd(tenant, done, done_checksums);
-    for (size_t k = 0; k < done_at.size(); ++k) {
-      out[done_at[k]] = ended.ok() ? (*ended)[k] : ended.error();
-      // A new object: as in Put.
-      if (out[done_at[k]] == ErrorCode::OK) cache->Invalidate(tenant, done[k]);
-    }
-  }
-  return out;
-}
-
 std::vector<ErrorCode> Client::BatchPut(std::string_view tenant,
                                         const std::vector<std::string>& keys,
                                         const std::vector<std::string_view>& values,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include "common/mutex.h"
 #include "client/client.h"
 #include "client/location_cache.h"
+#include "client/put_reservation_pool.h"
 #include "client/transfer_plan.h"
 #include "rpc/master_client.h"
 #include "common/offset_allocator.h"
@@ -36,7 +38,8 @@ inline constexpr uint64_t kStagingAlignment = 64;
 using EngineRegions = std::vector<std::pair<TransportEngine*, MemoryRegion>>;
 
 struct Client::Impl {
-  Impl();
+  // `stream_local_reads`: ClientOptions::stream_local_reads (for `local`).
+  explicit Impl(bool stream_local_reads);
   ~Impl();
 
   ClientOptions options;
@@ -190,11 +193,35 @@ struct Client::Impl {
                                std::optional<uint64_t>* sum);
   // The plan's checksum: `sum` when the write computed it, else computed.
   static uint64_t WrittenChecksum(const TransferPlan& plan, const std::optional<uint64_t>& sum);
+  // A put: in one master round trip when it can (PutReserved), else in
+  // two (PutTwoSteps).
+  ErrorCode PutPlanned(std::string_view tenant, std::string_view key, const TransferPlan& plan,
+                       const PutOptions& options);
   // PutStart, WriteReplicas, PutEnd (PutRevoke and the write's code when it
   // fails); the checksum, when asked for, over the plan's bytes, computed
   // as the bytes are copied where it can be and sent with PutEnd.
-  ErrorCode PutPlanned(std::string_view tenant, std::string_view key, const TransferPlan& plan,
-                       const PutOptions& options);
+  ErrorCode PutTwoSteps(std::string_view tenant, std::string_view key, const TransferPlan& plan,
+                        const PutOptions& options);
+  // The one-round-trip put (docs/client.md): WriteReplicas into a
+  // reservation this thread holds (one ReservePut first when it holds
+  // none of the shape), then CommitPut, which renews it. nullopt when no
+  // reservation could be had, the write into it failed, or the master gave
+  // it back before the commit (nothing is visible then): the caller puts in
+  // two steps instead.
+  std::optional<ErrorCode> PutReserved(std::string_view tenant, std::string_view key,
+                                       const TransferPlan& plan, const PutOptions& options);
+  std::optional<PutReservationPool::Held> TakeReservation(std::string_view tenant, uint64_t size,
+                                                          const PutConfig& config);
+  // This thread's reservations (with master()).
+  PutReservationPool& reservations();
+  // How long a client asks for no reservation after a refusal that will
+  // last (no channel, an older master).
+  static constexpr int64_t kReservationPauseMs = 30'000;
+  // ... and after "no room for one now".
+  static constexpr int64_t kNoRoomPauseMs = 1'000;
+  // Whether a put of `config` may go into a reservation.
+  static bool ReservableConfig(const PutConfig& config);
+  std::atomic<uint64_t> reserved_puts{0};  // puts committed in one round trip
   // One BatchPutStart of `sizes` (with each key's checksum when `checksums`
   // is not empty), `write(pending, started, &out)` for the started items,
   // then one BatchPutRevoke of the failed ones and one BatchPutEnd of the
@@ -209,6 +236,35 @@ struct Client::Impl {
                                       const std::vector<uint64_t>& checksums,
                                       const BatchWriter& write,
                                       const std::vector<uint64_t>* end_checksums = nullptr);
+  // One BatchPutWith call's arguments (client_batch_put.cc).
+  struct BatchPutCall {
+    std::string_view tenant;
+    const std::vector<std::string>& keys;
+    const std::vector<uint64_t>& sizes;
+    const PutConfig& config;
+    const std::vector<uint64_t>& checksums;
+    const BatchWriter& write;
+    const std::vector<uint64_t>* end_checksums;
+  };
+  // The batch in one master round trip (docs/client.md, "One-round-trip
+  // puts"): the items written into reservations this thread holds (one
+  // BatchReservePut first for those it lacks, all or none), then one
+  // BatchCommitPut, which renews them. Returns the items to put in two
+  // steps instead (all of them when no reservations could be had; those
+  // whose write failed or whose reservation the master gave back); the
+  // others' answers go to *out.
+  std::vector<size_t> BatchPutReserved(const BatchPutCall& call, std::vector<ErrorCode>* out);
+  // One reserved range set per item, taken from this thread's pool or
+  // granted now; false (nothing taken) when not every item got one.
+  bool TakeReservations(const BatchPutCall& call, std::vector<PutReservationPool::Held>* held);
+  // `items` (indexes into call.keys) in two steps: BatchPutStart, write,
+  // BatchPutRevoke of the failed, BatchPutEnd of the written.
+  void BatchPutTwoSteps(const BatchPutCall& call, const std::vector<size_t>& items,
+                        std::vector<ErrorCode>* out);
+  // After a refused ReservePut or BatchReservePut: no reservations for a
+  // while when the refusal will last, none for a moment when there was no
+  // room, none skipped otherwise (a transport error).
+  void PauseReservations(ErrorCode refusal, int64_t now);
   // Writes items (indexes into `started`, each with its plan) in one Move;
   // when that fails, each item alone, so only bad ones fail. `sums`
   // (nullptr: none wanted): item k's AskWriteChecksum into (*sums)[k].

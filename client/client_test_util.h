@@ -93,8 +93,12 @@ class ClientTest : public ::testing::Test {
   ClientTest() {
     DirectoryOptions options;
     options.default_kv_lease_ttl_ms = kLeaseTtlMs;
+    options.put_reservation_share = kReservationShare;
     dir_ = MakeTestDirectory(&master_clock_, options);
   }
+  // Room for a batch of 8 reservations of 64 KiB in one 32 MiB segment
+  // (--put_reservation_share; the default is 1%).
+  static constexpr double kReservationShare = 0.05;
 
   void SetUp() override {
     StartLoopbackMaster(*dir_, &server_, &address_);
@@ -136,6 +140,7 @@ class ClientTest : public ::testing::Test {
     options.staging_bytes = staging_bytes;
     options.clock = &client_clock_;
     options.location_cache = cache_options_;
+    options.reserve_batch_puts = true;  // (off by default) every client test exercises it
     std::vector<std::unique_ptr<TransportEngine>> engines;
     engines.push_back(std::make_unique<SlowEngine>(&client_clock_, &advance_ms_, &transfers_));
     auto client = Client::Create(options, std::move(engines));

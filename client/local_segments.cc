@@ -40,11 +40,11 @@ bool LocalSegments::Holds(const MemoryDescriptor& replica) const {
   return Find(replica, 0, replica.size) != nullptr;
 }
 
-bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op) {
+bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op, bool stream_read) {
   if (op.remote == nullptr || op.local == nullptr) return false;
   uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
   if (at == nullptr) return false;
-  CopyLocal(kind, op.local, at, op.length, op.checksum);
+  CopyLocal(kind, op.local, at, op.length, op.checksum, stream_reads_ || stream_read);
   copies_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(op.length, std::memory_order_relaxed);
   return true;

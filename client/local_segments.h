@@ -33,6 +33,11 @@ struct LocalCopyStats {
 
 class LocalSegments {
  public:
+  // `stream_reads`: reads copy into the caller's buffer with streamed
+  // stores (CopyLocal, transport/local_share.h; ClientOptions::
+  // stream_local_reads).
+  explicit LocalSegments(bool stream_reads = false) : stream_reads_(stream_reads) {}
+
   // Replaces an attachment of the same id. INVALID_PARAMS for a null base
   // or a zero size.
   ErrorCode Attach(const UUID& id, void* base, uint64_t size);
@@ -42,8 +47,9 @@ class LocalSegments {
   bool Holds(const MemoryDescriptor& replica) const;
   // Does `op` with memcpy when its range lies in an attached segment (see
   // above) and returns true (sets *op.checksum when asked,
-  // TransferOp); false (nothing done) otherwise.
-  bool TryCopy(TransferKind kind, const TransferOp& op);
+  // TransferOp); false (nothing done) otherwise. `stream_read`: a READ
+  // streams whatever stream_reads says (StreamsReads, local_share.h).
+  bool TryCopy(TransferKind kind, const TransferOp& op, bool stream_read = false);
   LocalCopyStats stats() const;
 
  private:
@@ -55,6 +61,7 @@ class LocalSegments {
   // The local address of the op's remote range, or nullptr.
   uint8_t* Find(const MemoryDescriptor& replica, uint64_t offset, uint64_t length) const;
 
+  const bool stream_reads_;
   mutable SharedMutex mu_;
   std::vector<Attached> segments_ GUARDED_BY(mu_);  // a few at most: a scan
   std::atomic<uint64_t> copies_{0}, bytes_{0};

@@ -1,11 +1,16 @@
 // LocalSegments: which ops are copied locally (range checks against the
-// descriptor and the attached segment), both directions, and the counters.
+// descriptor and the attached segment), both directions, the counters, and
+// streamed reads (the same bytes and checksums as cached ones).
 #include "client/local_segments.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "common/checksum.h"
 
 namespace shelfmark {
 namespace {
@@ -71,6 +76,55 @@ TEST_F(LocalSegmentsTest, LeavesOtherOpsToTheEngines) {
   EXPECT_EQ(local_.stats().copies, 0u);
   EXPECT_EQ(local_.Attach(id_, nullptr, 10), ErrorCode::INVALID_PARAMS);
   EXPECT_EQ(local_.Attach(id_, memory_.data(), 0), ErrorCode::INVALID_PARAMS);
+}
+
+TEST_F(LocalSegmentsTest, StreamedReadsCopyTheSameBytesAndChecksums) {
+  // A segment of distinct bytes, read whole and in pieces into destinations
+  // a streamed store can take (64-byte aligned) and cannot (5 and 16 bytes
+  // past), with and without a checksum, by a cached and a streaming one
+  // (streaming for every read, or for this call: TryCopy's stream_read).
+  std::vector<char> segment(256 << 10);
+  for (size_t i = 0; i < segment.size(); ++i) segment[i] = static_cast<char>(i * 7 + i / 251);
+  LocalSegments streaming(/*stream_reads=*/true);
+  ASSERT_EQ(streaming.Attach(id_, segment.data(), segment.size()), ErrorCode::OK);
+  ASSERT_EQ(local_.Attach(id_, segment.data(), segment.size()), ErrorCode::OK);
+  MemoryDescriptor d;
+  d.segment_id = id_;
+  d.buffer_address = reinterpret_cast<uint64_t>(segment.data());
+  d.size = segment.size();
+  alignas(64) static char cached[(256 << 10) + 64], streamed[(256 << 10) + 64];
+  for (const uint64_t offset : {uint64_t{0}, uint64_t{3}, uint64_t{4096}}) {
+    for (const uint64_t length :
+         {uint64_t{100}, uint64_t{240}, uint64_t{65536}, uint64_t{200000}}) {
+      for (const uint64_t skew : {uint64_t{0}, uint64_t{16}, uint64_t{5}}) {
+        for (const int sum_and_call : {0, 1, 2, 3}) {
+          const bool sum = sum_and_call & 1, per_call = sum_and_call & 2;
+          std::memset(cached, 0, sizeof(cached));
+          std::memset(streamed, 0, sizeof(streamed));
+          std::optional<uint64_t> a, b;
+          TransferOp ca = Op(&d, offset, cached + skew, length),
+                     st = Op(&d, offset, streamed + skew, length);
+          if (sum) {
+            ca.checksum = &a;
+            st.checksum = &b;
+          }
+          ASSERT_TRUE(local_.TryCopy(TransferKind::READ, ca));
+          ASSERT_TRUE(per_call ? local_.TryCopy(TransferKind::READ, st, /*stream_read=*/true)
+                               : streaming.TryCopy(TransferKind::READ, st));
+          const std::string what = std::to_string(offset) + "+" + std::to_string(length) + " @" +
+                                   std::to_string(skew) + (sum ? " sum" : "") +
+                                   (per_call ? " per call" : "");
+          EXPECT_EQ(std::memcmp(streamed + skew, segment.data() + offset, length), 0) << what;
+          EXPECT_EQ(std::memcmp(cached, streamed, sizeof(cached)), 0) << what;  // nothing else
+          if (sum) {
+            ASSERT_TRUE(b.has_value()) << what;
+            EXPECT_EQ(*b, Checksum64(segment.data() + offset, length)) << what;
+            EXPECT_EQ(a, b) << what;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

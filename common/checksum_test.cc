@@ -31,8 +31,10 @@ TEST(Checksum64, EqualsXxh3OfTheBytesAtEverySize) {
 // of the bytes alone, and the bytes copied exactly (not one byte around
 // them touched), at every size up to 5000 (the short/long boundary at 240,
 // a block at 1 KiB and its last stripe), at 1 and 3 MiB, from sources and
-// into destinations at 64-byte aligned, 32-byte aligned and odd addresses
-// (a streamed copy streams only into a 32-byte aligned one).
+// into destinations at 64-byte aligned, 32-byte aligned, 16-byte aligned
+// and odd addresses (a streamed copy streams into a 32-byte aligned one
+// stripe by stripe, into a 16-byte aligned one in halves of two stripes,
+// into an odd one not at all).
 void ExpectCopiesAndChecksums(uint64_t (*copy)(void*, const void*, size_t)) {
   std::string bytes(3 << 20, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 9));
@@ -43,7 +45,7 @@ void ExpectCopiesAndChecksums(uint64_t (*copy)(void*, const void*, size_t)) {
   sizes.insert(sizes.end(), {1ul << 20, (1ul << 20) + 1, 3ul << 20});
   for (size_t size : sizes) {
     for (size_t src_offset : {0ul, 13ul}) {
-      for (size_t dst_offset : {64ul, 96ul, 77ul}) {
+      for (size_t dst_offset : {64ul, 96ul, 80ul, 77ul}) {
         const size_t n = std::min(size, bytes.size() - src_offset);
         char* dst = out.data() + aligned + dst_offset;
         const char* src = bytes.data() + src_offset;

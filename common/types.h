@@ -87,6 +87,25 @@ struct PutConfig {
   bool replace = false;
 };
 
+// Ranges reserved for a client's next put of one size (Directory::ReservePut;
+// docs/directory.md, "One-round-trip puts"): the client writes the value
+// into `replicas`, then CommitPut names a key for them. Given back by the
+// master `ttl_ms` after the grant unless committed; a client uses one only
+// well within that (half of it, counted from when it received the grant).
+struct PutReservationGrant {
+  uint64_t id = 0;
+  int64_t ttl_ms = 0;
+  std::vector<ReplicaDescriptor> replicas;
+};
+
+// CommitPut's answer: its code and, after an OK commit asked to renew, the
+// reservation for the client's next put of the same size (none when the
+// master could not place one).
+struct CommitPutResult {
+  ErrorCode code = ErrorCode::OK;
+  std::optional<PutReservationGrant> next;
+};
+
 struct GetReplicaListResponse {
   std::vector<ReplicaDescriptor> replicas;  // COMPLETE replicas only
   uint64_t size = 0;
@@ -237,6 +256,13 @@ struct DirectoryStats {
   // PutEnd since start.
   uint64_t retired_bytes = 0;
   uint64_t upserts = 0;
+  // One-round-trip puts: reservations granted (ReservePut, and CommitPut's
+  // renewals), committed into objects, given back unused (deadline passed,
+  // client expired, a segment went) since start, and held now.
+  uint64_t put_reservations_granted = 0;
+  uint64_t put_reservations_committed = 0;
+  uint64_t put_reservations_released = 0;
+  uint64_t put_reservations_held = 0;
 };
 
 }  // namespace shelfmark

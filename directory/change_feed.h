@@ -23,6 +23,12 @@
 // freed its range: a standby that acknowledged it no longer holds the old
 // object there.
 //
+// Held ranges (held_ranges.h: ranges no object holds) follow the same
+// protocol: record in the list, then MarkHeld(). A take takes the releases
+// before the shards and the adds after them: a range passed between an
+// object and the list under the key's shard lock (a pending version
+// swapped in, a replica retired) is then never missing from both.
+//
 // Thread safety: all members are atomics.
 #pragma once
 
@@ -50,6 +56,11 @@ class ChangeFeed {
     segments_.store(true);
     seq_.fetch_add(1);
   }
+  // After a held range was added or released (held_ranges.h).
+  void MarkHeld() {
+    held_.store(true);
+    seq_.fetch_add(1);
+  }
   uint64_t seq() const { return seq_.load(); }
   // Clears and returns the flag. A load first: the shipper scans all
   // kShardCount flags for every batch, and an exchange of each would take
@@ -58,11 +69,13 @@ class ChangeFeed {
   // load (its store precedes that increment).
   bool TakeShard(size_t index) { return shards_[index].load() && shards_[index].exchange(false); }
   bool TakeSegments() { return segments_.exchange(false); }
+  bool TakeHeld() { return held_.load() && held_.exchange(false); }
 
  private:
   std::atomic<bool> enabled_{false};
   std::atomic<uint64_t> seq_{0};
   std::atomic<bool> segments_{false};
+  std::atomic<bool> held_{false};
   std::array<std::atomic<bool>, kShardCount> shards_{};
 };
 

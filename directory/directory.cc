@@ -47,6 +47,30 @@ ErrorCode Directory::PutRevoke(const UUID& client, std::string_view tenant, std:
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->PutRevoke(client, tenant, key, type);
 }
+Result<PutReservationGrant> Directory::ReservePut(const UUID& client, uint64_t size,
+                                                  const PutConfig& config) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->ReservePut(client, size, config);
+}
+CommitPutResult Directory::CommitPut(const UUID& client, std::string_view tenant,
+                                     std::string_view key, uint64_t id, const PutConfig& config,
+                                     bool renew) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->CommitPut(client, tenant, key, id, config, renew);
+}
+Result<std::vector<PutReservationGrant>> Directory::BatchReservePut(
+    const UUID& client, const std::vector<uint64_t>& sizes, const PutConfig& config) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->BatchReservePut(client, sizes, config);
+}
+std::vector<CommitPutResult> Directory::BatchCommitPut(const UUID& client, std::string_view tenant,
+                                                       std::span<const std::string_view> keys,
+                                                       const std::vector<uint64_t>& ids,
+                                                       const std::vector<uint64_t>& checksums,
+                                                       const PutConfig& config, bool renew) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->BatchCommitPut(client, tenant, keys, ids, checksums, config, renew);
+}
 Result<GetReplicaListResponse> Directory::GetReplicaList(std::string_view tenant,
                                                          std::string_view key) {
   SnapshotReader hold(&impl_->snapshot_lock_);
@@ -259,6 +283,10 @@ ShardState Directory::ExportShardLive(uint32_t index) const {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->ExportShard(index);
 }
+std::vector<HeldRangeState> Directory::ExportHeldRanges() const {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->ExportHeldRanges();
+}
 SegmentsState Directory::ExportSegmentTable() const {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->ExportSegmentTable();
@@ -277,6 +305,10 @@ ErrorCode Directory::RestoreShard(const ShardState& shard, UnfinishedPuts unfini
 ErrorCode Directory::RestoreTasks(const TasksState& tasks) {
   SnapshotReader hold(&impl_->snapshot_lock_);
   return impl_->RestoreTasks(tasks);
+}
+ErrorCode Directory::RestoreHeldRanges(const std::vector<HeldRangeState>& held) {
+  SnapshotReader hold(&impl_->snapshot_lock_);
+  return impl_->RestoreHeldRanges(held);
 }
 void Directory::Clear() {
   SnapshotPause pause(&impl_->snapshot_lock_);

@@ -61,6 +61,12 @@ struct DirectoryOptions {
   int64_t put_start_discard_timeout_ms = 30'000;
   // An unfinished put older than this is reclaimed by the background thread.
   int64_t put_start_release_timeout_ms = 600'000;
+  // A put reservation (ReservePut) not committed within this is given
+  // back; its client uses it for at most half of it.
+  int64_t put_reservation_ttl_ms = 20'000;
+  // The share of the mounted capacity all put reservations together may
+  // hold (memory nobody else may use until their deadline).
+  double put_reservation_share = 0.01;
   bool enable_offload = false;
   // Tiering (docs/directory.md, "Eviction with an SSD tier"), Mooncake's
   // flags of the same names. With offload enabled and an SSD tier that can
@@ -141,6 +147,44 @@ class Directory {
   // Drops the PROCESSING replicas of `type` (and the object if none remain).
   ErrorCode PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                       ReplicaType type = ReplicaType::MEMORY);
+
+  // --- one-round-trip puts (docs/directory.md, "One-round-trip puts") -------
+  // Reserves `config.replica_num` MEMORY ranges of `size` for the client's
+  // next put (placed as PutStart places, without running eviction): no
+  // object yet, nothing a lookup sees. NO_AVAILABLE_HANDLE when they cannot
+  // be placed, the client holds kMaxPutReservations already, or all
+  // reservations would hold more than put_reservation_share of the capacity;
+  // INVALID_PARAMS for bad input. The ranges are held ranges (hot standbys
+  // hold them until the deadline).
+  Result<PutReservationGrant> ReservePut(const UUID& client, uint64_t size,
+                                         const PutConfig& config);
+  // Names `key` for the client's reservation `id`, whose ranges the client
+  // wrote the value into: the object is created COMPLETE there at once
+  // (size: the reservation's; checksum, pins, data type, group: `config`'s;
+  // its placement fields are ignored). Codes: LEASE_EXPIRED (no such
+  // reservation of this client: given back, or never granted; or one in a
+  // segment draining since, which is given back now; no object made),
+  // OBJECT_ALREADY_EXISTS (as PutStart's; the reservation is
+  // kept), INVALID_KEY / INVALID_PARAMS (bad input, `config.replace`
+  // included; kept). After an OK commit with `renew`, `next` is a new
+  // reservation of the same size and placement when one can be placed.
+  CommitPutResult CommitPut(const UUID& client, std::string_view tenant, std::string_view key,
+                            uint64_t id, const PutConfig& config, bool renew);
+  // A batch's puts in one round trip: BatchReservePut reserves one range
+  // set per size, all or none (the first refusal's code, as ReservePut's,
+  // and nothing kept); BatchCommitPut commits keys[i] into reservation
+  // ids[i] as CommitPut does, one result per key in order, with
+  // checksums[i] as key i's checksum when `checksums` is not empty (another
+  // length than the keys', or ids of another length: INVALID_PARAMS for
+  // every key, nothing committed).
+  Result<std::vector<PutReservationGrant>> BatchReservePut(const UUID& client,
+                                                           const std::vector<uint64_t>& sizes,
+                                                           const PutConfig& config);
+  std::vector<CommitPutResult> BatchCommitPut(const UUID& client, std::string_view tenant,
+                                              std::span<const std::string_view> keys,
+                                              const std::vector<uint64_t>& ids,
+                                              const std::vector<uint64_t>& checksums,
+                                              const PutConfig& config, bool renew);
 
   // --- reads ----------------------------------------------------------------
   // COMPLETE replicas of the key and grants a read lease. OBJECT_NOT_FOUND;
@@ -367,14 +411,19 @@ class Directory {
   // start = now - put_age_ms; any other object (an unfinished put) is
   // dropped and its MEMORY ranges are freed back to their segments, or with
   // UnfinishedPuts::kHold kept as it was with put start = now (the put
-  // discard and release timeouts run from the restore on). Group
+  // discard and release timeouts run from the restore on). An upsert's
+  // pending version (ObjectState::pending) is kept, with kHold, as a pending
+  // version started now (its writer's PutEnd swaps it in); with kDrop, or
+  // left without replicas, as a placeholder without writer or replicas that
+  // refuses its writer's PutEnd (ILLEGAL_CLIENT). Group
   // memberships are rebuilt from the kept objects' group (so only members
   // that exist are listed); the shard's GroupState entries are checked for
   // well-formedness only. next_replica_id is raised above every replica id.
   // DATA_CORRUPTED, changing nothing, for: an index >= 1024, an object or
   // group that does not hash to `index`, an invalid tenant, key, size, data
   // type, negative time, replica status or type, a replica id of 0 or over 48
-  // bits, no replica or more than 32, a replica on an unknown segment or disk
+  // bits, no replica or more than 32 (a pending version: more than 32, or
+  // with kHold one not a PROCESSING MEMORY replica), a replica on an unknown segment or disk
   // node, a MEMORY range outside its segment or not allocated in it, a key
   // given twice or already present. (Two objects claiming overlapping MEMORY
   // ranges in different shards are not detected.)
@@ -386,6 +435,15 @@ class Directory {
   // alive now, so nodes get a full client TTL once the port opens however
   // long the shards took.
   ErrorCode RestoreTasks(const TasksState& tasks);
+  // A promoted hot standby's held ranges (HeldRangeState; after
+  // RestoreShard): each becomes a retired range given back remaining_ms from
+  // now (the late PromoteEnd or TaskEnd of a range that was reserved finds
+  // nothing here and is refused; a writer's late bytes land in a range no
+  // object holds), and is held again for this master's own standbys.
+  // next_replica_id is raised above every id. DATA_CORRUPTED, changing
+  // nothing, for an id of 0 or over 48 bits, an id given twice, a negative
+  // remaining time, an unknown segment or a range not allocated in it.
+  ErrorCode RestoreHeldRanges(const std::vector<HeldRangeState>& held);
   // --- change feed (hot standbys: directory/change_feed.h) --------------------
   // From now on, every change of an object or of the segment table is
   // recorded until TakeChanges takes it. Idempotent; never turned off.
@@ -403,6 +461,10 @@ class Directory {
   // every change after this export is also in a later TakeChanges, so a
   // standby that applies the export, then the changes, converges.
   ShardState ExportShardLive(uint32_t index) const;
+  // Every held range (held_ranges.h), for a standby's full copy: with
+  // change tracking enabled first, a later TakeChanges ships every change
+  // after it.
+  std::vector<HeldRangeState> ExportHeldRanges() const;
   // The segment table (segments, disks, view version, next replica id) as
   // TakeChanges ships it.
   SegmentsState ExportSegmentTable() const;

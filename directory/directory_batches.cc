@@ -64,6 +64,26 @@ std::vector<Result<std::vector<ReplicaDescriptor>>> DirectoryImpl::BatchPutStart
       });
 }
 
+std::vector<CommitPutResult> DirectoryImpl::BatchCommitPut(const UUID& client,
+                                                           std::string_view tenant, Keys keys,
+                                                           const std::vector<uint64_t>& ids,
+                                                           const std::vector<uint64_t>& checksums,
+                                                           const PutConfig& config, bool renew) {
+  if (ids.size() != keys.size() || (!checksums.empty() && checksums.size() != keys.size())) {
+    return std::vector<CommitPutResult>(keys.size(),
+                                        CommitPutResult{ErrorCode::INVALID_PARAMS, {}});
+  }
+  PutConfig item = config;  // with each key's own checksum, when given
+  const bool bad_config = config.replace || BadVersionConfig(config);
+  const int64_t now = Now();
+  return Collect<CommitPutResult>(tenant, keys, [&](size_t i, const KeyRef& k) -> CommitPutResult {
+    if (ErrorCode rc = ValidateTenantKey(tenant, k.key); rc != ErrorCode::OK) return {rc, {}};
+    if (bad_config) return {ErrorCode::INVALID_PARAMS, {}};
+    if (!checksums.empty()) item.checksum = checksums[i];
+    return CommitPutAt(client, EffectiveTenant(tenant), k, ids[i], item, renew, now);
+  });
+}
+
 std::vector<ErrorCode> DirectoryImpl::BatchPutEnd(const UUID& client, std::string_view tenant,
                                                   Keys keys, ReplicaType type,
                                                   const std::vector<uint64_t>& checksums) {

@@ -26,16 +26,17 @@ SegmentsState DirectoryImpl::ExportSegmentTable() const {
 void DirectoryImpl::TakeShardChanges(size_t index, ChangeSet* out) {
   MetadataShard& shard = shards_[index];
   const int64_t now = Now();
-  ShardState changed;
-  changed.index = static_cast<uint32_t>(index);
+  // Every shard's objects go to one ShardState (named by the first shard
+  // that has any): one payload per batch, and no merge of many afterwards.
+  if (out->shards.empty()) out->shards.emplace_back().index = static_cast<uint32_t>(index);
+  ShardState& changed = out->shards.front();
   WriterLock lock(&shard.mu);  // exclusive: the list is taken, not copied
   const std::vector<ChangedKeys::Pair> keys = shard.changed.Distinct();
-  // Each key's object map (or none) and hash, read under the lock held.
-  std::vector<const KeyMap<ObjectMetadata>*> maps(keys.size());
+  // Each key's tenant state (or none) and hash, read under the lock held.
+  std::vector<const TenantState*> tenants(keys.size());
   std::vector<uint64_t> hashes(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    const TenantState* t = shard.tenants.Find(keys[i].tenant);
-    maps[i] = t == nullptr ? nullptr : &t->objects;
+    tenants[i] = shard.tenants.Find(keys[i].tenant);
     hashes[i] = KeyMap<ObjectMetadata>::Hash(keys[i].key);
   }
   // A take after a batch of puts visits many keys of a big map: their
@@ -43,24 +44,26 @@ void DirectoryImpl::TakeShardChanges(size_t index, ChangeSet* out) {
   RunPipelined(
       keys.size(),
       [&](size_t i) {
-        if (maps[i] != nullptr) maps[i]->Prefetch(hashes[i]);
+        if (tenants[i] != nullptr) tenants[i]->objects.Prefetch(hashes[i]);
       },
       [&](size_t i) {
-        if (maps[i] != nullptr) maps[i]->PrefetchEntry(hashes[i]);
+        if (tenants[i] != nullptr) tenants[i]->objects.PrefetchEntry(hashes[i]);
       },
       [&](size_t i) {
         const auto [tenant, key] = keys[i];
-        const ObjectMetadata* meta = maps[i] == nullptr ? nullptr : maps[i]->Find(key, hashes[i]);
-        // An unfinished put ships too (its PROCESSING replicas): a loaded copy
-        // holds its ranges, which its client may be writing into already.
+        const TenantState* t = tenants[i];
+        const ObjectMetadata* meta = t == nullptr ? nullptr : t->objects.Find(key, hashes[i]);
+        // An unfinished put ships too (its PROCESSING replicas), and so does
+        // an upsert's pending version: a loaded copy holds their ranges,
+        // which their clients may be writing into already.
         if (meta == nullptr || meta->replicas.empty()) {
           out->removed.emplace_back(tenant, key);
         } else {
-          ExportObject(tenant, key, *meta, now, &changed.objects.emplace_back());
+          ExportObject(tenant, key, *meta, PendingOf(*t, key, *meta), now,
+                       &changed.objects.emplace_back());
         }
       });
   shard.changed.Clear();
-  if (!changed.objects.empty()) out->shards.push_back(std::move(changed));
 }
 
 ChangeSet DirectoryImpl::TakeChanges() {
@@ -70,9 +73,14 @@ ChangeSet DirectoryImpl::TakeChanges() {
     out.has_segments = true;
     out.segments = ExportSegmentTable();
   }
+  // Releases before the shards, adds after them (change_feed.h).
+  const bool held = feed_.TakeHeld();
+  if (held) out.released = held_.TakeReleased();
   for (size_t i = 0; i < kShardCount; ++i) {
     if (feed_.TakeShard(i)) TakeShardChanges(i, &out);
   }
+  if (!out.shards.empty() && out.shards.front().objects.empty()) out.shards.clear();
+  if (held) out.held = held_.TakeAdded(Now());
   return out;
 }
 

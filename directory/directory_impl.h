@@ -25,6 +25,8 @@
 #include "directory/client_registry.h"
 #include "directory/directory.h"
 #include "directory/promotion_table.h"
+#include "directory/held_ranges.h"
+#include "directory/put_reservations.h"
 #include "directory/retired_ranges.h"
 #include "directory/segment_table.h"
 #include "directory/shard.h"
@@ -48,15 +50,36 @@ inline constexpr int64_t kOffloadTimeoutMs = 60'000;
 // keeps for QueryTask (directory/task_table.h).
 inline constexpr size_t kMaxUnfinishedTasks = 10'000;
 inline constexpr size_t kMaxFinishedTasks = 10'000;
+// One-round-trip puts: reservations one client may hold at once (one per
+// put in flight: a client's threads each hold one per key of the put or
+// batch they write). What they may hold in bytes is bounded apart
+// (put_reservation_share).
+inline constexpr size_t kMaxPutReservations = 1024;
 
-// Fills *out (a fresh ObjectState) from the object; times relative to `now`
-// (directory_snapshot.cc).
+// Fills *out (a fresh ObjectState) from the object and its pending
+// version (null: none); times relative to `now` (directory_snapshot.cc).
 void ExportObject(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
-                  int64_t now, ObjectState* out);
+                  const ObjectMetadata* pending, int64_t now, ObjectState* out);
+// The key's pending version in `state` when the object has one, else null.
+inline const ObjectMetadata* PendingOf(const TenantState& state, std::string_view key,
+                                       const ObjectMetadata& meta) {
+  return meta.has_pending ? state.replacing.Find(key) : nullptr;
+}
 
 // The tenant (after EffectiveTenant) and key checks every keyed call makes:
 // ValidateTenant's code, else ValidateKey's.
 ErrorCode ValidateTenantKey(std::string_view tenant, std::string_view key);
+// A put's placement a PutStart (or a reservation) cannot take: no size, no
+// replica or more than kMaxReplicas.
+inline bool BadPlacement(uint64_t size, const PutConfig& config) {
+  return size == 0 || config.replica_num == 0 || config.replica_num > kMaxReplicas;
+}
+// A put's object fields a version cannot take: a negative soft pin, an
+// unknown data type.
+inline bool BadVersionConfig(const PutConfig& config) {
+  return config.soft_pin_ttl_ms < 0 ||
+         static_cast<uint8_t>(config.data_type) > static_cast<uint8_t>(DataType::WEIGHT);
+}
 
 class DirectoryImpl {
  public:
@@ -71,6 +94,19 @@ class DirectoryImpl {
                    ReplicaType type, std::optional<uint64_t> checksum);
   ErrorCode PutRevoke(const UUID& client, std::string_view tenant, std::string_view key,
                       ReplicaType type);
+  // one-round-trip puts (directory_reservations.cc)
+  Result<PutReservationGrant> ReservePut(const UUID& client, uint64_t size,
+                                         const PutConfig& config);
+  CommitPutResult CommitPut(const UUID& client, std::string_view tenant, std::string_view key,
+                            uint64_t id, const PutConfig& config, bool renew);
+  Result<std::vector<PutReservationGrant>> BatchReservePut(const UUID& client,
+                                                           const std::vector<uint64_t>& sizes,
+                                                           const PutConfig& config);
+  std::vector<CommitPutResult> BatchCommitPut(const UUID& client, std::string_view tenant,
+                                              std::span<const std::string_view> keys,
+                                              const std::vector<uint64_t>& ids,
+                                              const std::vector<uint64_t>& checksums,
+                                              const PutConfig& config, bool renew);
   Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
   ErrorCode GetReplicaListInto(std::string_view tenant, std::string_view key,
                                GetReplicaListResponse* out);
@@ -138,6 +174,20 @@ class DirectoryImpl {
                                             const std::vector<PromoteResult>& items);
   // Gives back the ranges of promotions not reported in time.
   void ExpirePromotions();
+  // Places and records a reservation like `model` (size, placement) for
+  // `client`, its deadline counted from `now`. Caller holds a shard lock
+  // (any): an unmount then cannot erase a segment it placed in before the
+  // unmounting check that follows the record.
+  Result<PutReservationGrant> GrantReservation(const PutReservation& model, int64_t now);
+  // A reservation of `client` placed as `config` says (its size left 0).
+  static PutReservation ReservationModel(const UUID& client, const PutConfig& config);
+  // Gives back a reservation's ranges (counted as released).
+  void ReleaseReservation(const PutReservation& r);
+  // Its held ranges released, then its ranges freed.
+  void GiveBackRanges(const PutReservation& r);
+  // Gives back reservations past their deadline, and those of `clients`.
+  void ExpireReservations();
+  void DropClientReservations(const std::vector<UUID>& clients);
 
   // copy and move tasks (directory_tasks.cc; see directory.h)
   Result<UUID> CreateTask(const UUID& client, std::string_view tenant, const TaskSpec& spec);
@@ -212,10 +262,12 @@ class DirectoryImpl {
   void EnableChangeTracking() { feed_.Enable(); }
   uint64_t ChangeSeq() const { return feed_.seq(); }
   ChangeSet TakeChanges();
+  std::vector<HeldRangeState> ExportHeldRanges() const { return held_.Export(Now()); }
   TasksState ExportTasks() const;
   ErrorCode RestoreSegments(const SegmentsState& state);
   ErrorCode RestoreShard(const ShardState& state, UnfinishedPuts unfinished);
   ErrorCode RestoreTasks(const TasksState& state);
+  ErrorCode RestoreHeldRanges(const std::vector<HeldRangeState>& held);
   void Clear();
 
   void ReclaimStalePuts();
@@ -255,6 +307,9 @@ class DirectoryImpl {
   Result<std::vector<ReplicaDescriptor>> PutStartAt(const UUID& client, std::string_view tenant,
                                                     const KeyRef& k, uint64_t size,
                                                     const PutConfig& config, int64_t now);
+  // CommitPut of a located key (`tenant` effective, the input checked), at `now`.
+  CommitPutResult CommitPutAt(const UUID& client, std::string_view tenant, const KeyRef& k,
+                              uint64_t id, const PutConfig& config, bool renew, int64_t now);
   ErrorCode PutEndAt(const UUID& client, std::string_view tenant, const KeyRef& k, ReplicaType type,
                      std::optional<uint64_t> checksum);
   ErrorCode PutRevokeAt(const UUID& client, std::string_view tenant, const KeyRef& k,
@@ -285,6 +340,14 @@ class DirectoryImpl {
   ErrorCode CheckTask(const ObjectMetadata* meta, const TaskSpec& spec) const;
   ErrorCode ReserveTargets(const TaskSpec& spec, uint64_t size, std::vector<TaskReservation>* out);
   bool TaskAttachable(const ObjectMetadata* meta, const TaskEntry& task) const;
+  // Gives a task's reserved range back (held range released, then freed).
+  void GiveBack(const TaskReservation& r);
+  // A new put of a key that holds `old` (not an upsert): OBJECT_ALREADY_EXISTS
+  // (a use of it, when stored) unless `old` is an unfinished put older than
+  // the discard timeout, which is erased (OK). Caller holds the shard
+  // exclusively.
+  ErrorCode ClaimKey(MetadataShard& shard, std::string_view tenant, std::string_view key,
+                     ObjectMetadata& old, int64_t now, GroupDrops* drops) REQUIRES(shard.mu);
   // One attempt of PutStart (which evicts and retries once on no room).
   Result<std::vector<ReplicaDescriptor>> TryPutStart(const UUID& client, std::string_view tenant,
                                                      const KeyRef& k, uint64_t size,
@@ -303,6 +366,13 @@ class DirectoryImpl {
   std::vector<ReplicaDescriptor> InitVersion(ObjectMetadata& meta, const UUID& client,
                                              uint64_t size, const PutConfig& config,
                                              int64_t now, const std::vector<Placement>& placed);
+  // The same without the descriptors, its replicas in `status`.
+  void FillVersion(ObjectMetadata& meta, const UUID& client, uint64_t size,
+                   const PutConfig& config, int64_t now, const std::vector<Placement>& placed,
+                   ReplicaStatus status);
+  // A MEMORY descriptor of `size` bytes at `offset` in the segment.
+  static void DescribeMemory(const SegmentEntry& segment, uint64_t offset, uint64_t size,
+                             MemoryDescriptor* m);
   // PutEnd of an ordinary put: its PROCESSING replicas of `type` COMPLETE.
   ErrorCode FinishPut(TenantState& state, std::string_view tenant, std::string_view key,
                       const UUID& client, ObjectMetadata& meta, ReplicaType type,
@@ -382,12 +452,29 @@ class DirectoryImpl {
   // feed (a no-op while it is off). Caller holds the shard exclusively.
   void Touch(MetadataShard& shard, std::string_view tenant, std::string_view key)
       REQUIRES(shard.mu);
+  // Holds a range no object holds under `id` (held_ranges.h), for the
+  // change feed: before the range is handed to whoever writes into it.
+  void HoldRange(uint64_t id, const SegmentEntry* segment, uint64_t offset, uint64_t size,
+                 int64_t until_ms, int64_t min_remaining_ms = 0) {
+    const bool track = feed_.enabled();
+    held_.Add({id, segment, segment->segment.id, offset, size, until_ms, min_remaining_ms}, track);
+    if (track) feed_.MarkHeld();
+  }
+  // Gives back the held range `id` (no-op when none): before its range is
+  // freed, or, when it becomes an object's replica, with the key touched
+  // under the same shard lock.
+  void ReleaseHeld(uint64_t id) {
+    const bool track = feed_.enabled();
+    if (held_.Release(id, track) && track) feed_.MarkHeld();
+  }
+  // A fresh id for a held range (from the replica ids: unique).
+  uint64_t NextHeldId() { return next_replica_id_.fetch_add(1, std::memory_order_relaxed); }
   // Records a change of the segment table.
   void TouchSegments() {
     if (feed_.enabled()) feed_.MarkSegments();
   }
-  // The changed objects of shard `index` into *out (and the vanished ones
-  // into *removed).
+  // The changed objects of shard `index` into out's one ShardState (and the
+  // vanished ones into out->removed).
   void TakeShardChanges(size_t index, ChangeSet* out);
   void BackgroundLoop();
   // Raises next_replica_id_ to at least `id`.
@@ -404,6 +491,11 @@ class DirectoryImpl {
   TaskTable tasks_{kMaxUnfinishedTasks, kMaxFinishedTasks};
   ChangeFeed feed_;
   RetiredRanges retired_;
+  HeldRanges held_;
+  PutReservations reservations_;
+  std::atomic<uint64_t> reservations_granted_{0};
+  std::atomic<uint64_t> reservations_committed_{0};
+  std::atomic<uint64_t> reservations_released_{0};
   const uint64_t initial_view_version_;
   std::atomic<uint64_t> view_version_;
   std::atomic<uint64_t> next_replica_id_{1};

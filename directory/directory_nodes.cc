@@ -101,6 +101,9 @@ void DirectoryImpl::ExpireClients() {
     }
   }
   DropReservationsOn(segments);
+  std::vector<UUID> ids;
+  for (const ExpiredClient& c : expired) ids.push_back(c.id);
+  DropClientReservations(ids);  // a put it never committed
   PurgeOwners(owners);
   DropRetiredOn(segments);
   for (SegmentEntry* s : segments) segments_.Erase(s);
@@ -109,13 +112,24 @@ void DirectoryImpl::ExpireClients() {
 
 void DirectoryImpl::DropReservationsOn(const std::vector<SegmentEntry*>& segments) {
   if (segments.empty()) return;
-  // Promotions' and tasks' ranges go with their segment.
+  // Promotions', tasks' and put reservations' ranges go with their
+  // segment (a reservation's ranges in other segments are given back).
   promotions_.DropSegments({segments.begin(), segments.end()});
   tasks_.DropSegments({segments.begin(), segments.end()});
+  reservations_.DropSegments({segments.begin(), segments.end()},
+                             [this](const PutReservation& r) { ReleaseReservation(r); });
 }
 
 void DirectoryImpl::DropRetiredOn(const std::vector<SegmentEntry*>& segments) {
-  if (!segments.empty()) retired_.DropSegments({segments.begin(), segments.end()});
+  if (segments.empty()) return;
+  retired_.DropSegments({segments.begin(), segments.end()});
+  // Every held range of the segments (retired, reserved, a pending
+  // version's) goes with them; the purge before sweeps every shard, so no
+  // range of theirs is held afterwards.
+  const bool track = feed_.enabled();
+  if (held_.DropSegments({segments.begin(), segments.end()}, track) > 0 && track) {
+    feed_.MarkHeld();
+  }
 }
 
 void DirectoryImpl::PurgeOwners(const std::vector<const void*>& owners) {

@@ -68,20 +68,24 @@ ReplicaDescriptor DirectoryImpl::Describe(const ObjectMetadata& meta, const Repl
   return d;
 }
 
+void DirectoryImpl::DescribeMemory(const SegmentEntry& segment, uint64_t offset, uint64_t size,
+                                   MemoryDescriptor* m) {
+  const Segment& seg = segment.segment;
+  m->endpoint.assign(seg.endpoint);  // assign: the string's capacity is reused
+  m->protocol.assign(seg.protocol);
+  m->buffer_address = seg.base + offset;
+  m->size = size;
+  m->rkey.assign(seg.rkey);
+  m->segment_id = seg.id;
+}
+
 void DirectoryImpl::DescribeInto(const ObjectMetadata& meta, const Replica& r,
                                  ReplicaDescriptor* d) const {
   d->id = r.id;
   d->status = r.status_enum();
   d->type = r.type_enum();
   if (r.is_memory()) {
-    const Segment& seg = r.segment()->segment;
-    MemoryDescriptor& m = d->memory;
-    m.endpoint.assign(seg.endpoint);  // assign: the string's capacity is reused
-    m.protocol.assign(seg.protocol);
-    m.buffer_address = seg.base + r.offset;
-    m.size = meta.size;
-    m.rkey.assign(seg.rkey);
-    m.segment_id = seg.id;
+    DescribeMemory(*r.segment(), r.offset, meta.size, &d->memory);
     d->disk = {};
   } else {
     d->disk.client_id = r.disk()->client_id;
@@ -157,6 +161,16 @@ std::vector<ReplicaDescriptor> DirectoryImpl::InitVersion(ObjectMetadata& meta,
                                                           const UUID& client, uint64_t size,
                                                           const PutConfig& config, int64_t now,
                                                           const std::vector<Placement>& placed) {
+  FillVersion(meta, client, size, config, now, placed, ReplicaStatus::PROCESSING);
+  std::vector<ReplicaDescriptor> out;
+  out.reserve(placed.size());
+  for (const Replica& r : meta.replicas) out.push_back(Describe(meta, r));
+  return out;
+}
+
+void DirectoryImpl::FillVersion(ObjectMetadata& meta, const UUID& client, uint64_t size,
+                                const PutConfig& config, int64_t now,
+                                const std::vector<Placement>& placed, ReplicaStatus status) {
   meta.writer = client;
   meta.put_start_s = CeilSeconds(now);
   meta.size = size;
@@ -167,15 +181,10 @@ std::vector<ReplicaDescriptor> DirectoryImpl::InitVersion(ObjectMetadata& meta,
   meta.soft_pin_deadline_s =
       config.soft_pin_ttl_ms > 0 ? CeilSeconds(now + config.soft_pin_ttl_ms) : 0;
   if (!config.group_id.empty()) meta.group = std::make_unique<const std::string>(config.group_id);
-  std::vector<ReplicaDescriptor> out;
-  out.reserve(placed.size());
   for (const Placement& p : placed) {
     uint64_t id = next_replica_id_.fetch_add(1, std::memory_order_relaxed);
-    meta.replicas.push_back(MakeReplica(id, ReplicaStatus::PROCESSING, ReplicaType::MEMORY,
-                                        p.segment, p.offset));
-    out.push_back(Describe(meta, meta.replicas[meta.replicas.size() - 1]));
+    meta.replicas.push_back(MakeReplica(id, status, ReplicaType::MEMORY, p.segment, p.offset));
   }
-  return out;
 }
 
 Result<std::vector<ReplicaDescriptor>> DirectoryImpl::PutStart(const UUID& client,
@@ -209,9 +218,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& cl
                                                                   int64_t now) {
   const std::string_view key = k.key;
   if (ErrorCode rc = ValidateTenantKey(tenant, key); rc != ErrorCode::OK) return rc;
-  if (size == 0 || config.replica_num == 0 || config.replica_num > kMaxReplicas ||
-      config.soft_pin_ttl_ms < 0 || client.is_nil() ||
-      static_cast<uint8_t>(config.data_type) > static_cast<uint8_t>(DataType::WEIGHT)) {
+  if (client.is_nil() || BadPlacement(size, config) || BadVersionConfig(config)) {
     return ErrorCode::INVALID_PARAMS;
   }
   tenant = EffectiveTenant(tenant);
@@ -225,17 +232,13 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& cl
       // mid-put is no object to replace yet: the rules below apply.)
       if (config.replace && old->HasComplete()) {
         old->NoteUse(NextUseTick());
+        Touch(shard, tenant, key);  // the pending version ships with the key
         return StartReplacement(*shard.tenants.Find(tenant), key, client, size, config, *old,
                                 now);
       }
-      bool stale = !old->HasComplete() &&
-                   old->put_start_ms() + options_.put_start_discard_timeout_ms < now;
-      if (!stale) {
-        // A writer that holds the bytes of a key already stored uses it.
-        if (old->HasComplete()) old->NoteUse(NextUseTick());
-        return ErrorCode::OBJECT_ALREADY_EXISTS;
+      if (ErrorCode rc = ClaimKey(shard, tenant, key, *old, now, &drops); rc != ErrorCode::OK) {
+        return rc;
       }
-      EraseObject(shard, tenant, key, &drops);
     }
     auto placed = PlaceReplicas(size, config);
     if (!placed.ok()) return placed.error();
@@ -252,6 +255,20 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::TryPutStart(const UUID& cl
   return out;
 }
 
+ErrorCode DirectoryImpl::ClaimKey(MetadataShard& shard, std::string_view tenant,
+                                  std::string_view key, ObjectMetadata& old, int64_t now,
+                                  GroupDrops* drops) {
+  const bool stale =
+      !old.HasComplete() && old.put_start_ms() + options_.put_start_discard_timeout_ms < now;
+  if (!stale) {
+    // A writer that holds the bytes of a key already stored uses it.
+    if (old.HasComplete()) old.NoteUse(NextUseTick());
+    return ErrorCode::OBJECT_ALREADY_EXISTS;
+  }
+  EraseObject(shard, tenant, key, drops);
+  return ErrorCode::OK;
+}
+
 uint32_t DirectoryImpl::FirstUses(MetadataShard& shard, std::string_view tenant,
                                   std::string_view key) {
   if (options_.eviction_policy != EvictionPolicy::k2q) return 1;
@@ -264,15 +281,21 @@ ErrorCode DirectoryImpl::FinishPut(TenantState& state, std::string_view tenant,
                                    std::string_view key, const UUID& client, ObjectMetadata& meta,
                                    ReplicaType type, std::optional<uint64_t> checksum) {
   if (meta.writer != client) return ErrorCode::ILLEGAL_CLIENT;
-  if (ErrorCode rc = AdoptEndChecksum(meta, checksum); rc != ErrorCode::OK) return rc;
-  size_t finished = 0;
-  for (Replica& r : meta.replicas) {
-    if (r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING) {
-      r.status = static_cast<uint64_t>(ReplicaStatus::COMPLETE);
-      ++finished;
-    }
+  auto unfinished = [type](const Replica& r) {
+    return r.type_enum() == type && r.status_enum() == ReplicaStatus::PROCESSING;
+  };
+  if (std::none_of(meta.replicas.begin(), meta.replicas.end(), unfinished)) {
+    if (!meta.HasComplete()) return ErrorCode::INVALID_WRITE;
+    // A repeated PutEnd (its first answer was lost): the version is sealed,
+    // so its checksum is compared, never added or changed (readers verify
+    // against it).
+    return checksum && meta.has_checksum && meta.checksum != *checksum ? ErrorCode::INVALID_PARAMS
+                                                                       : ErrorCode::OK;
   }
-  if (finished == 0) return meta.HasComplete() ? ErrorCode::OK : ErrorCode::INVALID_WRITE;
+  if (ErrorCode rc = AdoptEndChecksum(meta, checksum); rc != ErrorCode::OK) return rc;
+  for (Replica& r : meta.replicas) {
+    if (unfinished(r)) r.status = static_cast<uint64_t>(ReplicaStatus::COMPLETE);
+  }
   if (!meta.HasProcessing()) state.EndProcessing(key);
   if (type == ReplicaType::MEMORY && !options_.offload_on_evict) {
     QueueOffloadFor(tenant, key, meta);
@@ -338,6 +361,7 @@ ErrorCode DirectoryImpl::PutRevokeAt(const UUID& client, std::string_view tenant
     ObjectMetadata* meta = Find(shard, tenant, key, k.hash);
     if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
     if (meta->has_pending && type == ReplicaType::MEMORY) {
+      Touch(shard, tenant, key);  // before the frees (change_feed.h, "Frees")
       return RevokeReplacement(*shard.tenants.Find(tenant), key, client);
     }
     if (meta->writer != client) return ErrorCode::ILLEGAL_CLIENT;
@@ -595,6 +619,7 @@ void DirectoryImpl::RunBackgroundOnce() {
   ExpireInflightOffloads();
   ExpirePromotions();
   ExpireTasks();
+  ExpireReservations();
   ReleaseRetired();
   // A master that is not the serving leader drops no object on its own:
   // the leader's reclaims and evictions reach it as changes (docs/ha.md).
@@ -648,6 +673,10 @@ DirectoryStats DirectoryImpl::Stats() const {
   s.promotions_abandoned = promotions_abandoned_.load();
   s.promotions_inflight = promotions_.size();
   s.retired_bytes = retired_.bytes();
+  s.put_reservations_granted = reservations_granted_.load();
+  s.put_reservations_committed = reservations_committed_.load();
+  s.put_reservations_released = reservations_released_.load();
+  s.put_reservations_held = reservations_.size();
   s.upserts = upserts_.load();
   return s;
 }

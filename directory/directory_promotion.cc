@@ -62,9 +62,12 @@ PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
     return {placed.error(), 0};
   }
   SegmentEntry* seg = placed->segment;
+  const int64_t deadline = Now() + kPromotionTimeoutMs;
+  const uint64_t held_id = NextHeldId();
+  HoldRange(held_id, seg, placed->offset, item.size, deadline, kPromotionTimeoutMs);
   rc = promotions_.Add(client,
-                       {std::string(tenant), item.key, disk_replica, seg, placed->offset,
-                        item.size, Now() + kPromotionTimeoutMs},
+                       {std::string(tenant), item.key, disk_replica, seg, placed->offset, item.size,
+                        deadline, held_id},
                        kMaxPromotionsPerNode);
   // An unmount that began meanwhile may have dropped the segment's entries
   // before ours was added: take ours back (the shard lock we hold keeps
@@ -74,6 +77,7 @@ PromoteGrant DirectoryImpl::PromoteOne(const UUID& client, const DiskNode* disk,
     rc = ErrorCode::NO_AVAILABLE_HANDLE;
   }
   if (rc != ErrorCode::OK) {
+    ReleaseHeld(held_id);
     FreeRange(seg, placed->offset, item.size);
     return {rc, 0};
   }
@@ -115,6 +119,7 @@ ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* dis
                       meta->size == p->size && DiskReplicaOf(*meta, disk) == p->disk_replica_id &&
                       !HasMemoryReplica(*meta) && meta->replicas.size() < kMaxReplicas;
   if (!attach) {
+    ReleaseHeld(p->held_id);
     FreeRange(p->segment, p->offset, p->size);
     promotions_abandoned_.fetch_add(1, std::memory_order_relaxed);
     // Abandoned by the node: given back as asked. Copied but the object
@@ -125,6 +130,7 @@ ErrorCode DirectoryImpl::FinishPromotion(const UUID& client, const DiskNode* dis
   meta->replicas.push_back(
       MakeReplica(id, ReplicaStatus::COMPLETE, ReplicaType::MEMORY, p->segment, p->offset));
   Touch(shard, tenant, item.key);
+  ReleaseHeld(p->held_id);  // after the touch, under the shard lock (change_feed.h)
   promoted_.fetch_add(1, std::memory_order_relaxed);
   return ErrorCode::OK;
 }
@@ -136,6 +142,7 @@ Result<std::vector<ErrorCode>> DirectoryImpl::PromoteEnd(const UUID& client,
 
 void DirectoryImpl::ExpirePromotions() {
   promotions_.TakeExpired(Now(), [this](const InflightPromotion& p) {
+    ReleaseHeld(p.held_id);
     FreeRange(p.segment, p.offset, p.size);
     promotions_abandoned_.fetch_add(1, std::memory_order_relaxed);
   });

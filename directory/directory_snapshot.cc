@@ -9,6 +9,7 @@
 #include <limits>
 #include <string_view>
 #include <tuple>
+#include <unordered_set>
 
 #include "common/object_key.h"
 #include "directory/directory_impl.h"
@@ -46,26 +47,31 @@ ReplicaState ExportReplica(const Replica& r) {
   return out;
 }
 
-}  // namespace
-
-// Fills *out (a fresh ObjectState) from the object.
-void ExportObject(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
-                  int64_t now, ObjectState* out) {
-  out->tenant = tenant;
-  out->key = key;
+// The fields of a version (VersionState: an object's or a pending one's).
+void ExportVersion(const ObjectMetadata& meta, int64_t now, VersionState* out) {
   out->writer = meta.writer;
   out->size = meta.size;
   out->has_checksum = meta.has_checksum;
   out->checksum = meta.checksum;
   out->data_type = meta.data_type;
   out->hard_pin = meta.hard_pin;
-  out->lease_remaining_ms = std::max<int64_t>(0, meta.lease_deadline_ms.load() - now);
   out->soft_pin_remaining_ms =
       meta.soft_pin_deadline_s == 0 ? 0 : std::max<int64_t>(0, meta.soft_pin_deadline_ms() - now);
   out->put_age_ms = std::max<int64_t>(0, now - meta.put_start_ms());
   if (meta.group) out->group = *meta.group;
   out->replicas.reserve(meta.replicas.size());
   for (const Replica& r : meta.replicas) out->replicas.push_back(ExportReplica(r));
+}
+
+}  // namespace
+
+void ExportObject(std::string_view tenant, std::string_view key, const ObjectMetadata& meta,
+                  const ObjectMetadata* pending, int64_t now, ObjectState* out) {
+  out->tenant = tenant;
+  out->key = key;
+  ExportVersion(meta, now, out);
+  out->lease_remaining_ms = std::max<int64_t>(0, meta.lease_deadline_ms.load() - now);
+  if (pending != nullptr) ExportVersion(*pending, now, &out->pending.emplace());
 }
 
 namespace {
@@ -76,12 +82,33 @@ bool ValidTenantKey(std::string_view tenant, std::string_view key) {
 }
 
 // The fields of an object that need no owner lookup are in range.
+// The fields ExportVersion exports are in range.
+bool ValidVersionFields(const VersionState& v) {
+  return v.size != 0 &&
+         static_cast<uint8_t>(v.data_type) <= static_cast<uint8_t>(DataType::WEIGHT) &&
+         v.soft_pin_remaining_ms >= 0 && v.put_age_ms >= 0 && v.replicas.size() <= kMaxReplicas &&
+         (v.group.empty() || ValidateKey(v.group) == ErrorCode::OK);
+}
+
 bool ValidObjectFields(const ObjectState& o, uint32_t index) {
-  return ValidTenantKey(o.tenant, o.key) && ShardIndex(o.tenant, o.key) == index && o.size != 0 &&
-         static_cast<uint8_t>(o.data_type) <= static_cast<uint8_t>(DataType::WEIGHT) &&
-         o.lease_remaining_ms >= 0 && o.soft_pin_remaining_ms >= 0 && o.put_age_ms >= 0 &&
-         !o.replicas.empty() && o.replicas.size() <= kMaxReplicas &&
-         (o.group.empty() || ValidateKey(o.group) == ErrorCode::OK);
+  return ValidTenantKey(o.tenant, o.key) && ShardIndex(o.tenant, o.key) == index &&
+         ValidVersionFields(o) && o.lease_remaining_ms >= 0 && !o.replicas.empty() &&
+         (!o.pending || ValidVersionFields(*o.pending));
+}
+
+// Sets the fields ExportVersion exports (times from `now`); the group
+// membership is the caller's.
+void RestoreVersion(const VersionState& v, int64_t now, ObjectMetadata& meta) {
+  meta.writer = v.writer;
+  meta.size = v.size;
+  meta.has_checksum = v.has_checksum;
+  meta.checksum = v.has_checksum ? v.checksum : 0;
+  meta.data_type = v.data_type;
+  meta.hard_pin = v.hard_pin;
+  meta.soft_pin_deadline_s =
+      v.soft_pin_remaining_ms > 0 ? ClampedSeconds(AddMs(now, v.soft_pin_remaining_ms)) : 0;
+  meta.put_start_s = ClampedSeconds(AddMs(now, -v.put_age_ms));
+  if (!v.group.empty()) meta.group = std::make_unique<const std::string>(v.group);
 }
 
 // Replica owners by id, remembering the last segment and the last disk node
@@ -117,12 +144,15 @@ class OwnerCache {
 };
 
 // A shard's objects checked and resolved: object i's replicas are
-// replicas[first_replica[i], first_replica[i + 1]); hashes[i] is
-// KeyMap::Hash of its key.
+// replicas[first_replica[i], first_replica[i + 1]), its pending version's
+// (UnfinishedPuts::kHold) pending[first_pending[i], first_pending[i + 1]);
+// hashes[i] is KeyMap::Hash of its key.
 struct PreparedShard {
   std::vector<uint64_t> hashes;
   std::vector<Replica> replicas;
   std::vector<uint32_t> first_replica;
+  std::vector<Replica> pending;
+  std::vector<uint32_t> first_pending;
   std::vector<bool> keep;  // every replica COMPLETE, or UnfinishedPuts::kHold
   size_t kept = 0;
 };
@@ -167,7 +197,8 @@ ShardState DirectoryImpl::ExportShard(uint32_t index) const {
   out.objects.reserve(count);
   shard.tenants.ForEach([&](std::string_view tenant, const TenantState& state) {
     state.objects.ForEach([&](std::string_view key, const ObjectMetadata& meta) {
-      ExportObject(tenant, key, meta, now, &out.objects.emplace_back());
+      ExportObject(tenant, key, meta, PendingOf(state, key, meta), now,
+                   &out.objects.emplace_back());
     });
     for (const auto& [group, members] : state.groups) {  // std::set: sorted
       out.groups.push_back({std::string(tenant), group, {members.begin(), members.end()}});
@@ -207,6 +238,11 @@ SegmentsState DirectoryImpl::ExportSegments() const {
   }
   for (const RetiredRange& r : retired_.Export()) {
     ExportFree(r.segment, r.offset, r.size, &out.segments);
+  }
+  // Nor any put reservation (the client's commit: LEASE_EXPIRED; it puts
+  // again in two steps).
+  for (const PutReservation& r : reservations_.Export()) {
+    for (const Placement& p : r.placed) ExportFree(p.segment, p.offset, r.size, &out.segments);
   }
   for (const MetadataShard& shard : shards_) {
     ReaderLock lock(&shard.mu);
@@ -259,6 +295,45 @@ ErrorCode DirectoryImpl::RestoreSegments(const SegmentsState& state) {
   return ErrorCode::OK;
 }
 
+// SegmentTable::HoldsAll over `holds` grouped by segment (sorted first
+// unless they are).
+static bool HoldsAllSorted(const SegmentTable& segments,
+                           std::vector<SegmentTable::HoldQuery>* holds) {
+  auto by_segment = [](const SegmentTable::HoldQuery& a, const SegmentTable::HoldQuery& b) {
+    return std::less<const SegmentEntry*>()(a.segment, b.segment);
+  };
+  if (!std::is_sorted(holds->begin(), holds->end(), by_segment)) {
+    std::sort(holds->begin(), holds->end(), by_segment);
+  }
+  return segments.HoldsAll(*holds);
+}
+
+// Checks one replica of a version of `size` bytes and appends it, resolved,
+// to *into (its MEMORY range to *holds); false when it is not valid.
+static bool ResolveReplica(const ReplicaState& r, uint64_t size, OwnerCache& owners,
+                           std::vector<SegmentTable::HoldQuery>* holds,
+                           std::vector<Replica>* into) {
+  if (r.id == 0 || r.id > kMaxReplicaId ||
+      static_cast<uint8_t>(r.status) > static_cast<uint8_t>(ReplicaStatus::FAILED)) {
+    return false;
+  }
+  const void* owner = nullptr;
+  if (r.type == ReplicaType::MEMORY) {
+    SegmentEntry* seg = owners.Segment(r.owner);
+    if (seg == nullptr) return false;
+    holds->push_back({seg, r.offset, size});
+    owner = seg;
+  } else if (r.type == ReplicaType::LOCAL_DISK) {
+    owner = owners.Disk(r.owner);
+    if (owner == nullptr) return false;
+  } else {
+    return false;
+  }
+  into->push_back(
+      MakeReplica(r.id, r.status, r.type, owner, r.type == ReplicaType::MEMORY ? r.offset : 0));
+  return true;
+}
+
 // Checks every object of `state` and resolves its replicas' owners into
 // *out. Takes segment and client locks (leaves) only.
 static ErrorCode PrepareShard(const ShardState& state, UnfinishedPuts unfinished,
@@ -268,6 +343,7 @@ static ErrorCode PrepareShard(const ShardState& state, UnfinishedPuts unfinished
   out->hashes.resize(n);
   out->keep.assign(n, true);
   out->first_replica.resize(n + 1);
+  out->first_pending.resize(n + 1);
   out->replicas.reserve(n);
   OwnerCache owners(segments, clients);
   std::vector<SegmentTable::HoldQuery> holds;  // MEMORY replicas must lie in allocated space
@@ -278,38 +354,29 @@ static ErrorCode PrepareShard(const ShardState& state, UnfinishedPuts unfinished
     out->hashes[i] = KeyMap<ObjectMetadata>::Hash(o.key);
     out->first_replica[i] = static_cast<uint32_t>(out->replicas.size());
     for (const ReplicaState& r : o.replicas) {
-      if (r.id == 0 || r.id > kMaxReplicaId ||
-          static_cast<uint8_t>(r.status) > static_cast<uint8_t>(ReplicaStatus::FAILED)) {
+      if (!ResolveReplica(r, o.size, owners, &holds, &out->replicas)) {
         return ErrorCode::DATA_CORRUPTED;
       }
-      const void* owner = nullptr;
-      if (r.type == ReplicaType::MEMORY) {
-        SegmentEntry* seg = owners.Segment(r.owner);
-        if (seg == nullptr) return ErrorCode::DATA_CORRUPTED;
-        holds.push_back({seg, r.offset, o.size});
-        owner = seg;
-      } else if (r.type == ReplicaType::LOCAL_DISK) {
-        owner = owners.Disk(r.owner);
-        if (owner == nullptr) return ErrorCode::DATA_CORRUPTED;
-      } else {
-        return ErrorCode::DATA_CORRUPTED;
-      }
-      out->replicas.push_back(MakeReplica(r.id, r.status, r.type, owner,
-                                          r.type == ReplicaType::MEMORY ? r.offset : 0));
       if (r.status != ReplicaStatus::COMPLETE && unfinished == UnfinishedPuts::kDrop) {
         out->keep[i] = false;
       }
     }
     if (out->keep[i]) ++out->kept;
+    out->first_pending[i] = static_cast<uint32_t>(out->pending.size());
+    // A pending version's ranges: held with kHold; with kDrop (a snapshot)
+    // they are free space already, so none is kept.
+    if (o.pending && unfinished == UnfinishedPuts::kHold) {
+      for (const ReplicaState& r : o.pending->replicas) {
+        if (r.type != ReplicaType::MEMORY || r.status != ReplicaStatus::PROCESSING ||
+            !ResolveReplica(r, o.pending->size, owners, &holds, &out->pending)) {
+          return ErrorCode::DATA_CORRUPTED;
+        }
+      }
+    }
   }
   out->first_replica[n] = static_cast<uint32_t>(out->replicas.size());
-  auto by_segment = [](const SegmentTable::HoldQuery& a, const SegmentTable::HoldQuery& b) {
-    return std::less<const SegmentEntry*>()(a.segment, b.segment);
-  };
-  if (!std::is_sorted(holds.begin(), holds.end(), by_segment)) {
-    std::sort(holds.begin(), holds.end(), by_segment);
-  }
-  if (!segments.HoldsAll(holds)) return ErrorCode::DATA_CORRUPTED;
+  out->first_pending[n] = static_cast<uint32_t>(out->pending.size());
+  if (!HoldsAllSorted(segments, &holds)) return ErrorCode::DATA_CORRUPTED;
   return ErrorCode::OK;
 }
 
@@ -394,22 +461,11 @@ ErrorCode DirectoryImpl::RestoreShard(const ShardState& state, UnfinishedPuts un
         tenant_name = o.tenant;
       }
       ObjectMetadata& meta = *tenant->objects.TryEmplace(o.key, p.hashes[i]).first;
-      meta.writer = o.writer;
-      meta.size = o.size;
-      meta.has_checksum = o.has_checksum;
-      meta.checksum = o.has_checksum ? o.checksum : 0;
-      meta.data_type = o.data_type;
-      meta.hard_pin = o.hard_pin;
+      RestoreVersion(o, now, meta);
       meta.lease_deadline_ms = o.lease_remaining_ms > 0 ? AddMs(now, o.lease_remaining_ms) : 0;
       // Recency is not kept in snapshots: a restored object counts as put now.
       meta.StartUses(NextUseTick(), 1);
-      meta.soft_pin_deadline_s =
-          o.soft_pin_remaining_ms > 0 ? ClampedSeconds(AddMs(now, o.soft_pin_remaining_ms)) : 0;
-      meta.put_start_s = ClampedSeconds(AddMs(now, -o.put_age_ms));
-      if (!o.group.empty()) {
-        meta.group = std::make_unique<const std::string>(o.group);
-        joins.emplace_back(o.tenant, &o.group, o.key);
-      }
+      if (!o.group.empty()) joins.emplace_back(o.tenant, &o.group, o.key);
       for (const Replica* r = first; r != last; ++r) {
         meta.replicas.push_back(*r);
         max_id = std::max<uint64_t>(max_id, r->id);
@@ -417,6 +473,20 @@ ErrorCode DirectoryImpl::RestoreShard(const ShardState& state, UnfinishedPuts un
       if (meta.HasProcessing()) {  // held unfinished (UnfinishedPuts::kHold): started now
         meta.put_start_s = CeilSeconds(now);
         tenant->processing.emplace(KeyMap<ObjectMetadata>::KeyOf(&meta));
+      }
+      if (o.pending) {
+        meta.has_pending = true;
+        ObjectMetadata& version = *tenant->replacing.TryEmplace(o.key).first;
+        const Replica* pending_first = p.pending.data() + p.first_pending[i];
+        const Replica* pending_last = p.pending.data() + p.first_pending[i + 1];
+        // Without replicas (a snapshot's, or all on segments gone) only a
+        // placeholder: no writer, so the writer's PutEnd is refused.
+        if (pending_first != pending_last) RestoreVersion(*o.pending, now, version);
+        version.put_start_s = CeilSeconds(now);  // the timeouts run from the load
+        for (const Replica* r = pending_first; r != pending_last; ++r) {
+          version.replicas.push_back(*r);
+          max_id = std::max<uint64_t>(max_id, r->id);
+        }
       }
     }
   }
@@ -441,6 +511,33 @@ ErrorCode DirectoryImpl::RestoreTasks(const TasksState& state) {
   return ErrorCode::OK;
 }
 
+ErrorCode DirectoryImpl::RestoreHeldRanges(const std::vector<HeldRangeState>& held) {
+  std::vector<SegmentEntry*> segments(held.size());
+  std::vector<SegmentTable::HoldQuery> holds;
+  std::unordered_set<uint64_t> ids;
+  OwnerCache owners(segments_, clients_);
+  for (size_t i = 0; i < held.size(); ++i) {
+    const HeldRangeState& h = held[i];
+    segments[i] = owners.Segment(h.segment);
+    if (h.id == 0 || h.id > kMaxReplicaId || !ids.insert(h.id).second || h.remaining_ms < 0 ||
+        h.size == 0 || segments[i] == nullptr) {
+      return ErrorCode::DATA_CORRUPTED;
+    }
+    holds.push_back({segments[i], h.offset, h.size});
+  }
+  if (!HoldsAllSorted(segments_, &holds)) return ErrorCode::DATA_CORRUPTED;
+  // From here on nothing fails.
+  const int64_t now = Now();
+  for (size_t i = 0; i < held.size(); ++i) {
+    const HeldRangeState& h = held[i];
+    const int64_t until = AddMs(now, h.remaining_ms);
+    HoldRange(h.id, segments[i], h.offset, h.size, until);
+    retired_.Add({segments[i], h.offset, h.size, segments[i]->AlignedSize(h.size), until, h.id});
+    RaiseNextReplicaId(h.id + 1);
+  }
+  return ErrorCode::OK;
+}
+
 void DirectoryImpl::Clear() {
   for (MetadataShard& shard : shards_) {
     TenantMap gone;  // destroyed after the lock is released
@@ -452,6 +549,8 @@ void DirectoryImpl::Clear() {
   promotions_.Clear();
   tasks_.Clear();
   retired_.Clear();
+  reservations_.Clear();
+  held_.Clear();
   segments_.Clear();
   clients_.Clear();
   next_replica_id_ = 1;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,20 +32,35 @@ struct ReplicaState {
   uint64_t offset = 0;  // MEMORY: offset inside the segment
 };
 
-struct ObjectState {
-  std::string tenant;  // "" is never stored: the default tenant is "default"
-  std::string key;
+// The fields of one version of an object: the live one (ObjectState) or an
+// upsert's pending version (PutConfig::replace, docs/directory.md
+// "Upsert": what its PutStart gave, with its PROCESSING MEMORY replicas).
+struct VersionState {
   UUID writer;
   uint64_t size = 0;
   bool has_checksum = false;
   uint64_t checksum = 0;
   DataType data_type = DataType::UNKNOWN;
   bool hard_pin = false;
-  int64_t lease_remaining_ms = 0;     // 0: expired
   int64_t soft_pin_remaining_ms = 0;  // 0: not soft-pinned (or expired)
   int64_t put_age_ms = 0;             // how long ago the put started
   std::string group;                  // "" : no group
   std::vector<ReplicaState> replicas;
+};
+using PendingVersionState = VersionState;
+
+struct ObjectState : VersionState {
+  std::string tenant;  // "" is never stored: the default tenant is "default"
+  std::string key;
+  int64_t lease_remaining_ms = 0;  // 0: expired
+  // The key's upsert in flight, if any. A restore with UnfinishedPuts::kHold
+  // keeps it as a pending version started at the load (its writer's PutEnd
+  // swaps it in); with kDrop (a snapshot, whose export records its ranges
+  // as free) it keeps a placeholder without replicas, started at the
+  // restore, which refuses the writer's PutEnd (ILLEGAL_CLIENT: the put is
+  // gone) instead of finding the old version and answering OK, until the
+  // discard or release timeout drops it.
+  std::optional<PendingVersionState> pending;
 };
 
 struct GroupState {
@@ -105,19 +121,38 @@ struct TasksState {
 // PutEnd may come to the new leader: docs/ha.md).
 enum class UnfinishedPuts : uint8_t { kDrop, kHold };
 
+// A MEMORY range the leader holds outside any object (directory/held_ranges.h):
+// a hot standby keeps it, and a promoted standby holds it as a retired
+// range until `remaining_ms` after its load.
+struct HeldRangeState {
+  uint64_t id = 0;  // a replica id: unique
+  UUID segment;     // segment id
+  uint64_t offset = 0;
+  uint64_t size = 0;  // the object's size (the allocator rounds it up)
+  int64_t remaining_ms = 0;
+};
+
 // What changed since the last TakeChanges (Directory::TakeChanges): the
-// current state of every changed object that exists, grouped by shard
-// (`groups` left empty: memberships follow from the objects), the
+// current state of every changed object that exists, all in one ShardState
+// whatever shards they belong to (its index is the first one's; a standby
+// files each object by its own key's hash; `groups` left empty:
+// memberships follow from the objects), the
 // (tenant, key) of every changed object that no longer exists, and the
 // segment table when it changed (free extents as they were; a standby
-// derives its allocators from the objects instead).
+// derives its allocators from the objects instead), and the held ranges
+// added and released (a standby applies `released` first, then `held`,
+// which overwrites by id).
 struct ChangeSet {
   uint64_t seq = 0;  // every change counted up to here is in this set
   std::vector<ShardState> shards;
   std::vector<std::pair<std::string, std::string>> removed;
   bool has_segments = false;
   SegmentsState segments;
-  bool empty() const { return shards.empty() && removed.empty() && !has_segments; }
+  std::vector<HeldRangeState> held;
+  std::vector<uint64_t> released;
+  bool empty() const {
+    return shards.empty() && removed.empty() && !has_segments && held.empty() && released.empty();
+  }
 };
 
 }  // namespace shelfmark

@@ -121,17 +121,25 @@ Result<TaskInfo> DirectoryImpl::QueryTask(std::string_view tenant, const UUID& i
   return tasks_.Query(EffectiveTenant(tenant), id);
 }
 
+void DirectoryImpl::GiveBack(const TaskReservation& r) {
+  ReleaseHeld(r.held_id);
+  FreeRange(r.segment, r.offset, r.size);
+}
+
 // Reserves one range of the object's size on each target; all or none.
 ErrorCode DirectoryImpl::ReserveTargets(const TaskSpec& spec, uint64_t size,
                                         std::vector<TaskReservation>* out) {
   for (const std::string& name : spec.targets) {
     auto placed = segments_.AllocateNamed(name, size);
     if (!placed.ok()) {
-      for (const TaskReservation& r : *out) FreeRange(r.segment, r.offset, r.size);
+      for (const TaskReservation& r : *out) GiveBack(r);
       out->clear();
       return placed.error();
     }
-    out->push_back({placed->segment, placed->offset, size});
+    const uint64_t held_id = NextHeldId();
+    HoldRange(held_id, placed->segment, placed->offset, size, Now() + kTaskProcessingTimeoutMs,
+              kTaskProcessingTimeoutMs);
+    out->push_back({placed->segment, placed->offset, size, held_id});
   }
   return ErrorCode::OK;
 }
@@ -167,14 +175,14 @@ Result<TaskGrant> DirectoryImpl::TaskStart(const UUID& client, std::string_view 
   const std::vector<TaskReservation> mine = reserved;
   if (!tasks_.Start(id, EpochMs(), Now() + kTaskProcessingTimeoutMs, source,
                     std::move(reserved))) {
-    for (const TaskReservation& r : mine) FreeRange(r.segment, r.offset, r.size);
+    for (const TaskReservation& r : mine) GiveBack(r);
     return ErrorCode::TASK_NOT_FOUND;  // expired meanwhile
   }
   if (std::any_of(mine.begin(), mine.end(),
                   [](const TaskReservation& r) { return r.segment->unmounting.load(); })) {
     auto taken = tasks_.TakeProcessing(tenant, id, client);
     if (taken.ok()) {
-      for (const TaskReservation& r : taken->reserved) FreeRange(r.segment, r.offset, r.size);
+      for (const TaskReservation& r : taken->reserved) GiveBack(r);
     }
     tasks_.Finish(id, ErrorCode::SEGMENT_NOT_FOUND, EpochMs());
     return ErrorCode::SEGMENT_NOT_FOUND;
@@ -216,7 +224,7 @@ ErrorCode DirectoryImpl::TaskEnd(const UUID& client, std::string_view tenant_in,
     result = task->lost_target ? ErrorCode::SEGMENT_NOT_FOUND : ErrorCode::OBJECT_NOT_FOUND;
   }
   if (result != ErrorCode::OK) {
-    for (const TaskReservation& r : task->reserved) FreeRange(r.segment, r.offset, r.size);
+    for (const TaskReservation& r : task->reserved) GiveBack(r);
     tasks_.Finish(id, result, EpochMs());
     return result;
   }
@@ -229,15 +237,14 @@ ErrorCode DirectoryImpl::TaskEnd(const UUID& client, std::string_view tenant_in,
   const Replica source = *ReplicaWithId(*meta, task->source_replica_id);
   if (move) meta->replicas.erase_if([&](const Replica& r) { return r.id == source.id; });
   Touch(shard, tenant, info->key);  // before the source's free (change_feed.h, "Frees")
+  for (const TaskReservation& r : task->reserved) ReleaseHeld(r.held_id);  // replicas now
   if (move) RetireReplica(*meta, source, Now());
   tasks_.Finish(id, ErrorCode::OK, EpochMs());
   return ErrorCode::OK;
 }
 
 void DirectoryImpl::ExpireTasks() {
-  tasks_.ExpireUnfinished(Now(), EpochMs(), [this](const TaskReservation& r) {
-    FreeRange(r.segment, r.offset, r.size);
-  });
+  tasks_.ExpireUnfinished(Now(), EpochMs(), [this](const TaskReservation& r) { GiveBack(r); });
 }
 
 }  // namespace shelfmark

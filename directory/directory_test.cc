@@ -156,6 +156,16 @@ TEST_F(ObjectsTest, PutEndCarriesTheChecksumWhenPutStartHadNone) {
   EXPECT_EQ(dir_->Stat("", "late")->checksum, std::nullopt);
   ASSERT_EQ(dir_->PutEnd(writer_, "", "late", ReplicaType::MEMORY, 0x77), ErrorCode::OK);
   EXPECT_EQ(dir_->GetReplicaList("", "late")->checksum, std::optional<uint64_t>(0x77));
+  // A repeated PutEnd finds the version sealed: the same checksum is OK,
+  // another one is refused and changes nothing.
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "late", ReplicaType::MEMORY, 0x77), ErrorCode::OK);
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "late", ReplicaType::MEMORY, 0x78),
+            ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(dir_->GetReplicaList("", "late")->checksum, std::optional<uint64_t>(0x77));
+  ASSERT_EQ(Put("sealed", 100), ErrorCode::OK);  // no checksum at either step
+  EXPECT_EQ(dir_->PutEnd(writer_, "", "sealed", ReplicaType::MEMORY, 9), ErrorCode::OK);
+  EXPECT_EQ(dir_->GetReplicaList("", "sealed")->checksum, std::nullopt)
+      << "a checksum never lands on an object already readable";
 
   PutConfig early;
   early.checksum = 5;

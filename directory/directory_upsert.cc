@@ -26,6 +26,7 @@ Result<std::vector<ReplicaDescriptor>> DirectoryImpl::StartReplacement(
   if (!placed.ok()) return placed.error();
   ObjectMetadata& pending = *state.replacing.TryEmplace(key).first;
   live.has_pending = true;
+  // (The caller touched the key: the pending version ships with it.)
   return InitVersion(pending, client, size, config, now, *placed);
 }
 
@@ -35,6 +36,7 @@ ErrorCode DirectoryImpl::FinishReplacement(TenantState& state, std::string_view 
                                            std::string* joined, std::optional<uint64_t> checksum) {
   ObjectMetadata* pending = state.replacing.Find(key);
   if (pending == nullptr) return ErrorCode::OBJECT_NOT_FOUND;  // not reached: has_pending
+  // (A restored placeholder's writer is nil: its writer's PutEnd is refused.)
   if (pending->writer != client) return ErrorCode::ILLEGAL_CLIENT;
   if (ErrorCode rc = AdoptEndChecksum(*pending, checksum); rc != ErrorCode::OK) return rc;
   for (Replica& r : pending->replicas) r.status = static_cast<uint64_t>(ReplicaStatus::COMPLETE);
@@ -83,7 +85,8 @@ void DirectoryImpl::RetireReplica(const ObjectMetadata& meta, const Replica& r, 
     return;
   }
   auto* segment = const_cast<SegmentEntry*>(r.segment());
-  retired_.Add({segment, r.offset, meta.size, segment->AlignedSize(meta.size), until});
+  HoldRange(r.id, segment, r.offset, meta.size, until);
+  retired_.Add({segment, r.offset, meta.size, segment->AlignedSize(meta.size), until, r.id});
 }
 
 void DirectoryImpl::PurgePendingReplicas(MetadataShard& shard,
@@ -92,12 +95,13 @@ void DirectoryImpl::PurgePendingReplicas(MetadataShard& shard,
   shard.tenants.ForEach([&](std::string_view, TenantState& state) {
     std::vector<std::string> emptied;
     state.replacing.ForEach([&](std::string_view key, ObjectMetadata& pending) {
-      pending.replicas.erase_if([&](const Replica& r) {
+      const size_t purged = pending.replicas.erase_if([&](const Replica& r) {
         if (!owned(r)) return false;
         FreeReplica(pending, r);
         return true;
       });
-      if (pending.replicas.empty()) emptied.emplace_back(key);
+      // (A restored placeholder has no replica: it stays.)
+      if (purged > 0 && pending.replicas.empty()) emptied.emplace_back(key);
     });
     for (const std::string& key : emptied) DropPending(state, key);
   });
@@ -120,17 +124,22 @@ void DirectoryImpl::ReclaimStaleReplacements(MetadataShard& shard, int64_t cutof
     if (!HasStalePending(shard.tenants, cutoff)) return;
   }
   WriterLock lock(&shard.mu);
-  shard.tenants.ForEach([&](std::string_view, TenantState& state) {
-    std::vector<std::string> stale;
+  std::vector<std::pair<std::string, std::string>> stale;  // (tenant, key)
+  shard.tenants.ForEach([&](std::string_view tenant, const TenantState& state) {
     state.replacing.ForEach([&](std::string_view key, const ObjectMetadata& pending) {
-      if (pending.put_start_ms() < cutoff) stale.emplace_back(key);
+      if (pending.put_start_ms() < cutoff) stale.emplace_back(tenant, key);
     });
-    for (const std::string& key : stale) DropPending(state, key);
   });
+  // Outside the lambdas: the analysis sees the lock held here.
+  for (const auto& [tenant, key] : stale) {
+    Touch(shard, tenant, key);  // before the frees (change_feed.h, "Frees")
+    DropPending(*shard.tenants.Find(tenant), key);
+  }
 }
 
 void DirectoryImpl::ReleaseRetired() {
   retired_.TakeExpired(Now(), [this](const RetiredRange& r) {
+    ReleaseHeld(r.held_id);
     FreeRange(r.segment, r.offset, r.size);
   });
 }

@@ -37,6 +37,7 @@ struct InflightPromotion {
   uint64_t offset = 0;
   uint64_t size = 0;
   int64_t deadline_ms = 0;
+  uint64_t held_id = 0;  // its id in the directory's HeldRanges
 };
 
 class PromotionTable {

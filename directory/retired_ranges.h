@@ -30,6 +30,7 @@ struct RetiredRange {
   uint64_t size = 0;        // the object's size (the allocator rounds it up)
   uint64_t bytes = 0;       // what the range takes in its segment (aligned)
   int64_t until_ms = 0;     // given back once the clock passes this
+  uint64_t held_id = 0;     // its id in the directory's HeldRanges
 };
 
 class RetiredRanges {

@@ -27,6 +27,17 @@ std::string_view EndpointHost(std::string_view endpoint) {
   return host;
 }
 
+}  // namespace
+
+bool HonoursPreference(const SegmentEntry& seg, const std::vector<std::string>& preferred,
+                       const std::string& prefer_host) {
+  if (preferred.empty() && prefer_host.empty()) return true;
+  return std::find(preferred.begin(), preferred.end(), seg.segment.name) != preferred.end() ||
+         (!prefer_host.empty() && EndpointHost(seg.segment.endpoint) == prefer_host);
+}
+
+namespace {
+
 bool ValidSegment(const UUID& owner, const Segment& segment) {
   return !segment.id.is_nil() && !owner.is_nil() && segment.size != 0 && !segment.name.empty() &&
          segment.base + segment.size >= segment.base;

@@ -58,6 +58,11 @@ struct Placement {
   uint64_t offset;
 };
 
+// Whether `seg` is where a placement asked for: one of `preferred` (segment
+// names), or on `prefer_host`; true when neither is given.
+bool HonoursPreference(const SegmentEntry& seg, const std::vector<std::string>& preferred,
+                       const std::string& prefer_host);
+
 class SegmentTable {
  public:
   // See Directory::MountSegment for the codes.

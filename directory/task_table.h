@@ -43,6 +43,7 @@ struct TaskReservation {
   SegmentEntry* segment = nullptr;
   uint64_t offset = 0;
   uint64_t size = 0;
+  uint64_t held_id = 0;  // its id in the directory's HeldRanges
 };
 
 // A task with what the directory keeps beside its public view.

@@ -260,6 +260,13 @@ TEST_F(UpsertTest, SnapshotsRecordRetiredAndPendingRangesAsFree) {
   }
   EXPECT_EQ(restored->Stats().allocated_bytes, 2 * 128u);
   EXPECT_EQ(restored->GetReplicaList("", "j")->size, 100u);
+  // The pending version's writer is refused (its bytes are not stored),
+  // not told OK over the old version it also wrote.
+  EXPECT_EQ(restored->PutEnd(writer_, "", "j"), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(restored->Stats().allocated_bytes, 2 * 128u);
+  // The placeholder goes like a stale pending version.
+  clock_.AdvanceMs(restored->options().put_start_discard_timeout_ms + 1000);
+  EXPECT_TRUE(restored->PutStart(writer_, "", "j", 100, Replace()).ok());
 }
 
 // Upserts race reads, removes and background passes; once quiet, every

@@ -26,6 +26,8 @@ ClientOptions ClientOptionsOf(const EmbeddedOptions& o) {
   c.rdma_device_present = o.rdma_device_present;
   c.engine_counters = o.engine_counters;
   c.staging_bytes = o.staging_bytes;
+  c.stream_local_reads = o.stream_local_reads;
+  c.reply_poll_us = o.reply_poll_us;
   c.rpc_timeout_ms = o.rpc_timeout_ms;
   c.transfer_timeout_ms = o.transfer_timeout_ms;
   c.location_cache = o.location_cache;

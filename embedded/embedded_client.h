@@ -54,6 +54,7 @@
 
 #include "client/client.h"
 #include "common/mutex.h"
+#include "common/reply_poll.h"
 #include "common/result.h"
 #include "embedded/hosted_segment.h"
 #include "embedded/ssd_tier.h"
@@ -86,6 +87,8 @@ struct EmbeddedOptions {
   uint64_t segment_size = 0;            // global_segment_size; 0: no segment
   std::string segment_name;             // "": "node-<client id>"
   uint64_t staging_bytes = 16ull << 20;  // local_buffer_size; 0: no staging (client.h)
+  bool stream_local_reads = false;       // ClientOptions::stream_local_reads
+  int64_t reply_poll_us = DefaultReplyPollMicros();  // ClientOptions::reply_poll_us
   int64_t rpc_timeout_ms = 10'000;
   int64_t transfer_timeout_ms = 5'000;
   int64_t ping_interval_ms = 3'000;   // keep well under the master's client TTL

@@ -88,6 +88,19 @@ void AddDirectoryMetrics(MetricsRegistry& registry, const Directory& directory) 
   registry.AddCounterFunc("shelfmark_master_upserts_total",
                           "Upserts whose PutEnd swapped a new version in.",
                           read(&DirectoryStats::upserts));
+  registry.AddCounterFunc("shelfmark_master_put_reservations_granted_total",
+                          "Ranges reserved for clients' next puts (one-round-trip puts).",
+                          read(&DirectoryStats::put_reservations_granted));
+  registry.AddCounterFunc("shelfmark_master_put_reservations_committed_total",
+                          "Puts committed into a reservation in one round trip.",
+                          read(&DirectoryStats::put_reservations_committed));
+  registry.AddCounterFunc("shelfmark_master_put_reservations_released_total",
+                          "Reservations given back unused: deadline passed, client expired, "
+                          "or a segment they lay in went.",
+                          read(&DirectoryStats::put_reservations_released));
+  registry.AddGauge("shelfmark_master_put_reservations_held",
+                    "Reservations held for clients' next puts now.",
+                    read(&DirectoryStats::put_reservations_held));
   registry.AddCounterFunc("shelfmark_master_background_runs_total",
                           "Completed passes of the background work (client expiry, offload "
                           "time-outs, stale puts, eviction).",

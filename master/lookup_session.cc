@@ -49,6 +49,14 @@ bool LookupSession::Handle(std::string_view body, std::string* out) {
       return Remove(out);
     case LookupOp::kBatchRemove:
       return BatchRemove(out);
+    case LookupOp::kReservePut:
+      return ReservePut(out);
+    case LookupOp::kCommitPut:
+      return CommitPut(out);
+    case LookupOp::kBatchReservePut:
+      return BatchReservePut(out);
+    case LookupOp::kBatchCommitPut:
+      return BatchCommitPut(out);
   }
   AppendCodeReply(ErrorCode::INVALID_PARAMS, out);
   return false;
@@ -182,6 +190,43 @@ bool LookupSession::PutFinish(std::string* out) {
             : d.PutRevoke(request_.client, request_.tenant, request_.key, request_.type);
     AppendCodeReply(code, out);
     return code;
+  });
+}
+
+bool LookupSession::ReservePut(std::string* out) {
+  return Serve(kReservePut, false, out, [&] {
+    const auto r = s_.directory.ReservePut(request_.client, request_.size, request_.config);
+    AppendReservePutReply(r, out);
+    return r.ok() ? ErrorCode::OK : r.error();
+  });
+}
+
+bool LookupSession::CommitPut(std::string* out) {
+  return Serve(kCommitPut, false, out, [&] {
+    const CommitPutResult r =
+        s_.directory.CommitPut(request_.client, request_.tenant, request_.key,
+                               request_.reservation, request_.config, request_.renew);
+    AppendCommitPutReply(r, out);
+    return r.code;
+  });
+}
+
+bool LookupSession::BatchReservePut(std::string* out) {
+  return Serve(kBatchReservePut, false, out, [&] {
+    const auto r = s_.directory.BatchReservePut(request_.client, request_.sizes, request_.config);
+    AppendBatchReservePutReply(r, out);
+    return r.ok() ? ErrorCode::OK : r.error();
+  });
+}
+
+bool LookupSession::BatchCommitPut(std::string* out) {
+  return Serve(kBatchCommitPut, false, out, [&] {
+    AppendBatchCommitPutReply(
+        s_.directory.BatchCommitPut(request_.client, request_.tenant, request_.keys,
+                                    request_.reservations, request_.checksums, request_.config,
+                                    request_.renew),
+        out);
+    return ErrorCode::OK;
   });
 }
 

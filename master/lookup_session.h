@@ -1,7 +1,8 @@
 // LookupSession: the master's side of one lookup channel connection
 // (rpc/lookup_wire.h, rpc/mutation_wire.h): GetReplicaList and its batch
 // form; PutStart, PutEnd, PutRevoke, ExistKey, Remove and their batch
-// forms; and the token handshake before them. It answers exactly as the
+// forms; ReservePut and CommitPut (the one-round-trip put) and their batch
+// forms (this channel's only); and the token handshake before them. It answers exactly as the
 // Cap'n Proto service does for the same calls: the same roles
 // (service_shared.h's table), the same tenant binding and `force` checks
 // (ConnectionAuth), the same leadership gate (NOT_LEADER from a standby,
@@ -77,6 +78,10 @@ class LookupSession {
   bool PutFinish(std::string* out);
   bool BatchPutStart(std::string* out);
   bool BatchPutFinish(std::string* out);
+  bool ReservePut(std::string* out);
+  bool CommitPut(std::string* out);
+  bool BatchReservePut(std::string* out);
+  bool BatchCommitPut(std::string* out);
   bool Exist(std::string* out);
   bool BatchExist(std::string* out);
   bool Remove(std::string* out);

@@ -76,6 +76,12 @@ void AddDirectoryFlags(FlagSet& f, MasterConfig* c) {
              "an unfinished put older than this may be replaced", 1, kMaxSeconds);
   f.AddInt64("put_start_release_timeout_sec", &c->put_start_release_timeout_sec,
              "an unfinished put older than this is reclaimed", 1, kMaxSeconds);
+  f.AddInt64("put_reservation_ttl_sec", &c->put_reservation_ttl_sec,
+             "a range reserved for a client's next put and not committed is given back after this",
+             1, 3600);
+  f.AddDouble("put_reservation_share", &c->put_reservation_share,
+              "share of the mounted capacity all clients' put reservations together may hold", 0.0,
+              1.0);
   f.AddString("memory_allocator", &c->memory_allocator, "segment allocator", {"offset"});
 }
 
@@ -253,6 +259,8 @@ DirectoryOptions MasterConfig::ToDirectoryOptions() const {
   o.eviction_probation_ratio = eviction_probation_ratio;
   o.put_start_discard_timeout_ms = put_start_discard_timeout_sec * 1000;
   o.put_start_release_timeout_ms = put_start_release_timeout_sec * 1000;
+  o.put_reservation_ttl_ms = put_reservation_ttl_sec * 1000;
+  o.put_reservation_share = put_reservation_share;
   o.enable_offload = enable_offload;
   o.offload_on_evict = offload_on_evict;
   o.offload_force_evict = offload_force_evict;

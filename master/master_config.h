@@ -41,6 +41,8 @@ struct MasterConfig {
   int64_t offloading_queue_limit = 50'000;
   int64_t put_start_discard_timeout_sec = 30;
   int64_t put_start_release_timeout_sec = 600;
+  int64_t put_reservation_ttl_sec = 20;
+  double put_reservation_share = 0.01;
   std::string memory_allocator = "offset";
   // Snapshot flags (used by the snapshot subsystem).
   bool enable_snapshot = false;

@@ -244,6 +244,54 @@ TEST_F(MutationChannelAuthTest, RolesTenantsAndForceHold) {
   EXPECT_EQ(dir_->CountKeys("", true), 1u);
 }
 
+// The one-round-trip put's calls (and their batch forms) pass the same
+// checks: a tenant-bound token reserves and commits only in its tenant, a
+// node role neither, and without a token nothing is reserved.
+TEST_F(MutationChannelAuthTest, ReserveAndCommitHoldTheSameChecks) {
+  const UUID id = Writer();
+  LookupClient acme(ChannelOptions("acme-token-0123456789"));
+  EXPECT_EQ(acme.ReservePut(id, "", 64, {}).error(), ErrorCode::PERMISSION_DENIED);
+  auto grant = acme.ReservePut(id, "acme", 64, {});
+  ASSERT_TRUE(grant.ok()) << ErrorCodeName(grant.error());
+  EXPECT_EQ(acme.CommitPut(id, "", "k", grant->id, false, {}).error(),
+            ErrorCode::PERMISSION_DENIED);
+  LookupClient node(ChannelOptions("node-token-0123456789"));
+  EXPECT_EQ(node.ReservePut(id, "", 64, {}).error(), ErrorCode::PERMISSION_DENIED);
+  EXPECT_EQ(node.CommitPut(id, "", "k", grant->id, false, {}).error(),
+            ErrorCode::PERMISSION_DENIED);
+  EXPECT_EQ(node.BatchReservePut(id, "", {64}, {}).error(), ErrorCode::PERMISSION_DENIED);
+  EXPECT_EQ(acme.BatchReservePut(id, "", {64}, {}).error(), ErrorCode::PERMISSION_DENIED);
+  auto batch = acme.BatchReservePut(id, "acme", {64, 64}, {});
+  ASSERT_TRUE(batch.ok()) << ErrorCodeName(batch.error());
+  const std::vector<uint64_t> ids = {(*batch)[0].id, (*batch)[1].id};
+  EXPECT_EQ(acme.BatchCommitPut(id, "", {"b0", "b1"}, ids, {}, false, {}).error(),
+            ErrorCode::PERMISSION_DENIED);
+  EXPECT_EQ(node.BatchCommitPut(id, "", {"b0", "b1"}, ids, {}, false, {}).error(),
+            ErrorCode::PERMISSION_DENIED);
+  // Without a token (each refusal ends its connection: a client apiece).
+  LookupClient none(ChannelOptions(""));
+  EXPECT_EQ(none.ReservePut(id, "", 64, {}).error(), ErrorCode::UNAUTHENTICATED);
+  LookupClient none_again(ChannelOptions(""));
+  EXPECT_EQ(none_again.CommitPut(id, "", "k", grant->id, false, {}).error(),
+            ErrorCode::UNAUTHENTICATED);
+  LookupClient none_batch(ChannelOptions(""));
+  EXPECT_EQ(none_batch.BatchReservePut(id, "", {64}, {}).error(), ErrorCode::UNAUTHENTICATED);
+  EXPECT_EQ(dir_->Stats().put_reservations_held, 3u) << "only acme's";
+  EXPECT_EQ(dir_->CountKeys("", true), 0u) << "no refused commit made an object";
+  auto committed = acme.CommitPut(id, "acme", "k", grant->id, false, {});
+  EXPECT_TRUE(committed.ok()) << ErrorCodeName(committed.error());
+  EXPECT_TRUE(*dir_->ExistKey("acme", "k"));
+  auto batch_committed = acme.BatchCommitPut(id, "acme", {"b0", "b1"}, ids, {7, 8}, true, {});
+  ASSERT_TRUE(batch_committed.ok()) << ErrorCodeName(batch_committed.error());
+  for (const auto& r : *batch_committed) {
+    ASSERT_TRUE(r.ok()) << ErrorCodeName(r.error());
+    EXPECT_TRUE(r.value()) << "renewed";
+  }
+  auto b1 = dir_->GetReplicaList("acme", "b1");
+  ASSERT_TRUE(b1.ok());
+  EXPECT_EQ(b1->checksum, std::optional<uint64_t>(8));
+}
+
 class MutationChannelStandbyTest : public MutationChannelTest {
  protected:
   void Configure(RpcServerOptions& options) override { options.gate = &gate_; }
@@ -256,6 +304,10 @@ TEST_F(MutationChannelStandbyTest, AStandbyRefusesWithoutTouchingTheDirectory) {
   LookupClient channel(ChannelOptions());
   EXPECT_EQ(channel.PutStart(id, "", "k", 64, {}).error(), ErrorCode::NOT_LEADER);
   EXPECT_EQ(channel.BatchPutStart(id, "", {"k"}, {64}, {}, {}).error(), ErrorCode::NOT_LEADER);
+  EXPECT_EQ(channel.BatchReservePut(id, "", {64}, {}).error(), ErrorCode::NOT_LEADER);
+  EXPECT_EQ(channel.BatchCommitPut(id, "", {"k"}, {1}, {}, true, {}).error(),
+            ErrorCode::NOT_LEADER);
+  EXPECT_EQ(dir_->Stats().put_reservations_held, 0u);
   EXPECT_EQ(channel.Remove("", "k", false), ErrorCode::NOT_LEADER);
   EXPECT_EQ(channel.ExistKey("", "k").error(), ErrorCode::NOT_LEADER);
   EXPECT_EQ(dir_->CountKeys("", true), 0u);

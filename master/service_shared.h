@@ -86,6 +86,10 @@ constexpr CallKind kWrites = CallKind::kMutation;
   X(kQueryTask, "QueryTask", kClient, kReads)                                          \
   X(kTaskStart, "TaskStart", kClient, kWrites)                                         \
   X(kTaskEnd, "TaskEnd", kClient, kWrites)                                             \
+  X(kReservePut, "ReservePut", kClient, kWrites)                                       \
+  X(kCommitPut, "CommitPut", kClient, kWrites)                                         \
+  X(kBatchReservePut, "BatchReservePut", kClient, kWrites)                             \
+  X(kBatchCommitPut, "BatchCommitPut", kClient, kWrites)                               \
   X(kAuthChallenge, "AuthChallenge", kOpen, kAuthCall)                                 \
   X(kAuthenticate, "Authenticate", kOpen, kAuthCall)
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -68,6 +69,21 @@ class MasterBench {
   // below `id_count`, `batch` keys a call.
   WorkerFactory GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch,
                            bool exist) const;
+  // One put in one round trip (as Client::Impl::PutReserved, without the
+  // bytes): CommitPut into *held (ReservePut first when there is none),
+  // which it renews. nullopt: go in two steps (none to be had, or given
+  // back); *refused once the master reserves nothing for this client.
+  std::optional<ErrorCode> PutReserved(MasterClient& c, const std::string& key, uint64_t size,
+                                       const PutConfig& config,
+                                       std::optional<PutReservationGrant>* held,
+                                       bool* refused) const;
+  // The same for a batch (as Client::Impl::BatchPutReserved): BatchCommitPut
+  // into reservations from *held (one BatchReservePut first for those
+  // missing), whose renewals go back to *held.
+  std::optional<Step> BatchPutReserved(MasterClient& c, const std::vector<std::string>& keys,
+                                       uint64_t size, const PutConfig& config,
+                                       std::vector<PutReservationGrant>* held, bool* refused) const;
+  mutable std::atomic<uint64_t> one_round_trip_{0};  // the put phase's one-round-trip commits
   WorkerFactory RemoveWorkers(const BenchKeys& keys, std::atomic<uint64_t>* next,
                               uint64_t limit) const;
   // Removes ids [--keep_keys, count) with force.
@@ -155,6 +171,9 @@ WorkerFactory MasterBench::PutWorkers(const BenchKeys& keys, std::atomic<uint64_
     struct State {
       std::vector<std::string> keys;
       std::vector<uint64_t> sizes;
+      std::optional<PutReservationGrant> reservation;       // this connection's, for its next put
+      std::vector<PutReservationGrant> batch_reservations;  // ... for its next batch
+      bool refused = false;                                 // the master reserves nothing
     };
     auto st = std::make_shared<State>();
     PutConfig config;
@@ -172,11 +191,24 @@ WorkerFactory MasterBench::PutWorkers(const BenchKeys& keys, std::atomic<uint64_
       st->sizes.assign(n, value_size);
       for (uint64_t i = 0; i < n; ++i) keys.Make(first + i, &st->keys[i]);
       Step s;
+      if (batch == 1 && o_.reserve_puts && !st->refused) {
+        if (std::optional<ErrorCode> rc = PutReserved(*c, st->keys[0], value_size, config,
+                                                      &st->reservation, &st->refused)) {
+          (*rc == ErrorCode::OK ? s.ok : s.errors) += 1;
+          return s;
+        }
+      }
       if (batch == 1) {
         auto started = c->PutStart(o_.tenant, st->keys[0], value_size, config);
         ErrorCode rc = started.ok() ? c->PutEnd(o_.tenant, st->keys[0]) : started.error();
         (rc == ErrorCode::OK ? s.ok : s.errors) += 1;
         return s;
+      }
+      if (o_.reserve_batches && !st->refused) {
+        if (std::optional<Step> done = BatchPutReserved(*c, st->keys, value_size, config,
+                                                        &st->batch_reservations, &st->refused)) {
+          return *done;
+        }
       }
       auto started = c->BatchPutStart(o_.tenant, st->keys, st->sizes, config);
       if (!started.ok()) return Step{.errors = n};
@@ -193,6 +225,68 @@ WorkerFactory MasterBench::PutWorkers(const BenchKeys& keys, std::atomic<uint64_
       return s;
     });
   };
+}
+
+std::optional<ErrorCode> MasterBench::PutReserved(MasterClient& c, const std::string& key,
+                                                  uint64_t size, const PutConfig& config,
+                                                  std::optional<PutReservationGrant>* held,
+                                                  bool* refused) const {
+  if (!*held) {
+    auto grant = c.ReservePut(o_.tenant, size, config);
+    if (!grant.ok()) {
+      *refused = grant.error() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS ||
+                 grant.error() == ErrorCode::INVALID_PARAMS;
+      return std::nullopt;
+    }
+    *held = std::move(*grant);
+  }
+  // (No bytes move in this benchmark: a client writes the value now.)
+  auto committed = c.CommitPut(o_.tenant, key, (*held)->id, config, /*renew=*/true);
+  if (committed.ok()) {
+    *held = std::move(*committed);
+    one_round_trip_.fetch_add(1, std::memory_order_relaxed);
+    return ErrorCode::OK;
+  }
+  if (committed.error() == ErrorCode::LEASE_EXPIRED) {
+    held->reset();
+    return std::nullopt;
+  }
+  return committed.error();
+}
+
+std::optional<Step> MasterBench::BatchPutReserved(MasterClient& c,
+                                                  const std::vector<std::string>& keys,
+                                                  uint64_t size, const PutConfig& config,
+                                                  std::vector<PutReservationGrant>* held,
+                                                  bool* refused) const {
+  const size_t n = keys.size();
+  if (held->size() < n) {
+    auto grants =
+        c.BatchReservePut(o_.tenant, std::vector<uint64_t>(n - held->size(), size), config);
+    if (!grants.ok()) {
+      *refused = grants.error() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS ||
+                 grants.error() == ErrorCode::INVALID_PARAMS;
+      return std::nullopt;
+    }
+    for (PutReservationGrant& g : *grants) held->push_back(std::move(g));
+  }
+  std::vector<uint64_t> ids;
+  for (size_t i = held->size() - n; i < held->size(); ++i) ids.push_back((*held)[i].id);
+  held->resize(held->size() - n);
+  // (No bytes move in this benchmark: a client writes the values now.)
+  auto committed = c.BatchCommitPut(o_.tenant, keys, ids, {}, config, /*renew=*/true);
+  if (!committed.ok()) return Step{.errors = n};
+  Step s;
+  for (auto& r : *committed) {
+    if (!r.ok()) {
+      ++s.errors;
+      continue;
+    }
+    ++s.ok;
+    if (*r) held->push_back(std::move(**r));
+  }
+  one_round_trip_.fetch_add(s.ok, std::memory_order_relaxed);
+  return s;
 }
 
 WorkerFactory MasterBench::GetWorkers(const BenchKeys& keys, uint64_t id_count, int64_t batch,
@@ -289,6 +383,7 @@ bool MasterBench::RunThroughput() {
   const uint64_t attempted = std::min(next.load(), limit);
   MasterResult put_result = ResultOf("put", o_.batch, conns, &put_out);
   put_result.capped = capped.load();
+  put_result.one_round_trip = one_round_trip_.load();
   Emit(put_result);
 
   // Lookups, then existence checks, of what was put.

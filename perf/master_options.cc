@@ -46,6 +46,12 @@ void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
                   0, 1'000'000'000);
   flags->AddBool("lookup_channel", &o->lookup_channel,
                  "lookups over the master's lookup channel (false: Cap'n Proto RPC)");
+  flags->AddBool("reserve_puts", &o->reserve_puts,
+                 "unbatched puts in one round trip into ranges reserved ahead, as the client "
+                 "library puts (false: PutStart + PutEnd)");
+  flags->AddBool("reserve_batches", &o->reserve_batches,
+                 "batched puts in one round trip into ranges reserved ahead (BatchCommitPut), as "
+                 "a client with reserve_batch_puts puts (false: BatchPutStart + BatchPutEnd)");
   flags->AddBool("json", &o->json, "one JSON object per result line");
   o->credential_flags.Add(*flags);
 }

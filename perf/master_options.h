@@ -31,6 +31,13 @@ struct MasterBenchOptions {
   int64_t timeout_ms = 10'000;
   int64_t keys = 0;              // > 0: at most this many keys are put (and read)
   bool lookup_channel = true;    // MasterClientOptions::lookup_channel
+  // Unbatched puts in one round trip (ReservePut once per connection, then
+  // CommitPut renewing), as the client library puts; false: PutStart +
+  // PutEnd. Puts the master will not reserve for go in two steps.
+  bool reserve_puts = true;
+  // Batched puts the same way (BatchReservePut, BatchCommitPut), as a
+  // client with ClientOptions::reserve_batch_puts puts; off as there.
+  bool reserve_batches = false;
   bool json = false;
   auth::CredentialFlags credential_flags;  // --cluster_token_file, ...
   HostPort metrics_at;  // resolved from `metrics` (or the default)

@@ -28,6 +28,7 @@ std::string MasterResultJson(const MasterResult& r) {
       .Num("seconds", r.seconds, 3)
       .Int("key_size", r.key_size)
       .Int("value_size", r.value_size);
+  if (r.op == "put") j.Uint("one_round_trip", r.one_round_trip);
   if (r.memory) {
     const MemoryFigures& m = *r.memory;
     j.Uint("objects", m.objects)
@@ -62,6 +63,9 @@ std::string MasterResultTableRow(const MasterResult& r) {
                   m.overhead_beyond_key_bytes(), static_cast<double>(m.rss_before) / 1048576.0,
                   static_cast<double>(m.rss_after) / 1048576.0);
     notes = mem;
+  }
+  if (r.op == "put" && r.batch == 1) {
+    notes += "one_round_trip=" + std::to_string(r.one_round_trip);
   }
   if (r.interrupted) notes += notes.empty() ? "interrupted" : " interrupted";
   if (r.capped) notes += notes.empty() ? "capped" : " capped";

@@ -25,7 +25,7 @@ struct MemoryFigures {
 };
 
 struct MasterResult {
-  std::string op;  // "put" | "get_replica_list" | "memory"
+  std::string op;  // "put" | "get_replica_list" | "exist_key" | "remove" | "memory"
   int64_t batch = 1;
   int64_t connections = 1;
   int64_t key_size = 0;
@@ -39,6 +39,9 @@ struct MasterResult {
   double max_us = 0;
   bool interrupted = false;  // stopped early by SIGINT
   bool capped = false;       // put phase stopped at the segment-capacity guard
+  // Puts committed in one master round trip (ReservePut/CommitPut); the
+  // rest of `keys` went as PutStart + PutEnd.
+  uint64_t one_round_trip = 0;
   std::optional<MemoryFigures> memory;
 
   double keys_per_s() const { return seconds > 0 ? static_cast<double>(keys) / seconds : 0; }

@@ -1,15 +1,16 @@
 #include "replication/frame_io.h"
 
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "common/clock.h"
+#include "common/reply_poll.h"
 #include "common/socket_io.h"
 #include "replication/replication_wire.h"
 
@@ -21,19 +22,24 @@ namespace {
 constexpr size_t kReadChunk = 1 << 20;
 
 // The waits of one frame: `wait_ms` until its first byte, then what is left
-// of its `frame_ms` deadline.
+// of its `frame_ms` deadline. With spin_us, a ReplyWait (common/reply_poll.h)
+// spans the frame's whole wait and polls once, before the first byte.
 class FrameDeadline {
  public:
   FrameDeadline(const FrameLimits& limits, bool begun) : limits_(limits) {
-    if (begun) Begin();
-    if (limits_.spin_us > 0) {
-      spin_until_ = std::chrono::steady_clock::now() + std::chrono::microseconds(limits_.spin_us);
+    if (begun) {
+      Begin();
+    } else if (limits_.spin_us > 0) {
+      wait_.emplace();
     }
   }
-  // Whether to poll again instead of sleeping: only before the first byte,
-  // within spin_us of the call.
-  bool Spin() const {
-    return !begun_ && limits_.spin_us > 0 && std::chrono::steady_clock::now() < spin_until_;
+  // Polls `fd` for the frame's first byte for spin_us (once, before the
+  // first byte); true when something is there to read.
+  bool Poll(int fd) {
+    if (begun_ || polled_ || !wait_) return false;
+    polled_ = true;
+    return wait_->PollReadable(fd, std::chrono::microseconds(limits_.spin_us)) ==
+           PollOutcome::kReady;
   }
   // The frame's first byte is here: its deadline starts (once).
   void Begin() {
@@ -50,8 +56,9 @@ class FrameDeadline {
  private:
   const FrameLimits& limits_;
   bool begun_ = false;
+  bool polled_ = false;
   int64_t deadline_ms_ = 0;
-  std::chrono::steady_clock::time_point spin_until_{};
+  std::optional<ReplyWait> wait_;
 };
 
 // Appends exactly `n` bytes read from `fd` to *out. On failure *out holds
@@ -75,10 +82,7 @@ bool ReadExactly(int fd, size_t n, FrameDeadline& deadline, std::string* out, bo
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    if (deadline.Spin()) {
-      ::sched_yield();
-      continue;
-    }
+    if (deadline.Poll(fd)) continue;
     const int wait_ms = deadline.NextWaitMs();
     if (wait_ms == 0 || !WaitFd(fd, POLLIN, wait_ms)) return false;
   }
@@ -109,7 +113,7 @@ ErrorCode ReadFrame(int fd, const FrameLimits& limits, std::string* pending, std
   return ReadExactly(fd, size, deadline, body, &eof) ? ErrorCode::OK : ErrorCode::RPC_FAIL;
 }
 
-ErrorCode WriteFrames(int fd, int timeout_ms, const std::string& frames) {
+ErrorCode WriteFrames(int fd, int timeout_ms, std::string_view frames) {
   return SendAll(fd, frames, timeout_ms) ? ErrorCode::OK : ErrorCode::RPC_FAIL;
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/error_code.h"
 
@@ -31,10 +32,12 @@ struct FrameLimits {
   // without progress).
   int frame_ms = -1;
   // Before sleeping for the frame's first byte, poll for it this long
-  // (yielding the CPU to any thread that wants it): a thread asleep between
-  // frames costs a wake-up per frame, and on a virtual machine whose CPU
-  // went idle meanwhile an interrupt to a halted CPU, the largest part of a
-  // standby's round trip (docs/ha.md, "What a put waits for").
+  // (common/reply_poll.h: yielding the CPU to any thread that wants it, and
+  // not while the process has more such waits than half its CPUs, at least
+  // one): a thread asleep between frames costs a wake-up per frame, and on
+  // a virtual machine whose CPU went idle meanwhile an interrupt to a halted
+  // CPU, the largest part of a standby's round trip (docs/ha.md, "What a
+  // put waits for").
   int spin_us = 0;
 };
 
@@ -48,6 +51,6 @@ struct FrameLimits {
 ErrorCode ReadFrame(int fd, const FrameLimits& limits, std::string* pending, std::string* body,
                     bool* peer_closed = nullptr);
 // Writes `frames` whole. RPC_FAIL on an error or no progress for `timeout_ms`.
-ErrorCode WriteFrames(int fd, int timeout_ms, const std::string& frames);
+ErrorCode WriteFrames(int fd, int timeout_ms, std::string_view frames);
 
 }  // namespace shelfmark

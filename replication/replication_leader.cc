@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <limits>
+#include <mutex>
 #include <utility>
 
 #include "auth/proof.h"
@@ -19,14 +21,16 @@ namespace {
 constexpr uint64_t kNoWait = std::numeric_limits<uint64_t>::max();
 // Shards per frame of a full copy (a frame stays far below the size limit).
 constexpr uint32_t kShardsPerCopyFrame = 16;
+// The batch buffer kept between batches (a larger one is given back).
+constexpr size_t kKeptFrameBytes = size_t{16} << 20;
 
 int64_t NowMs() { return SteadyClock().NowMs(); }
 
-// Puts every object of `c` into one ShardState: one payload (one zstd frame)
-// per batch instead of one per shard, which a batch touching hundreds of
-// shards would otherwise pay hundreds of times. The standby files each
+// Puts every object of a full copy's frame into one ShardState: one payload
+// (one zstd frame) per frame instead of one per shard (a batch of changes
+// comes as one already: Directory::TakeChanges). The standby files each
 // object by its own key's hash (StandbyState::Apply), whatever shard the
-// batch names.
+// frame names.
 void MergeShards(ChangeSet* c) {
   if (c->shards.size() < 2) return;
   ShardState& all = c->shards.front();
@@ -48,6 +52,10 @@ struct ReplicationLeader::Standby {
   uint64_t acked = 0;               // guarded by the leader's mu_
   uint64_t sent = 0;                // guarded by the leader's mu_
   int64_t unacked_since_ms = 0;     // guarded by the leader's mu_; 0: all acked
+  // Guarded by the leader's ship_mu_: the rest of the frames a ship on a
+  // mutation's thread could not write at once (ShipInline), written by the
+  // shipper before anything else goes to this standby.
+  std::string backlog;
 };
 
 ReplicationLeader::ReplicationLeader(Directory& directory, ReplicationLeaderOptions options)
@@ -68,6 +76,7 @@ void ReplicationLeader::Start() {
   required_acked_.clear();
   released_seq_ = 0;
   shipped_seq_ = 0;
+  wanted_seq_ = 0;
   shipper_ = std::thread([this] { ShipLoop(); });
 }
 
@@ -87,6 +96,8 @@ void ReplicationLeader::Stop() {
   doorbell_.Ring();
   shipper_.join();
   for (Reader& r : readers) r.thread.join();
+  // A mutation's thread still shipping (ShipInline) is done past this.
+  { std::lock_guard<std::mutex> ship(ship_mu_); }
   {
     MutexLock lock(&mu_);
     running_ = false;
@@ -207,13 +218,15 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first,
   std::string body;
   std::string none;
   // Acknowledgements until the connection ends; a stall is the shipper's
-  // to notice (an idle standby sends nothing).
-  // (No polling here, unlike the standby's receiver: a reader spinning on
-  // the leader's CPUs takes its share of them from the RPC threads when
-  // they are busy.)
-  while (ReadFrame(s->fd.get(), AfterHandshake(), &none, &body) == ErrorCode::OK) {
+  // to notice (an idle standby sends nothing). The reader polls for the
+  // next one only after an acknowledgement that released a lone mutation
+  // (ack_spin_us): when the RPC threads are busy, a reader spinning on the
+  // leader's CPUs would take its share of them.
+  FrameLimits acks = AfterHandshake();
+  while (ReadFrame(s->fd.get(), acks, &none, &body) == ErrorCode::OK) {
     auto ack = DecodeAck(body);
     if (!ack.ok()) break;
+    bool ship = false;
     {
       MutexLock lock(&mu_);
       s->acked = std::max(s->acked, *ack);
@@ -221,8 +234,16 @@ void ReplicationLeader::ReadLoop(std::shared_ptr<Standby> s, std::string first,
       if (auto r = required_acked_.find(s->id); r != required_acked_.end()) {
         r->second = std::max(r->second, s->acked);
       }
+      // The last acknowledgement of the batch in flight: the changes waited
+      // for meanwhile go now, from this thread (WhenReplicated left them).
+      ship = wanted_seq_ > shipped_seq_ && !InFlightLocked();
     }
-    Release();
+    if (ship && !ShipInline()) doorbell_.Ring();
+    // One mutation acknowledged and none waiting behind it: its client's
+    // next put likely comes alone too, its acknowledgement within
+    // microseconds.
+    const size_t released = Release();
+    acks.spin_us = released == 1 && !ship ? options_.ack_spin_us : 0;
   }
   Drop(*s);
 }
@@ -266,6 +287,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
   batch.flags = kBatchReset;
   batch.changes.has_segments = true;
   batch.changes.segments = dir_.ExportSegmentTable();
+  batch.changes.held = dir_.ExportHeldRanges();
   std::string out;
   uint64_t sent_bytes = 0;
   bool ok = true;
@@ -279,7 +301,7 @@ void ReplicationLeader::FullCopy(Standby& s) {
     }
     MergeShards(&batch.changes);
     out.clear();
-    AppendBatch(batch, &out);
+    AppendCopyBatch(batch, &out);
     ok = WriteFrames(s.fd.get(), timeout, out) == ErrorCode::OK;
     sent_bytes += out.size();
     batch = ReplicationBatch{};
@@ -297,28 +319,67 @@ void ReplicationLeader::FullCopy(Standby& s) {
   counters_.bytes += sent_bytes;
 }
 
-void ReplicationLeader::ShipBatch() {
+bool ReplicationLeader::Send(Standby& s, std::string_view frames, bool may_block) {
+  const int timeout = static_cast<int>(options_.io_timeout_ms);
+  if (!may_block) {
+    if (s.backlog.empty()) {
+      const ssize_t n =
+          ::send(s.fd.get(), frames.data(), frames.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      if (n > 0) frames.remove_prefix(static_cast<size_t>(n));
+    }
+    s.backlog.append(frames);  // the shipper writes it (ShipInline rings it)
+    return true;
+  }
+  if (!s.backlog.empty()) {
+    if (WriteFrames(s.fd.get(), timeout, s.backlog) != ErrorCode::OK) return false;
+    s.backlog.clear();
+  }
+  return frames.empty() || WriteFrames(s.fd.get(), timeout, frames) == ErrorCode::OK;
+}
+
+void ReplicationLeader::FlushBacklogs() {
   std::vector<std::shared_ptr<Standby>> to;
   {
     MutexLock lock(&mu_);
-    if (dir_.ChangeSeq() == shipped_seq_) return;
+    for (auto& s : standbys_) {
+      if (s->state == Standby::State::kSynced) to.push_back(s);
+    }
+  }
+  for (auto& s : to) {
+    if (!s->backlog.empty() && !Send(*s, {}, /*may_block=*/true)) Drop(*s);
+  }
+}
+
+bool ReplicationLeader::ShipBatch(bool may_block) {
+  std::vector<std::shared_ptr<Standby>> to;
+  {
+    MutexLock lock(&mu_);
+    if (!running_ || stopping_ || dir_.ChangeSeq() == shipped_seq_) return true;
     for (auto& s : standbys_) {
       if (s->state == Standby::State::kSynced) to.push_back(s);
     }
   }
   ReplicationBatch batch;
   batch.changes = dir_.TakeChanges();
-  MergeShards(&batch.changes);
-  std::string out;
+  // Into the reused buffer (ship_mu_ held): a batch of thousands of objects
+  // in a new string each time cost page faults for every one.
+  std::string& out = frame_;
+  out.clear();
   AppendBatch(batch, &out);
-  const int timeout = static_cast<int>(options_.io_timeout_ms);
+  bool written = true;
   for (auto& s : to) {
-    if (WriteFrames(s->fd.get(), timeout, out) != ErrorCode::OK) Drop(*s);
+    if (!Send(*s, out, may_block)) {
+      Drop(*s);
+    } else if (!s->backlog.empty()) {
+      written = false;
+    }
   }
   {
     MutexLock lock(&mu_);
     shipped_seq_ = batch.changes.seq;
     ++counters_.batches;
+    if (!may_block) ++counters_.inline_batches;
     for (auto& s : to) {
       if (s->state != Standby::State::kSynced) continue;
       // Its acknowledgement may have come already (the reader runs while
@@ -331,7 +392,41 @@ void ReplicationLeader::ShipBatch() {
       counters_.bytes += out.size();
     }
   }
+  if (out.capacity() > kKeptFrameBytes) out = std::string();
   Release();
+  return written;
+}
+
+bool ReplicationLeader::ShipInline() {
+  std::unique_lock<std::mutex> ship(ship_mu_, std::try_to_lock);
+  // The shipper is at work (it may have taken the changes before this
+  // mutation's): it is rung instead.
+  if (!ship.owns_lock()) return false;
+  return ShipBatch(/*may_block=*/false);
+}
+
+bool ReplicationLeader::InFlightLocked() const {
+  return std::any_of(standbys_.begin(), standbys_.end(), [](const auto& s) {
+    return s->state == Standby::State::kSynced && s->acked < s->sent;
+  });
+}
+
+bool ReplicationLeader::QuietLocked() const {
+  if (!joining_.empty()) return false;  // the shipper publishes the set
+  for (const auto& s : standbys_) {
+    if (s->state == Standby::State::kHandshake || s->state == Standby::State::kCopying) {
+      return false;
+    }
+  }
+  // A standby waited for and gone: the shipper publishes the set without it.
+  for (const auto& [id, acked] : required_acked_) {
+    if (std::none_of(standbys_.begin(), standbys_.end(), [&id = id](const auto& s) {
+          return s->state == Standby::State::kSynced && s->id == id;
+        })) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void ReplicationLeader::ShipLoop() {
@@ -354,6 +449,8 @@ void ReplicationLeader::ShipLoop() {
     for (auto& s : stalled) Drop(*s);
     UpdateInSync();
     if (options_.may_acknowledge && !options_.may_acknowledge()) ReleaseAll();
+    std::lock_guard<std::mutex> ship(ship_mu_);
+    FlushBacklogs();
     for (auto& s : copying) {
       {
         MutexLock lock(&mu_);
@@ -361,7 +458,9 @@ void ReplicationLeader::ShipLoop() {
       }
       FullCopy(*s);
     }
-    ShipBatch();  // also drains the feed when no standby listens
+    // A copied standby joined: published by the next round at once.
+    if (!copying.empty()) doorbell_.Ring();
+    ShipBatch(/*may_block=*/true);  // also drains the feed when no standby listens
   }
 }
 
@@ -428,6 +527,7 @@ void ReplicationLeader::UpdateInSync() {
 }
 
 bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done) {
+  bool quiet = false;
   {
     MutexLock lock(&mu_);
     if (!running_ || stopping_) return true;
@@ -439,8 +539,19 @@ bool ReplicationLeader::WhenReplicated(uint64_t seq, std::function<void()> done)
     // Shipped already (another waiter rang for it): its acknowledgement
     // releases this one; no wake-up of the shipper needed.
     if (seq <= shipped_seq_) return false;
+    quiet = QuietLocked();
+    if (quiet) {
+      wanted_seq_ = std::max(wanted_seq_, seq);
+      // A batch in flight: the reader of its last acknowledgement ships
+      // this change with all that came meanwhile (ReadLoop), one batch in
+      // flight at a time and no shipper woken for it.
+      if (InFlightLocked()) return false;
+    }
   }
-  doorbell_.Ring();
+  // Nothing in flight: this thread ships the batch itself (waking the
+  // shipper for it cost a wake-up per unbatched put). The shipper is rung
+  // when it has other work (a copy, a standby to publish) or is at work.
+  if (!quiet || !ShipInline()) doorbell_.Ring();
   return false;
 }
 
@@ -459,7 +570,7 @@ void ReplicationLeader::ReleaseAll() {
   for (Waiter& w : all) w.done();  // not acknowledged: the caller re-checks the fence
 }
 
-void ReplicationLeader::Release() {
+size_t ReplicationLeader::Release() {
   std::vector<Waiter> ready;
   {
     MutexLock lock(&mu_);
@@ -471,6 +582,7 @@ void ReplicationLeader::Release() {
     waiters_.erase(split, waiters_.end());
   }
   for (Waiter& w : ready) w.done();
+  return ready.size();
 }
 
 ReplicationLeaderStats ReplicationLeader::stats() const {

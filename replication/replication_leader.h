@@ -40,8 +40,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -73,6 +75,12 @@ struct ReplicationLeaderOptions {
   // check the fence again and answer NOT_LEADER instead of waiting for a
   // set that cannot be published (etcd unreachable). Unset: always.
   std::function<bool()> may_acknowledge;
+  // After an acknowledgement that released exactly one waiting mutation,
+  // the reader polls for the next acknowledgement this long before it
+  // blocks (frame_io.h, spin_us): one connection's puts, one at a time,
+  // save the reader's wake-up each. Acknowledgements of many (busy RPC
+  // threads, which need the CPUs) or of none (background changes) do not.
+  int ack_spin_us = 200;
 };
 
 struct ReplicationLeaderStats {
@@ -84,6 +92,9 @@ struct ReplicationLeaderStats {
   uint64_t lag_ops = 0;       // change_seq - acked_seq (0 without a standby in sync)
   int64_t lag_ms = 0;         // age of the oldest batch not yet acknowledged
   uint64_t batches = 0;       // sent (to all standbys: counted once)
+  // Of those, shipped by a mutation's thread or an acknowledgement's reader
+  // (ShipInline), not by the shipper.
+  uint64_t inline_batches = 0;
   uint64_t bytes = 0;         // sent, every standby counted
   uint64_t full_copies = 0;   // started
   uint64_t dropped = 0;       // standbys dropped (error, stall, bad proof)
@@ -147,7 +158,28 @@ class ReplicationLeader {
   // acknowledgement), whole within io_timeout_ms of their first byte.
   FrameLimits AfterHandshake() const;
   void FullCopy(Standby& s);
-  void ShipBatch();
+  // Takes the changes and sends them to every synced standby; the caller
+  // holds ship_mu_. `may_block` false (a mutation's thread, ShipInline):
+  // what a standby's socket does not take at once waits in its backlog for
+  // the shipper. False when some did (the shipper must be rung).
+  bool ShipBatch(bool may_block);
+  // Writes `frames` after the standby's backlog (ship_mu_ held); without
+  // `may_block`, only what the socket takes now, the rest to the backlog.
+  // False on an error (the caller drops it).
+  bool Send(Standby& s, std::string_view frames, bool may_block);
+  // Writes every synced standby's backlog (the shipper, ship_mu_ held).
+  void FlushBacklogs();
+  // Ships on the calling thread (a mutation's with nothing in flight, an
+  // acknowledgement's reader) if the shipper is not at work; false when it
+  // must be rung.
+  bool ShipInline();
+  // A batch sent to a synced standby is not acknowledged yet.
+  bool InFlightLocked() const REQUIRES(mu_);
+  // The shipper has nothing to do but batches: no copy or handshake under
+  // way, no standby to publish or to leave the set. Then, with nothing in
+  // flight, a mutation's thread ships (ShipInline); with a batch in flight,
+  // the reader of its acknowledgement does.
+  bool QuietLocked() const REQUIRES(mu_);
   void Drop(Standby& s);
   // The sequence mutations may count on (UINT64_MAX when none need wait).
   uint64_t AckedLocked() const REQUIRES(mu_);
@@ -159,14 +191,20 @@ class ReplicationLeader {
   void JoinLocked(const std::string& id, uint64_t acked) REQUIRES(mu_);
   // The set to publish next (the current one when nothing changes).
   std::set<std::string> NextInSyncLocked() REQUIRES(mu_);
-  // Calls the waiters whose sequence is covered now.
-  void Release();
+  // Calls the waiters whose sequence is covered now; how many it called.
+  size_t Release();
   // Calls every waiter (fenced: none will be acknowledged).
   void ReleaseAll();
 
   Directory& dir_;
   const ReplicationLeaderOptions options_;
   mutable Mutex mu_;
+  // Held by whoever writes batches or a full copy (the shipper; a
+  // mutation's thread in ShipInline, which only tries it): batches go out
+  // in the order they were taken, and none between a copy's start and its
+  // standby's first batch. Taken before mu_, never while holding it.
+  std::mutex ship_mu_;
+  std::string frame_;  // a batch's frame, reused (ship_mu_)
   Doorbell doorbell_;  // wakes the shipper (doorbell.h: why not a condition variable)
   bool running_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
@@ -182,6 +220,9 @@ class ReplicationLeader {
   std::vector<Reader> readers_ GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ GUARDED_BY(mu_);
   uint64_t shipped_seq_ GUARDED_BY(mu_) = 0;
+  // The highest sequence a waiter left to the reader of an acknowledgement
+  // to ship (WhenReplicated, a batch in flight).
+  uint64_t wanted_seq_ GUARDED_BY(mu_) = 0;
   // The in-sync set: `in_sync_` as published, `joining_` waited for but not
   // yet published; the last acknowledgement of each of their ids (kept
   // after a standby's connection ends, until it leaves the set).

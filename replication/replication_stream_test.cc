@@ -19,6 +19,7 @@
 #include "directory/directory_test_util.h"
 #include "replication/replication_leader.h"
 #include "replication/replication_standby.h"
+#include "replication/replication_wire.h"
 #include "testing/process_util.h"
 #include "testing/wait_for.h"
 
@@ -56,12 +57,14 @@ class Acceptor {
 class ReplicationStreamTest : public DirectoryFixture {
  protected:
   void StartLeader(auth::TokenTable tokens = {},
-                   std::function<bool(const std::vector<std::string>&)> publish = {}) {
+                   std::function<bool(const std::vector<std::string>&)> publish = {},
+                   const std::function<void(ReplicationLeaderOptions&)>& tune = {}) {
     ReplicationLeaderOptions o;
     o.cluster_id = "c1";
     o.tokens = std::move(tokens);
     o.publish_in_sync = std::move(publish);
     o.io_timeout_ms = 2000;
+    if (tune) tune(o);
     leader_ = std::make_unique<ReplicationLeader>(*dir_, o);
     leader_->Start();
     acceptor_ = std::make_unique<Acceptor>(leader_.get());
@@ -330,6 +333,129 @@ TEST_F(ReplicationStreamTest, DroppedConnectionsLeaveNoReaderThreads) {
   // Each Adopt joins the readers that ended by then (the last ones may
   // still be finishing): far fewer than one per connection.
   EXPECT_LT(leader_->stats().reader_threads, 10u) << "ended readers are joined";
+}
+
+// With nothing in flight, the thread that waits for a mutation ships it
+// (no wake-up of the shipper per unbatched put), and every wait ends with
+// the standby holding the mutation.
+TEST_F(ReplicationStreamTest, AnIdleLeaderShipsOnTheMutationsThread) {
+  Mount(UUID::Generate(), "a", 8 << 20);
+  // The shipper wakes only when rung: no batch of its own between a put and
+  // its wait.
+  StartLeader({}, {}, [](ReplicationLeaderOptions& o) { o.idle_ship_ms = 600'000; });
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync_ids.size() == 1; }, 10'000));
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(Put("one-by-one" + std::to_string(i)), ErrorCode::OK);
+    const uint64_t seq = dir_->ChangeSeq();
+    std::atomic<bool> released{false};
+    if (!leader_->WhenReplicated(seq, [&] { released = true; })) {
+      ASSERT_TRUE(testing::WaitFor([&] { return released.load(); }, 10'000)) << "put " << i;
+    }
+    ASSERT_TRUE(leader_->Replicated(seq));
+  }
+  // (The first may find the shipper at work: it publishes the joined standby.)
+  EXPECT_GE(leader_->stats().inline_batches, 49u);
+  // (Acknowledged once decoded: applied right after.)
+  EXPECT_TRUE(testing::WaitFor([&] { return StandbyObjects(*standby) == 50u; }, 10'000));
+  EXPECT_EQ(leader_->stats().dropped, 0u);
+}
+
+// Many threads putting at once: with a batch in flight, a waiter's change
+// is left to the reader of that batch's acknowledgement, which ships all
+// that came meanwhile. The shipper's own round is off (idle_ship_ms), so a
+// change nobody shipped would leave its waiter waiting.
+TEST_F(ReplicationStreamTest, ConcurrentWaitersAreAllShippedWithoutTheShippersRound) {
+  Mount(UUID::Generate(), "a", 8 << 20);
+  StartLeader({}, {}, [](ReplicationLeaderOptions& o) { o.idle_ship_ms = 600'000; });
+  auto standby = StartStandby();
+  ASSERT_TRUE(testing::WaitFor([&] { return leader_->stats().in_sync_ids.size() == 1; }, 10'000));
+  constexpr int kThreads = 8;
+  constexpr int kPuts = 50;
+  std::atomic<int> released{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPuts; ++i) {
+        if (Put("t" + std::to_string(t) + "-" + std::to_string(i)) != ErrorCode::OK) ++failed;
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        if (!leader_->WhenReplicated(dir_->ChangeSeq(), [done] { *done = true; }) &&
+            !testing::WaitFor([&] { return done->load(); }, 10'000)) {
+          ++failed;
+          return;
+        }
+        ++released;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(released.load(), kThreads * kPuts);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return StandbyObjects(*standby) == static_cast<size_t>(kThreads * kPuts); }, 10'000));
+  EXPECT_EQ(leader_->stats().dropped, 0u);
+}
+
+// A standby that completes its copy by hand (handshake, frames up to the
+// synced one, its acknowledgement), then reads nothing more.
+UniqueFd SilentStandby(const std::string& address) {
+  const uint16_t port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  UniqueFd fd(testing::ConnectLoopback(port));
+  if (!fd.valid()) return fd;
+  const int small = 4096;  // the leader's writes back up soon
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  std::string out, body, pending;
+  AppendHello({"c1", std::string(32, 'n'), 0, "silent"}, &out);
+  if (WriteFrames(fd.get(), 2000, out) != ErrorCode::OK) return {};
+  for (int frame = 0; frame < 2; ++frame) {  // challenge, welcome
+    if (ReadFrame(fd.get(), {}, &pending, &body) != ErrorCode::OK) return {};
+  }
+  for (;;) {
+    if (ReadFrame(fd.get(), {}, &pending, &body) != ErrorCode::OK) return {};
+    auto batch = DecodeBatch(body);
+    if (!batch.ok()) return {};
+    if ((batch->flags & kBatchSynced) != 0) {
+      out.clear();
+      AppendAck(batch->changes.seq, &out);
+      if (WriteFrames(fd.get(), 2000, out) != ErrorCode::OK) return {};
+      return fd;
+    }
+  }
+}
+
+// A mutation's thread never blocks on a standby's socket: what the socket
+// does not take at once is left to the shipper, which drops the standby
+// only after io_timeout. So the wait below returns while the standby is
+// still in sync (a thread that wrote it all would have waited for the drop).
+TEST_F(ReplicationStreamTest, AStandbyThatReadsNothingNeverBlocksTheMutationsThread) {
+  Mount(UUID::Generate(), "a", 64 << 20);
+  // Nothing ships but what is rung for; no drop during the test.
+  StartLeader({}, {}, [](ReplicationLeaderOptions& o) {
+    o.io_timeout_ms = 600'000;
+    o.idle_ship_ms = 600'000;
+  });
+  UniqueFd silent = SilentStandby(acceptor_->address());
+  ASSERT_TRUE(silent.valid());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const ReplicationLeaderStats st = leader_->stats();
+        return st.in_sync_ids.size() == 1 && st.lag_ops == 0;
+      },
+      10'000));
+  // Megabytes of changes in one batch: far more than the sockets hold.
+  for (int i = 0; i < 8000; ++i) {
+    ASSERT_EQ(Put(std::string(1000, 'k') + std::to_string(i), 1), ErrorCode::OK);
+  }
+  std::atomic<bool> released{false};
+  EXPECT_FALSE(leader_->WhenReplicated(dir_->ChangeSeq(), [&] { released = true; }));
+  const ReplicationLeaderStats st = leader_->stats();
+  EXPECT_EQ(st.in_sync, 1u) << "the call waited for the standby's drop";
+  EXPECT_EQ(st.dropped, 0u);
+  EXPECT_EQ(st.inline_batches, 1u);
+  // Its end drops it (the shipper's write fails) and releases the waiter.
+  silent.Reset();
+  EXPECT_TRUE(testing::WaitFor([&] { return released.load(); }, 30'000));
 }
 
 }  // namespace

@@ -63,17 +63,47 @@ void AppendWelcome(const ReplicationWelcome& w, std::string* out) {
   End(out, start);
 }
 
-void AppendBatch(const ReplicationBatch& batch, std::string* out) {
+namespace {
+
+// A batch frame; its shards compressed or stored (replication_wire.h).
+void AppendBatchFrame(const ReplicationBatch& batch, bool compress, std::string* out) {
   const size_t start = Begin(ReplicationMsg::kBatch, out);
   const ChangeSet& c = batch.changes;
   wire::Appender a(out);
   a.Put(batch.flags).Put(c.seq).Put(static_cast<uint8_t>(c.has_segments));
   if (c.has_segments) a.Bytes(EncodeSegments(c.segments));
   a.Put(static_cast<uint32_t>(c.shards.size()));
-  for (const ShardState& shard : c.shards) a.Bytes(EncodeShard(shard));
+  for (const ShardState& shard : c.shards) {
+    if (compress) {
+      a.Bytes(EncodeShard(shard));
+      continue;
+    }
+    // Stored in place: its length is patched in once written.
+    const size_t at = out->size();
+    a.Put(uint32_t{0});
+    AppendShardStored(shard, out);
+    const auto bytes = static_cast<uint32_t>(out->size() - at - sizeof(uint32_t));
+    std::memcpy(out->data() + at, &bytes, sizeof(bytes));  // little-endian, as wire::Appender
+  }
   a.Put(static_cast<uint32_t>(c.removed.size()));
   for (const auto& [tenant, key] : c.removed) a.Bytes(tenant).Bytes(key);
+  a.Put(static_cast<uint32_t>(c.held.size()));
+  for (const HeldRangeState& h : c.held) {
+    a.Put(h.id).Put(h.segment.hi).Put(h.segment.lo).Put(h.offset).Put(h.size).Put(h.remaining_ms);
+  }
+  a.Put(static_cast<uint32_t>(c.released.size()));
+  for (uint64_t id : c.released) a.Put(id);
   End(out, start);
+}
+
+}  // namespace
+
+void AppendBatch(const ReplicationBatch& batch, std::string* out) {
+  AppendBatchFrame(batch, /*compress=*/false, out);
+}
+
+void AppendCopyBatch(const ReplicationBatch& batch, std::string* out) {
+  AppendBatchFrame(batch, /*compress=*/true, out);
 }
 
 bool ParseReplicationHeader(std::string_view header, uint32_t* body_bytes) {
@@ -172,6 +202,21 @@ Result<ReplicationBatch> DecodeBatch(std::string_view body) {
     std::string key = r.Bytes();
     c.removed.emplace_back(std::move(tenant), std::move(key));
   }
+  const uint32_t held = r.Get<uint32_t>();
+  if (held > r.left() / kHeldRangeBytes) return ErrorCode::DATA_CORRUPTED;
+  c.held.resize(held);
+  for (HeldRangeState& h : c.held) {
+    h.id = r.Get<uint64_t>();
+    h.segment.hi = r.Get<uint64_t>();
+    h.segment.lo = r.Get<uint64_t>();
+    h.offset = r.Get<uint64_t>();
+    h.size = r.Get<uint64_t>();
+    h.remaining_ms = r.Get<int64_t>();
+  }
+  const uint32_t released = r.Get<uint32_t>();
+  if (released > r.left() / 8) return ErrorCode::DATA_CORRUPTED;
+  c.released.resize(released);
+  for (uint64_t& id : c.released) id = r.Get<uint64_t>();
   if (!r.done()) return ErrorCode::DATA_CORRUPTED;
   return batch;
 }

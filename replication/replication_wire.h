@@ -20,10 +20,14 @@
 //   batch     = kBatch u8 | flags u8 | seq u64 | has_segments u8 |
 //               [segments bytes (snapshot/codec.h EncodeSegments)] |
 //               shard_count u32 | shard_count x (EncodeShard bytes) |
-//               removed_count u32 | removed_count x (tenant bytes | key bytes)
+//               removed_count u32 | removed_count x (tenant bytes | key bytes) |
+//               held_count u32 | held_count x (id u64 | segment hi u64 | lo u64 |
+//                                              offset u64 | size u64 | remaining_ms i64) |
+//               released_count u32 | released_count x id u64
+//               (held ranges added and released: directory/held_ranges.h)
 // A batch's objects may come in any shard's ShardState (the leader ships one
-// per batch); the standby files each by its own key. Batch flags: kReset (the standby drops its state first: a full copy
-// follows), kSynced (the full copy is complete with this batch).
+// per batch); the standby files each by its own key. Batch flags: kReset (the standby drops its
+// state first: a full copy follows), kSynced (the full copy is complete with this batch).
 //   bytes = length u32 | the bytes
 //
 // Decoding never reads out of bounds and never trusts a count beyond what
@@ -45,7 +49,9 @@ namespace shelfmark {
 
 inline constexpr uint32_t kReplicationFrameTag = 0x50524d53;  // "SMRP"
 inline constexpr size_t kReplicationHeaderBytes = 8;
-inline constexpr uint8_t kReplicationVersion = 1;
+// 2: batches carry held ranges.
+inline constexpr uint8_t kReplicationVersion = 2;
+inline constexpr size_t kHeldRangeBytes = 48;  // id, segment (2 x u64), offset, size, remaining
 
 enum class ReplicationMsg : uint8_t {
   kHello = 1,
@@ -92,7 +98,12 @@ void AppendProof(std::string_view proof, std::string* out);
 void AppendAck(uint64_t seq, std::string* out);
 void AppendChallenge(const ReplicationChallenge& c, std::string* out);
 void AppendWelcome(const ReplicationWelcome& w, std::string* out);
+// A batch's shards are stored zstd frames (snapshot/codec.h,
+// EncodeShardStored: a put waits for the leader to encode them); a full
+// copy's (AppendCopyBatch) are compressed: the whole directory travels once.
+// DecodeBatch reads both.
 void AppendBatch(const ReplicationBatch& batch, std::string* out);
+void AppendCopyBatch(const ReplicationBatch& batch, std::string* out);
 
 // The body size of the frame whose header starts `header`; false when it
 // does not start with the tag (or is shorter than a header).

@@ -35,6 +35,8 @@ ReplicationBatch SampleBatch() {
   shard.objects.push_back(o);
   b.changes.shards.push_back(shard);
   b.changes.removed.emplace_back("default", "gone");
+  b.changes.held.push_back({11, UUID{3, 4}, 4096, 100, 59'000});
+  b.changes.released = {5, 6};
   return b;
 }
 
@@ -57,9 +59,37 @@ TEST(ReplicationWire, BatchRoundTrips) {
   ASSERT_EQ(back->changes.shards.size(), 1u);
   EXPECT_EQ(back->changes.shards[0].objects.at(0).replicas.at(0).offset, 64u);
   EXPECT_EQ(back->changes.removed.at(0).second, "gone");
+  ASSERT_EQ(back->changes.held.size(), 1u);
+  const HeldRangeState& h = back->changes.held[0];
+  EXPECT_EQ(h.id, 11u);
+  EXPECT_EQ(h.segment, (UUID{3, 4}));
+  EXPECT_EQ(h.offset, 4096u);
+  EXPECT_EQ(h.size, 100u);
+  EXPECT_EQ(h.remaining_ms, 59'000);
+  EXPECT_EQ(back->changes.released, (std::vector<uint64_t>{5, 6}));
   std::string again;
   AppendBatch(*back, &again);
   EXPECT_EQ(again, frame);
+}
+
+TEST(ReplicationWire, ACopyFrameCarriesTheSameBatchCompressed) {
+  ReplicationBatch big = SampleBatch();
+  ObjectState o = big.changes.shards[0].objects.at(0);
+  for (int i = 0; i < 200; ++i) {
+    o.key = "key-" + std::to_string(i);
+    big.changes.shards[0].objects.push_back(o);
+  }
+  std::string stored, compressed;
+  AppendBatch(big, &stored);
+  AppendCopyBatch(big, &compressed);
+  EXPECT_LT(compressed.size(), stored.size());
+  for (const std::string* frame : {&stored, &compressed}) {
+    auto back = DecodeBatch(Body(*frame));
+    ASSERT_TRUE(back.ok()) << ErrorCodeName(back.error());
+    std::string again;
+    AppendBatch(*back, &again);
+    EXPECT_EQ(again, stored);
+  }
 }
 
 TEST(ReplicationWire, EveryTruncationIsRefused) {

@@ -1,9 +1,12 @@
 #include "replication/standby_state.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include "directory/batch_pipeline.h"
 
 namespace shelfmark {
 namespace {
@@ -52,46 +55,84 @@ std::vector<std::pair<uint64_t, uint64_t>> FreeExtents(
 
 }  // namespace
 
-std::string StandbyState::Name(const std::string& tenant, const std::string& key) {
-  std::string name;
-  name.reserve(tenant.size() + 1 + key.size());
-  name.append(tenant).push_back('\0');
-  name.append(key);
-  return name;
+void StandbyState::AppendName(std::string_view tenant, std::string_view key, std::string* out) {
+  out->append(tenant).push_back('\0');
+  out->append(key);
 }
 
 void StandbyState::Reset() {
-  for (auto& shard : shards_) shard.clear();
+  for (auto& shard : shards_) shard = ObjectMap();
   objects_ = 0;
+  held_.clear();
   segments_ = SegmentsState{};
   seq_ = 0;
 }
 
 void StandbyState::Apply(ChangeSet&& changes) {
   if (changes.has_segments) segments_ = std::move(changes.segments);
-  for (ShardState& shard : changes.shards) {
-    for (ObjectState& o : shard.objects) {
-      auto& map = shards_[ShardIndex(o.tenant, o.key)];
-      // One lookup; a known key's node is reused (no allocation for it).
-      auto [it, inserted] = map.try_emplace(Name(o.tenant, o.key));
-      it->second = std::move(o);
-      if (inserted) ++objects_;
-    }
-  }
+  for (ShardState& shard : changes.shards) ApplyObjects(shard.objects);
+  std::string name;
   for (const auto& [tenant, key] : changes.removed) {
-    objects_ -= shards_[ShardIndex(tenant, key)].erase(Name(tenant, key));
+    name.clear();
+    AppendName(tenant, key, &name);
+    objects_ -= shards_[ShardIndex(tenant, key)].Erase(name) ? 1 : 0;
   }
+  for (uint64_t id : changes.released) held_.erase(id);
+  for (const HeldRangeState& h : changes.held) held_[h.id] = h;
   seq_ = std::max(seq_, changes.seq);
+}
+
+void StandbyState::ApplyObjects(std::vector<ObjectState>& objects) {
+  const size_t n = objects.size();
+  // Every name in one buffer (no allocation per key), then each key's map
+  // and hash, then the lookups.
+  std::string names;
+  std::vector<size_t> ends(n);
+  std::vector<ObjectMap*> maps(n);
+  std::vector<uint64_t> hashes(n);
+  for (size_t i = 0; i < n; ++i) {
+    AppendName(objects[i].tenant, objects[i].key, &names);
+    ends[i] = names.size();
+  }
+  auto name = [&](size_t i) {
+    const size_t begin = i == 0 ? 0 : ends[i - 1];
+    return std::string_view(names).substr(begin, ends[i] - begin);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    maps[i] = &shards_[ShardIndex(objects[i].tenant, objects[i].key)];
+    hashes[i] = ObjectMap::Hash(name(i));
+  }
+  RunPipelined(
+      n, [&](size_t i) { maps[i]->Prefetch(hashes[i]); },
+      [&](size_t i) { maps[i]->PrefetchEntry(hashes[i]); },
+      [&](size_t i) {
+        // A known key's entry is reused (no allocation for it).
+        auto [state, inserted] = maps[i]->TryEmplace(name(i), hashes[i]);
+        *state = std::move(objects[i]);
+        if (inserted) ++objects_;
+      });
 }
 
 ShardState StandbyState::ShardForRestore(uint32_t index) const {
   const Owners owners = OwnersOf(segments_);
   ShardState out;
   out.index = index;
-  for (const auto& [name, o] : shards_[index]) {
+  shards_[index].ForEach([&](std::string_view, const ObjectState& o) {
     ObjectState copy = o;
-    std::erase_if(copy.replicas, [&](const ReplicaState& r) { return !Known(owners, r); });
+    auto unknown = [&](const ReplicaState& r) { return !Known(owners, r); };
+    std::erase_if(copy.replicas, unknown);
+    // (A pending version left without replicas loads as a placeholder.)
+    if (copy.pending) std::erase_if(copy.pending->replicas, unknown);
     if (!copy.replicas.empty()) out.objects.push_back(std::move(copy));
+  });
+  return out;
+}
+
+std::vector<HeldRangeState> StandbyState::HeldForRestore() const {
+  const Owners owners = OwnersOf(segments_);
+  std::vector<HeldRangeState> out;
+  for (const auto& [id, h] : held_) {
+    if (owners.segments.count(h.segment) > 0) out.push_back(h);
   }
   return out;
 }
@@ -100,14 +141,23 @@ SegmentsState StandbyState::SegmentsForRestore() const {
   UsedRanges used;
   std::unordered_map<UUID, uint64_t, UUIDHash> alignment;
   for (const SegmentState& s : segments_.segments) alignment[s.segment.id] = s.alignment;
-  for (const auto& shard : shards_) {
-    for (const auto& [name, o] : shard) {
-      for (const ReplicaState& r : o.replicas) {
-        auto a = alignment.find(r.owner);
-        if (r.type != ReplicaType::MEMORY || a == alignment.end()) continue;
-        used[r.owner].emplace_back(r.offset, r.offset + AlignUp(o.size, a->second));
-      }
+  auto use = [&](const std::vector<ReplicaState>& replicas, uint64_t size) {
+    for (const ReplicaState& r : replicas) {
+      auto a = alignment.find(r.owner);
+      if (r.type != ReplicaType::MEMORY || a == alignment.end()) continue;
+      used[r.owner].emplace_back(r.offset, r.offset + AlignUp(size, a->second));
     }
+  };
+  for (const auto& shard : shards_) {
+    shard.ForEach([&](std::string_view, const ObjectState& o) {
+      use(o.replicas, o.size);
+      if (o.pending) use(o.pending->replicas, o.pending->size);
+    });
+  }
+  for (const auto& [id, h] : held_) {
+    auto a = alignment.find(h.segment);
+    if (a != alignment.end())
+      used[h.segment].emplace_back(h.offset, h.offset + AlignUp(h.size, a->second));
   }
   SegmentsState out = segments_;
   for (SegmentState& s : out.segments) {
@@ -121,6 +171,7 @@ ErrorCode StandbyState::LoadInto(Directory& dir) const {
   for (uint32_t i = 0; rc == ErrorCode::OK && i < kShardCount; ++i) {
     if (!shards_[i].empty()) rc = dir.RestoreShard(ShardForRestore(i), UnfinishedPuts::kHold);
   }
+  if (rc == ErrorCode::OK) rc = dir.RestoreHeldRanges(HeldForRestore());
   if (rc == ErrorCode::OK) rc = dir.RestoreTasks(TasksState{});
   if (rc != ErrorCode::OK) dir.Clear();
   return rc;

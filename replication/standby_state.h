@@ -7,13 +7,15 @@
 // pins, groups) and the segment table, and also unfinished puts with their
 // PROCESSING replicas: a loaded copy holds them as started at the load
 // (UnfinishedPuts::kHold), since their clients may be writing into their
-// ranges. Allocator state is not shipped: on load every segment's free
-// space is derived from the objects (a range is in use exactly when a
-// stored replica covers it), which is what a snapshot's export would give
-// minus the ranges no object holds (upsert versions still pending, retired
-// ranges, promotions in flight: the same ranges a snapshot exports as
-// free). Offload tasks queued but not handed out are not shipped: eviction
-// queues them again where needed.
+// ranges, and so are upserts' pending versions (ObjectState::pending); and
+// the held ranges (directory/held_ranges.h: promotions and copy/move tasks
+// in flight, retired ranges), by id, which a loaded copy holds as retired ranges until the
+// time the leader would have given them back, counted from the load.
+// Allocator state is not shipped: on load every segment's free space is
+// derived from the objects and the held ranges (a range is in use exactly
+// when a stored replica, a pending version's or a held range covers it). Offload tasks queued
+// but not handed out are not shipped: eviction queues them again where
+// needed.
 //
 // Thread safety: not thread-safe; the standby's receiver thread owns it
 // (LoadInto runs after that thread stopped).
@@ -24,6 +26,9 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "directory/key_map.h"
 
 #include "common/error_code.h"
 #include "directory/directory.h"
@@ -43,6 +48,7 @@ class StandbyState {
 
   uint64_t seq() const { return seq_; }
   size_t object_count() const { return objects_; }
+  size_t held_count() const { return held_.size(); }
   const SegmentsState& segments() const { return segments_; }
 
   // The state as a restore takes it: segments with free extents derived
@@ -51,20 +57,30 @@ class StandbyState {
   // its segment), objects left without replicas dropped.
   SegmentsState SegmentsForRestore() const;
   ShardState ShardForRestore(uint32_t index) const;
+  // The held ranges on segments the table holds.
+  std::vector<HeldRangeState> HeldForRestore() const;
   // Restores into `dir`, which must serve nobody yet and hold nothing:
   // RestoreSegments, RestoreShard (UnfinishedPuts::kHold) for every shard,
-  // RestoreTasks({}).
+  // RestoreHeldRanges, RestoreTasks({}).
   // DATA_CORRUPTED from the restore (the directory is then Clear()ed).
   ErrorCode LoadInto(Directory& dir) const;
 
  private:
-  static std::string Name(const std::string& tenant, const std::string& key);
+  using ObjectMap = KeyMap<ObjectState>;
+  // Files every object of a batch under its name, the lookups pipelined
+  // (directory/batch_pipeline.h): a batch's keys lie scattered over maps
+  // far larger than the caches.
+  void ApplyObjects(std::vector<ObjectState>& objects);
+  // Appends tenant "\0" key to *out.
+  static void AppendName(std::string_view tenant, std::string_view key, std::string* out);
 
   uint64_t seq_ = 0;
   size_t objects_ = 0;
   SegmentsState segments_;
-  // Per shard: tenant "\0" key -> state.
-  std::array<std::unordered_map<std::string, ObjectState>, kShardCount> shards_;
+  // Per shard: tenant "\0" key -> state, open addressing (key_map.h: one
+  // allocation per key, holding its name; no hash node, no string of its own).
+  std::array<ObjectMap, kShardCount> shards_;
+  std::unordered_map<uint64_t, HeldRangeState> held_;
 };
 
 }  // namespace shelfmark

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -29,6 +30,7 @@ void FullCopy(Directory& d, StandbyState* state) {
     ShardState s = d.ExportShardLive(i);
     if (!s.objects.empty()) c.shards.push_back(std::move(s));
   }
+  c.held = d.ExportHeldRanges();
   state->Reset();
   state->Apply(std::move(c));
 }
@@ -283,6 +285,195 @@ TEST_F(StandbyStateTest, ALoadedCopyHoldsAnUnfinishedPutsRange) {
     ASSERT_TRUE(placed.ok()) << ErrorCodeName(placed.error());
     EXPECT_EQ(placed->at(0).memory.buffer_address, mid);
   }
+}
+
+// Ranges no object holds (held ranges: a pending upsert version, a
+// promotion's or a task's reservation, a retired range) ship by id, and a
+// loaded copy holds each as a retired range until the leader would have
+// given it back, counted from the load: in a full segment a put finds no
+// room until then, and finds it after.
+constexpr uint64_t kHalf = 1 << 19;
+
+PutConfig Pinned() {
+  PutConfig config;
+  config.hard_pin = true;  // never evicted for a put: the segment stays full
+  return config;
+}
+
+// Loads `state` into a fresh directory whose clients never expire.
+std::unique_ptr<Directory> Load(const StandbyState& state, ManualClock* clock) {
+  DirectoryOptions options;
+  options.client_ttl_ms = int64_t{24} * 3600 * 1000;
+  auto loaded = MakeTestDirectory(clock, options);
+  EXPECT_EQ(state.LoadInto(*loaded), ErrorCode::OK);
+  return loaded;
+}
+
+// A put of kHalf into the loaded copy finds no room until `hold_ms` after
+// the load (the background pass run just before), and room after.
+void ExpectHeldFor(const StandbyState& state, int64_t hold_ms) {
+  ManualClock clock;
+  auto loaded = Load(state, &clock);
+  auto put = [&] { return loaded->PutStart(UUID::Generate(), "", "other", kHalf, {}); };
+  auto refused = put();
+  ASSERT_FALSE(refused.ok()) << "got a held range";
+  EXPECT_EQ(refused.error(), ErrorCode::NO_AVAILABLE_HANDLE);
+  clock.AdvanceMs(hold_ms - 1000);
+  loaded->RunBackgroundOnce();
+  refused = put();
+  ASSERT_FALSE(refused.ok()) << "got a held range before its deadline";
+  EXPECT_EQ(refused.error(), ErrorCode::NO_AVAILABLE_HANDLE);
+  clock.AdvanceMs(2000);
+  loaded->RunBackgroundOnce();
+  auto placed = put();
+  EXPECT_TRUE(placed.ok()) << ErrorCodeName(placed.error());
+}
+
+TEST_F(StandbyStateTest, ALoadedCopyHoldsARetiredRangeUntilTheOldLeaseEnds) {
+  dir_->EnableChangeTracking();
+  Mount(UUID::Generate(), "a", 2 * kHalf);
+  ASSERT_EQ(Put("k", kHalf, Pinned()), ErrorCode::OK);
+  StandbyState state;
+  FullCopy(*dir_, &state);
+  ASSERT_TRUE(dir_->GetReplicaList("", "k").ok());  // a reader's lease on the old version
+  PutConfig replace = Pinned();
+  replace.replace = true;
+  ASSERT_EQ(Put("k", kHalf, replace), ErrorCode::OK);  // the old range is retired
+  state.Apply(dir_->TakeChanges());
+  EXPECT_EQ(state.held_count(), 1u);
+  ExpectHeldFor(state, DirectoryOptions{}.default_kv_lease_ttl_ms);
+  // Once given back at the leader, the copy lets it go too.
+  clock_.AdvanceMs(DirectoryOptions{}.default_kv_lease_ttl_ms + 1);
+  dir_->RunBackgroundOnce();
+  state.Apply(dir_->TakeChanges());
+  EXPECT_EQ(state.held_count(), 0u);
+}
+
+// An upsert in flight ships with its key (ObjectState::pending): a loaded
+// copy holds its range as a pending version started at the load, lookups
+// see the old version until the writer's PutEnd on the new leader swaps
+// the new one in, and the release timeout (from the load) drops it.
+TEST_F(StandbyStateTest, ALoadedCopyHoldsAPendingUpsertItsWriterCompletes) {
+  dir_->EnableChangeTracking();
+  Mount(UUID::Generate(), "a", 2 * kHalf);
+  ASSERT_EQ(Put("k", kHalf, Pinned()), ErrorCode::OK);  // by writer_
+  auto old = dir_->GetReplicaList("", "k");
+  ASSERT_TRUE(old.ok());
+  const uint64_t old_address = old->replicas.at(0).memory.buffer_address;
+  PutConfig replace = Pinned();
+  replace.replace = true;
+  replace.data_type = DataType::TENSOR;
+  auto started = dir_->PutStart(writer_, "", "k", kHalf - 64, replace);
+  ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+  const uint64_t new_address = started->at(0).memory.buffer_address;
+  clock_.AdvanceMs(20'000);  // the upsert started long before the failover
+  StandbyState state;
+  state.Apply(dir_->TakeChanges());
+  EXPECT_EQ(state.held_count(), 0u) << "the pending version travels with its key";
+  ExpectHeldFor(state, DirectoryOptions{}.put_start_release_timeout_ms);
+
+  ManualClock clock;
+  auto loaded = Load(state, &clock);
+  auto before = loaded->GetReplicaList("", "k");
+  ASSERT_TRUE(before.ok()) << ErrorCodeName(before.error());
+  EXPECT_EQ(before->size, kHalf) << "the old version until the swap";
+  EXPECT_EQ(before->replicas.at(0).memory.buffer_address, old_address);
+  auto again = loaded->PutStart(UUID::Generate(), "", "k", kHalf, replace);
+  ASSERT_FALSE(again.ok()) << "a second upsert inside the discard timeout from the load";
+  EXPECT_EQ(again.error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+  EXPECT_EQ(loaded->PutEnd(UUID::Generate(), "", "k"), ErrorCode::ILLEGAL_CLIENT);
+  ASSERT_EQ(loaded->PutEnd(writer_, "", "k"), ErrorCode::OK);
+  auto after = loaded->GetReplicaList("", "k");
+  ASSERT_TRUE(after.ok()) << ErrorCodeName(after.error());
+  EXPECT_EQ(after->size, kHalf - 64) << "the new version";
+  EXPECT_EQ(after->replicas.at(0).memory.buffer_address, new_address) << "where its writer wrote";
+  auto info = loaded->Stat("", "k");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->data_type, DataType::TENSOR);
+}
+
+// A pending version's replicas must be PROCESSING MEMORY replicas in
+// allocated space: anything else is DATA_CORRUPTED and restores nothing.
+TEST_F(StandbyStateTest, ABadPendingVersionIsCorrupt) {
+  dir_->EnableChangeTracking();
+  Mount(UUID::Generate(), "a", 2 * kHalf);
+  ASSERT_EQ(Put("k", kHalf), ErrorCode::OK);
+  PutConfig replace;
+  replace.replace = true;
+  ASSERT_TRUE(dir_->PutStart(writer_, "", "k", kHalf, replace).ok());
+  StandbyState state;
+  state.Apply(dir_->TakeChanges());
+  const uint32_t index = static_cast<uint32_t>(ShardIndex("default", "k"));
+  ManualClock clock;
+  auto loaded = MakeTestDirectory(&clock);
+  ASSERT_EQ(loaded->RestoreSegments(state.SegmentsForRestore()), ErrorCode::OK);
+  const ShardState good = state.ShardForRestore(index);
+  ASSERT_EQ(good.objects.size(), 1u);
+  ASSERT_TRUE(good.objects[0].pending);
+  ASSERT_EQ(good.objects[0].pending->replicas.size(), 1u);
+  std::vector<std::function<void(PendingVersionState&)>> edits = {
+      [](PendingVersionState& v) { v.replicas[0].status = ReplicaStatus::COMPLETE; },
+      [](PendingVersionState& v) { v.replicas[0].type = ReplicaType::LOCAL_DISK; },
+      [](PendingVersionState& v) { v.replicas[0].offset += 64; },  // not allocated
+      [](PendingVersionState& v) { v.replicas[0].id = 0; },
+      [](PendingVersionState& v) { v.size = 0; },
+      [](PendingVersionState& v) { v.put_age_ms = -1; },
+  };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    ShardState bad = good;
+    edits[i](*bad.objects[0].pending);
+    EXPECT_EQ(loaded->RestoreShard(bad, UnfinishedPuts::kHold), ErrorCode::DATA_CORRUPTED) << i;
+    EXPECT_EQ(loaded->CountKeys("", true), 0u) << i;
+  }
+  EXPECT_EQ(loaded->RestoreShard(good, UnfinishedPuts::kHold), ErrorCode::OK);
+  EXPECT_EQ(loaded->CountKeys("", true), 1u);
+}
+
+TEST_F(StandbyStateTest, ALoadedCopyHoldsATasksReservation) {
+  dir_->EnableChangeTracking();
+  Mount(UUID::Generate(), "a", kHalf);
+  Mount(UUID::Generate(), "b", kHalf);
+  ASSERT_EQ(Put("k", kHalf, Pinned()), ErrorCode::OK);  // fills "a"
+  auto id = dir_->CreateTask(writer_, "", {TaskType::REPLICA_COPY, "k", "", {"b"}});
+  ASSERT_TRUE(id.ok()) << ErrorCodeName(id.error());
+  ASSERT_TRUE(dir_->TaskStart(writer_, "", *id).ok());  // reserves all of "b"
+  StandbyState state;
+  FullCopy(*dir_, &state);
+  EXPECT_EQ(state.held_count(), 1u);
+  ExpectHeldFor(state, 60'000);
+  ManualClock clock;
+  auto loaded = Load(state, &clock);
+  EXPECT_EQ(loaded->TaskEnd(writer_, "", *id, ErrorCode::OK), ErrorCode::TASK_NOT_FOUND)
+      << "the new leader knows no such task";
+}
+
+class StandbyPromotionTest : public DirectoryFixture {
+ protected:
+  StandbyPromotionTest() : DirectoryFixture(OffloadOptions()) {}
+};
+
+TEST_F(StandbyPromotionTest, ALoadedCopyHoldsAPromotionsReservation) {
+  dir_->EnableChangeTracking();
+  const UUID node = UUID::Generate();
+  Mount(node, "a", 2 * kHalf);
+  ASSERT_EQ(dir_->MountLocalDisk(node, true, "a:7000"), ErrorCode::OK);
+  auto codes = dir_->NotifyOffloadSuccess(
+      node, {{"", "d", {1, 0, 1, static_cast<int64_t>(kHalf), "a:7000"}}});
+  ASSERT_TRUE(codes.ok());
+  ASSERT_EQ((*codes)[0], ErrorCode::OK);
+  auto grants = dir_->PromoteStart(node, {{"", "d", kHalf}});
+  ASSERT_TRUE(grants.ok());
+  ASSERT_EQ((*grants)[0].code, ErrorCode::OK);
+  ASSERT_EQ(Put("done", kHalf, Pinned()), ErrorCode::OK);  // fills the rest
+  StandbyState state;
+  state.Apply(dir_->TakeChanges());
+  EXPECT_EQ(state.held_count(), 1u);
+  ExpectHeldFor(state, 60'000);
+  ManualClock clock;
+  auto loaded = Load(state, &clock);
+  auto ends = loaded->PromoteEnd(node, {{"", "d", true}});
+  ASSERT_TRUE(ends.ok()) << ErrorCodeName(ends.error());
+  EXPECT_EQ((*ends)[0], ErrorCode::OBJECT_NOT_FOUND) << "the new leader knows no such promotion";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -76,6 +77,7 @@ ErrorCode LookupClient::EnsureConnected() {
     return ErrorCode::RPC_FAIL;
   }
   have_ = 0;
+  ++connections_;
   // Without a token the challenge is still asked until the master has
   // answered once: it proves the master speaks the channel before any
   // request that changes state is sent.
@@ -135,8 +137,11 @@ ErrorCode LookupClient::RoundTrip(uint32_t* body_bytes) {
   // earlier reply.
   have_ = 0;
   uint32_t body = 0;
-  const bool ok = Arm() && SendAll(fd_.get(), out_, LeftMs()) &&
-                  ReceiveAtLeast(kLookupHeaderBytes) &&
+  const bool sent = Arm() && SendAll(fd_.get(), out_, LeftMs());
+  // The answer usually comes within the poll, sparing a blocked wake-up.
+  ReplyWait wait;
+  if (sent) poller_.Await(wait, fd_.get());
+  const bool ok = sent && ReceiveAtLeast(kLookupHeaderBytes) &&
                   ParseLookupHeader(std::string_view(in_.data(), have_), &body) &&
                   body <= kMaxReplyBytes && ReceiveAtLeast(kLookupHeaderBytes + size_t{body}) &&
                   have_ == kLookupHeaderBytes + size_t{body};
@@ -151,6 +156,16 @@ ErrorCode LookupClient::RoundTrip(uint32_t* body_bytes) {
 
 std::string_view LookupClient::Body(uint32_t body_bytes) const {
   return std::string_view(in_.data() + kLookupHeaderBytes, body_bytes);
+}
+
+uint64_t LookupClient::IntactConnection() {
+  if (!fd_.valid()) return 0;
+  pollfd p{fd_.get(), POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) != 0) {  // readable, hung up, or an error
+    fd_.Reset();
+    return 0;
+  }
+  return connections_;
 }
 
 template <typename Ret, typename Append, typename Decode>
@@ -198,6 +213,48 @@ Result<std::vector<ReplicaDescriptor>> LookupClient::PutStart(const UUID& client
       deadline,
       [&](std::string* out) { AppendPutStartRequest(client, tenant, key, size, config, out); },
       DecodePutStartReply);
+}
+
+Result<PutReservationGrant> LookupClient::ReservePut(const UUID& client, std::string_view tenant,
+                                                     uint64_t size, const PutConfig& config,
+                                                     Deadline deadline) {
+  return Exchange<Result<PutReservationGrant>>(
+      deadline,
+      [&](std::string* out) { AppendReservePutRequest(client, tenant, size, config, out); },
+      DecodeReservePutReply);
+}
+
+Result<std::optional<PutReservationGrant>> LookupClient::CommitPut(
+    const UUID& client, std::string_view tenant, std::string_view key, uint64_t reservation,
+    bool renew, const PutConfig& config, Deadline deadline) {
+  return Exchange<Result<std::optional<PutReservationGrant>>>(
+      deadline,
+      [&](std::string* out) {
+        AppendCommitPutRequest(client, tenant, key, reservation, renew, config, out);
+      },
+      DecodeCommitPutReply);
+}
+
+Result<std::vector<PutReservationGrant>> LookupClient::BatchReservePut(
+    const UUID& client, std::string_view tenant, const std::vector<uint64_t>& sizes,
+    const PutConfig& config, Deadline deadline) {
+  return Exchange<Result<std::vector<PutReservationGrant>>>(
+      deadline,
+      [&](std::string* out) { AppendBatchReservePutRequest(client, tenant, sizes, config, out); },
+      [&](std::string_view body) { return DecodeBatchReservePutReply(body, sizes.size()); });
+}
+
+Result<std::vector<Result<std::optional<PutReservationGrant>>>> LookupClient::BatchCommitPut(
+    const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& reservations, const std::vector<uint64_t>& checksums, bool renew,
+    const PutConfig& config, Deadline deadline) {
+  return Exchange<Result<std::vector<Result<std::optional<PutReservationGrant>>>>>(
+      deadline,
+      [&](std::string* out) {
+        AppendBatchCommitPutRequest(client, tenant, keys, reservations, checksums, renew, config,
+                                    out);
+      },
+      [&](std::string_view body) { return DecodeBatchCommitPutReply(body, keys.size()); });
 }
 
 ErrorCode LookupClient::PutFinish(bool end, const UUID& client, std::string_view tenant,

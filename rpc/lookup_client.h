@@ -2,17 +2,19 @@
 // (rpc/lookup_wire.h, rpc/mutation_wire.h): GetReplicaList, PutStart,
 // PutEnd, PutRevoke, ExistKey, Remove and their batch forms over a plain
 // blocking TCP connection to the master's RPC port. The calling thread
-// sends the request and blocks in recv() for the reply: one send and one
-// receive per lookup, no event loop and no other thread in between.
+// sends the request, polls for the reply for up to reply_poll_us, then blocks
+// in recv() for it: one send and one receive per lookup, no event loop and
+// no other thread in between.
 //
 // Connection: made on first use (and again after any failure); with a
 // token, the same challenge-response proof as the Cap'n Proto handshake
 // (auth/proof.h; the master proves itself back) runs before the first
 // lookup. A new connection always starts with the challenge (a token or
 // not) until the master has answered once, so a master that does not
-// speak the channel is found out before any mutation is sent. Failures: RPC_FAIL for transport errors, timeouts and malformed
-// replies, after which the connection is closed; the master's own codes
-// otherwise (UNAUTHENTICATED, PERMISSION_DENIED, ...).
+// speak the channel is found out before any mutation is sent.
+// Failures: RPC_FAIL for transport errors, timeouts and malformed replies,
+// after which the connection is closed; the master's own codes otherwise
+// (UNAUTHENTICATED, PERMISSION_DENIED, ...).
 // Time: each call ends by its deadline, connect, handshake, send and
 // receive together (MasterClient passes its call's, so that a lookup and
 // its Cap'n Proto fallback share one call_timeout_ms); without one, by
@@ -28,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/reply_poll.h"
 #include "common/result.h"
 #include "common/socket_io.h"
 #include "common/types.h"
@@ -38,6 +41,9 @@ struct LookupClientOptions {
   std::string address;  // host:port of the master's RPC port
   std::string token;    // "" : no handshake
   int64_t call_timeout_ms = 10'000;
+  // After a request is sent, how long the thread polls for the reply before
+  // it blocks in recv() (common/reply_poll.h; 0: it blocks at once).
+  int64_t reply_poll_us = DefaultReplyPollMicros();
 };
 
 class LookupClient {
@@ -72,6 +78,24 @@ class LookupClient {
                                                 const std::vector<std::string>& keys,
                                                 Deadline deadline = std::nullopt,
                                                 const std::vector<uint64_t>& checksums = {});
+  // The one-round-trip put (MasterClient::ReservePut, CommitPut).
+  Result<PutReservationGrant> ReservePut(const UUID& client, std::string_view tenant,
+                                         uint64_t size, const PutConfig& config,
+                                         Deadline deadline = std::nullopt);
+  Result<std::optional<PutReservationGrant>> CommitPut(const UUID& client, std::string_view tenant,
+                                                       std::string_view key, uint64_t reservation,
+                                                       bool renew, const PutConfig& config,
+                                                       Deadline deadline = std::nullopt);
+  // Their batch forms (MasterClient::BatchReservePut, BatchCommitPut).
+  Result<std::vector<PutReservationGrant>> BatchReservePut(const UUID& client,
+                                                           std::string_view tenant,
+                                                           const std::vector<uint64_t>& sizes,
+                                                           const PutConfig& config,
+                                                           Deadline deadline = std::nullopt);
+  Result<std::vector<Result<std::optional<PutReservationGrant>>>> BatchCommitPut(
+      const UUID& client, std::string_view tenant, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& reservations, const std::vector<uint64_t>& checksums, bool renew,
+      const PutConfig& config, Deadline deadline = std::nullopt);
   Result<bool> ExistKey(std::string_view tenant, std::string_view key,
                         Deadline deadline = std::nullopt);
   Result<std::vector<Result<bool>>> BatchExistKey(std::string_view tenant,
@@ -89,6 +113,15 @@ class LookupClient {
   // Whether the last call's request may have reached the master (its send
   // began): a mutation that failed after that is not repeated elsewhere.
   bool request_sent() const { return request_sent_; }
+  // The number of the connection open now, counted from 1 per connect;
+  // 0 when none is open, or when the master ended it (a hang-up or unread
+  // bytes wait on the socket: between calls nothing may), which closes it
+  // here too (the next call connects anew instead of failing on it). What
+  // the master granted on a connection numbered n belongs to a master
+  // process that is still the one this client talks to while this stays
+  // n: a restarted master always ends its connections (one-round-trip puts
+  // rely on it).
+  uint64_t IntactConnection();
 
  private:
   // Starts a call: its deadline, `deadline` or call_timeout_ms from now.
@@ -113,6 +146,7 @@ class LookupClient {
   Ret Exchange(Deadline deadline, Append&& append, Decode&& decode);
 
   LookupClientOptions options_;
+  ReplyPoller poller_{options_.reply_poll_us};
   UniqueFd fd_;
   std::string out_;
   std::string in_;
@@ -120,6 +154,7 @@ class LookupClient {
   Clock::time_point deadline_{};  // of the call in progress
   int armed_ms_ = 0;  // the socket's send and receive time-outs (0: not set)
   bool ever_answered_ = false;
+  uint64_t connections_ = 0;  // connects so far
   bool request_sent_ = false;
 };
 

@@ -76,6 +76,10 @@ enum class LookupOp : uint8_t {
   kBatchExist = 12,
   kRemove = 13,
   kBatchRemove = 14,
+  kReservePut = 15,
+  kCommitPut = 16,
+  kBatchReservePut = 17,
+  kBatchCommitPut = 18,
 };
 
 // --- frames ------------------------------------------------------------------
@@ -106,11 +110,15 @@ struct LookupRequest {
   std::string_view key;                  // single-key ops
   std::vector<std::string_view> keys;    // batch ops (capacity reused across calls)
   UUID client;                           // the put ops
-  uint64_t size = 0;                     // kPutStart
-  std::vector<uint64_t> sizes;           // kBatchPutStart
-  std::vector<uint64_t> checksums;       // kBatchPutStart, kBatchPutEnd (empty: none)
+  uint64_t size = 0;                     // kPutStart, kReservePut
+  uint64_t reservation = 0;              // kCommitPut
+  std::vector<uint64_t> reservations;    // kBatchCommitPut (one per key)
+  bool renew = false;                    // kCommitPut, kBatchCommitPut
+  std::vector<uint64_t> sizes;           // kBatchPutStart, kBatchReservePut
+  // kBatchPutStart, kBatchPutEnd, kBatchCommitPut (empty: none)
+  std::vector<uint64_t> checksums;
   std::optional<uint64_t> end_checksum;  // kPutEnd
-  PutConfig config;                      // kPutStart, kBatchPutStart
+  PutConfig config;                      // the put ops but kPutEnd, kPutRevoke, kBatchPutEnd/Revoke
   ReplicaType type = ReplicaType::MEMORY;  // kPutEnd, kPutRevoke
   bool force = false;                    // kRemove, kBatchRemove
 };

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "rpc/lookup_wire.h"
+#include "rpc/mutation_wire.h"
 #include "testing/fuzz_check.h"
 
 namespace {
@@ -31,6 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)DecodeBatchGetReply(bytes, size % 8);
   (void)DecodeChallengeReply(bytes);
   (void)DecodeAuthenticateReply(bytes);
+  (void)DecodeReservePutReply(bytes);
+  (void)DecodeCommitPutReply(bytes);
+  (void)DecodeBatchReservePutReply(bytes, size % 8);
+  (void)DecodeBatchCommitPutReply(bytes, size % 8);
   uint32_t body = 0;
   (void)ParseLookupHeader(bytes, &body);
   return 0;

@@ -379,8 +379,8 @@ struct MasterClient::Impl {
   LookupClient* Lookup() {
     if (!options.lookup_channel || lookup_unsupported || target.needs_refresh()) return nullptr;
     if (!lookup) {
-      lookup = std::make_unique<LookupClient>(
-          LookupClientOptions{target.address(), options.token, options.call_timeout_ms});
+      lookup = std::make_unique<LookupClient>(LookupClientOptions{
+          target.address(), options.token, options.call_timeout_ms, options.reply_poll_us});
     }
     return lookup.get();
   }
@@ -634,6 +634,65 @@ ErrorCode MasterClient::PutEnd(std::string_view tenant, std::string_view key, Re
             },
             [](auto r) { return ReplyCode(r); });
       });
+}
+
+Result<PutReservationGrant> MasterClient::ReservePut(std::string_view tenant, uint64_t size,
+                                                     const PutConfig& config) {
+  using Ret = Result<PutReservationGrant>;
+  return impl_->Framed<Ret>(
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.ReservePut(impl_->options.client_id, tenant, size, config, deadline);
+      },
+      []() -> Ret { return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS; });
+}
+
+uint64_t MasterClient::ChannelConnection() {
+  return impl_->lookup ? impl_->lookup->IntactConnection() : 0;
+}
+
+Result<std::optional<PutReservationGrant>> MasterClient::CommitPut(std::string_view tenant,
+                                                                   std::string_view key,
+                                                                   uint64_t reservation,
+                                                                   const PutConfig& config,
+                                                                   bool renew) {
+  using Ret = Result<std::optional<PutReservationGrant>>;
+  return impl_->Framed<Ret>(
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.CommitPut(impl_->options.client_id, tenant, key, reservation, renew, config,
+                           deadline);
+      },
+      []() -> Ret { return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS; });
+}
+
+Result<std::vector<PutReservationGrant>> MasterClient::BatchReservePut(
+    std::string_view tenant, const std::vector<uint64_t>& sizes, const PutConfig& config) {
+  using Ret = Result<std::vector<PutReservationGrant>>;
+  return impl_->Framed<Ret>(
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.BatchReservePut(impl_->options.client_id, tenant, sizes, config, deadline);
+      },
+      []() -> Ret { return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS; });
+}
+
+Result<std::vector<Result<std::optional<PutReservationGrant>>>> MasterClient::BatchCommitPut(
+    std::string_view tenant, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& reservations, const std::vector<uint64_t>& checksums,
+    const PutConfig& config, bool renew) {
+  using Ret = Result<std::vector<Result<std::optional<PutReservationGrant>>>>;
+  if (reservations.size() != keys.size() ||
+      (!checksums.empty() && checksums.size() != keys.size())) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  return impl_->Framed<Ret>(
+      false,
+      [&](LookupClient& c, auto deadline) {
+        return c.BatchCommitPut(impl_->options.client_id, tenant, keys, reservations, checksums,
+                                renew, config, deadline);
+      },
+      []() -> Ret { return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS; });
 }
 
 ErrorCode MasterClient::PutRevoke(std::string_view tenant, std::string_view key,

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/reply_poll.h"
 #include "common/result.h"
 #include "common/task_types.h"
 #include "common/uuid.h"
@@ -67,6 +68,9 @@ struct MasterClientOptions {
   // Cap'n Proto, as is every read whose channel call fails and every
   // mutation whose request was not sent.
   bool lookup_channel = true;
+  // LookupClientOptions::reply_poll_us: how long a thread polls for the
+  // channel's answer before it blocks (common/reply_poll.h).
+  int64_t reply_poll_us = DefaultReplyPollMicros();
 };
 
 class MasterClient {
@@ -106,6 +110,30 @@ class MasterClient {
                    std::optional<uint64_t> checksum = std::nullopt);
   ErrorCode PutRevoke(std::string_view tenant, std::string_view key,
                       ReplicaType type = ReplicaType::MEMORY);
+  // The one-round-trip put (Directory::ReservePut, CommitPut), on the
+  // lookup channel only: UNAVAILABLE_IN_CURRENT_STATUS when the channel is
+  // off or unusable now (no Cap'n Proto form exists); INVALID_PARAMS also
+  // from a master too old to know the call. CommitPut's error is the
+  // commit's code; its value the renewed reservation, if any.
+  Result<PutReservationGrant> ReservePut(std::string_view tenant, uint64_t size,
+                                         const PutConfig& config);
+  Result<std::optional<PutReservationGrant>> CommitPut(std::string_view tenant,
+                                                       std::string_view key, uint64_t reservation,
+                                                       const PutConfig& config, bool renew);
+  // Their batch forms (Directory::BatchReservePut, BatchCommitPut), on the
+  // channel only as well: one grant per size, all or none; one commit
+  // answer per key (`reservations` and `checksums`, when not empty, one per
+  // key).
+  Result<std::vector<PutReservationGrant>> BatchReservePut(std::string_view tenant,
+                                                           const std::vector<uint64_t>& sizes,
+                                                           const PutConfig& config);
+  Result<std::vector<Result<std::optional<PutReservationGrant>>>> BatchCommitPut(
+      std::string_view tenant, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& reservations, const std::vector<uint64_t>& checksums,
+      const PutConfig& config, bool renew);
+  // The lookup channel's LookupClient::IntactConnection (0: none): a
+  // reservation granted while it was n is usable while it still is n.
+  uint64_t ChannelConnection();
   Result<GetReplicaListResponse> GetReplicaList(std::string_view tenant, std::string_view key);
   Result<bool> ExistKey(std::string_view tenant, std::string_view key);
   Result<ObjectInfo> Stat(std::string_view tenant, std::string_view key);

@@ -70,25 +70,93 @@ bool GetReplicas(wire::Reader& r, std::vector<ReplicaDescriptor>* out) {
   return true;
 }
 
+// has_checksums u8 | (has_checksums: count x checksum u64) into *out.
+bool GetChecksums(wire::Reader& r, uint32_t count, std::vector<uint64_t>* out) {
+  bool has_checksums = false;
+  if (!GetBool(r, &has_checksums)) return false;
+  out->clear();
+  if (!has_checksums) return true;
+  if (count > r.left() / 8) return false;
+  for (uint32_t i = 0; i < count; ++i) out->push_back(r.Get<uint64_t>());
+  return true;
+}
+
+void PutChecksums(wire::Appender& a, const std::vector<uint64_t>& checksums) {
+  a.Put(static_cast<uint8_t>(!checksums.empty()));
+  for (uint64_t c : checksums) a.Put(c);
+}
+
+// count u32 | count x (key bytes | value u64) | has_checksums u8 |
+// (has_checksums: count x checksum u64): a batch put's keys, each with its
+// size or reservation (*values).
+bool GetKeyedBatch(wire::Reader& r, size_t max_batch, LookupRequest* out,
+                   std::vector<uint64_t>* values) {
+  const uint32_t count = r.Get<uint32_t>();
+  if (count > max_batch || count > r.left() / kMinSizedKeyBytes) return false;
+  out->keys.clear();
+  values->clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    out->keys.push_back(r.BytesView());
+    values->push_back(r.Get<uint64_t>());
+  }
+  return GetChecksums(r, count, &out->checksums);
+}
+
+// Writes what GetKeyedBatch reads; a key without a value gets 0 (refused by
+// the master as a zero size or an unknown reservation).
+void PutKeyedBatch(wire::Appender& a, const std::vector<std::string>& keys,
+                   const std::vector<uint64_t>& values, const std::vector<uint64_t>& checksums) {
+  a.Put(static_cast<uint32_t>(keys.size()));
+  for (size_t i = 0; i < keys.size(); ++i) a.Bytes(keys[i]).Put(i < values.size() ? values[i] : 0);
+  PutChecksums(a, checksums);
+}
+
 bool GetBatchPutStart(wire::Reader& r, size_t max_batch, LookupRequest* out) {
+  out->client = GetUuid(r);
+  out->tenant = r.BytesView();
+  return GetConfig(r, &out->config) && GetKeyedBatch(r, max_batch, out, &out->sizes);
+}
+
+void PutGrant(wire::Appender& a, const PutReservationGrant& g) {
+  a.Put(g.id).Put(g.ttl_ms);
+  PutReplicas(a, g.replicas);
+}
+
+bool GetGrant(wire::Reader& r, PutReservationGrant* g) {
+  g->id = r.Get<uint64_t>();
+  g->ttl_ms = r.Get<int64_t>();
+  return GetReplicas(r, &g->replicas);
+}
+
+// A commit's renewal: has_next u8 | (has_next: grant).
+void PutNext(wire::Appender& a, const std::optional<PutReservationGrant>& next) {
+  a.Put(static_cast<uint8_t>(next.has_value()));
+  if (next) PutGrant(a, *next);
+}
+
+bool GetNext(wire::Reader& r, std::optional<PutReservationGrant>* next) {
+  bool has_next = false;
+  if (!GetBool(r, &has_next)) return false;
+  next->reset();
+  return !has_next || GetGrant(r, &next->emplace());
+}
+
+bool GetBatchReservePut(wire::Reader& r, size_t max_batch, LookupRequest* out) {
   out->client = GetUuid(r);
   out->tenant = r.BytesView();
   if (!GetConfig(r, &out->config)) return false;
   const uint32_t count = r.Get<uint32_t>();
-  if (count > max_batch || count > r.left() / kMinSizedKeyBytes) return false;
-  out->keys.clear();
+  if (count > max_batch || count > r.left() / 8) return false;
   out->sizes.clear();
-  for (uint32_t i = 0; i < count; ++i) {
-    out->keys.push_back(r.BytesView());
-    out->sizes.push_back(r.Get<uint64_t>());
-  }
-  bool has_checksums = false;
-  if (!GetBool(r, &has_checksums)) return false;
-  out->checksums.clear();
-  if (!has_checksums) return true;
-  if (count > r.left() / 8) return false;
-  for (uint32_t i = 0; i < count; ++i) out->checksums.push_back(r.Get<uint64_t>());
+  for (uint32_t i = 0; i < count; ++i) out->sizes.push_back(r.Get<uint64_t>());
   return true;
+}
+
+bool GetBatchCommitPut(wire::Reader& r, size_t max_batch, LookupRequest* out) {
+  out->client = GetUuid(r);
+  out->tenant = r.BytesView();
+  return GetConfig(r, &out->config) && GetBool(r, &out->renew) &&
+         GetKeyedBatch(r, max_batch, out, &out->reservations);
 }
 
 // The reply's whole-call code; on OK the payload follows. `*code` is the
@@ -98,6 +166,16 @@ bool ReplyHead(wire::Reader& r, ErrorCode* code) {
   if (*code == ErrorCode::OK) return true;
   if (!r.done()) *code = ErrorCode::RPC_FAIL;
   return false;
+}
+
+// A batch reply of one item per key (each a code, then a T when OK).
+template <typename T, typename GetOne>
+Result<std::vector<Result<T>>> DecodeItemsReply(std::string_view body, size_t expected,
+                                                GetOne&& get_one) {
+  wire::Reader r(body.data(), body.size());
+  ErrorCode code;
+  if (!ReplyHead(r, &code)) return code;
+  return GetItems<T>(r, expected, get_one);
 }
 
 }  // namespace
@@ -134,10 +212,7 @@ void AppendBatchPutStartRequest(const UUID& client, std::string_view tenant,
   PutUuid(a, client);
   a.Bytes(tenant);
   PutConfigFields(a, config);
-  a.Put(static_cast<uint32_t>(keys.size()));
-  for (size_t i = 0; i < keys.size(); ++i) a.Bytes(keys[i]).Put(i < sizes.size() ? sizes[i] : 0);
-  a.Put(static_cast<uint8_t>(!checksums.empty()));
-  for (uint64_t c : checksums) a.Put(c);
+  PutKeyedBatch(a, keys, sizes, checksums);
   EndLookupFrame(out, start);
 }
 
@@ -181,6 +256,55 @@ void AppendBatchRemoveRequest(std::string_view tenant, const std::vector<std::st
   wire::Appender a = Begin(LookupOp::kBatchRemove, out, &start);
   a.Bytes(tenant).Put(static_cast<uint8_t>(force));
   PutKeys(a, keys);
+  EndLookupFrame(out, start);
+}
+
+void AppendReservePutRequest(const UUID& client, std::string_view tenant, uint64_t size,
+                             const PutConfig& config, std::string* out) {
+  size_t start = 0;
+  wire::Appender a = Begin(LookupOp::kReservePut, out, &start);
+  PutUuid(a, client);
+  a.Bytes(tenant).Put(size);
+  PutConfigFields(a, config);
+  EndLookupFrame(out, start);
+}
+
+void AppendCommitPutRequest(const UUID& client, std::string_view tenant, std::string_view key,
+                            uint64_t reservation, bool renew, const PutConfig& config,
+                            std::string* out) {
+  size_t start = 0;
+  wire::Appender a = Begin(LookupOp::kCommitPut, out, &start);
+  PutUuid(a, client);
+  a.Bytes(tenant).Bytes(key).Put(reservation).Put(static_cast<uint8_t>(renew));
+  PutConfigFields(a, config);
+  EndLookupFrame(out, start);
+}
+
+void AppendBatchReservePutRequest(const UUID& client, std::string_view tenant,
+                                  const std::vector<uint64_t>& sizes, const PutConfig& config,
+                                  std::string* out) {
+  size_t start = 0;
+  wire::Appender a = Begin(LookupOp::kBatchReservePut, out, &start);
+  PutUuid(a, client);
+  a.Bytes(tenant);
+  PutConfigFields(a, config);
+  a.Put(static_cast<uint32_t>(sizes.size()));
+  for (uint64_t size : sizes) a.Put(size);
+  EndLookupFrame(out, start);
+}
+
+void AppendBatchCommitPutRequest(const UUID& client, std::string_view tenant,
+                                 const std::vector<std::string>& keys,
+                                 const std::vector<uint64_t>& reservations,
+                                 const std::vector<uint64_t>& checksums, bool renew,
+                                 const PutConfig& config, std::string* out) {
+  size_t start = 0;
+  wire::Appender a = Begin(LookupOp::kBatchCommitPut, out, &start);
+  PutUuid(a, client);
+  a.Bytes(tenant);
+  PutConfigFields(a, config);
+  a.Put(static_cast<uint8_t>(renew));
+  PutKeyedBatch(a, keys, reservations, checksums);
   EndLookupFrame(out, start);
 }
 
@@ -228,6 +352,21 @@ bool DecodeMutationPayload(LookupOp op, wire::Reader& r, size_t max_batch, Looku
     case LookupOp::kBatchRemove:
       out->tenant = r.BytesView();
       return GetBool(r, &out->force) && GetKeys(r, max_batch, &out->keys);
+    case LookupOp::kReservePut:
+      out->client = GetUuid(r);
+      out->tenant = r.BytesView();
+      out->size = r.Get<uint64_t>();
+      return GetConfig(r, &out->config);
+    case LookupOp::kCommitPut:
+      out->client = GetUuid(r);
+      out->tenant = r.BytesView();
+      out->key = r.BytesView();
+      out->reservation = r.Get<uint64_t>();
+      return GetBool(r, &out->renew) && GetConfig(r, &out->config);
+    case LookupOp::kBatchReservePut:
+      return GetBatchReservePut(r, max_batch, out);
+    case LookupOp::kBatchCommitPut:
+      return GetBatchCommitPut(r, max_batch, out);
     default:
       return false;
   }
@@ -282,6 +421,45 @@ void AppendBatchExistReply(const std::vector<Result<bool>>& results, std::string
   EndLookupFrame(out, start);
 }
 
+void AppendReservePutReply(const Result<PutReservationGrant>& result, std::string* out) {
+  if (!result.ok()) return AppendCodeReply(result.error(), out);
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender a(out);
+  a.Put(static_cast<int32_t>(ErrorCode::OK));
+  PutGrant(a, *result);
+  EndLookupFrame(out, start);
+}
+
+void AppendCommitPutReply(const CommitPutResult& result, std::string* out) {
+  if (result.code != ErrorCode::OK) return AppendCodeReply(result.code, out);
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender a(out);
+  a.Put(static_cast<int32_t>(ErrorCode::OK));
+  PutNext(a, result.next);
+  EndLookupFrame(out, start);
+}
+
+void AppendBatchReservePutReply(const Result<std::vector<PutReservationGrant>>& result,
+                                std::string* out) {
+  if (!result.ok()) return AppendCodeReply(result.error(), out);
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender a(out);
+  a.Put(static_cast<int32_t>(ErrorCode::OK)).Put(static_cast<uint32_t>(result->size()));
+  for (const PutReservationGrant& g : *result) PutGrant(a, g);
+  EndLookupFrame(out, start);
+}
+
+void AppendBatchCommitPutReply(const std::vector<CommitPutResult>& results, std::string* out) {
+  const size_t start = BeginLookupFrame(out);
+  wire::Appender a(out);
+  a.Put(static_cast<int32_t>(ErrorCode::OK)).Put(static_cast<uint32_t>(results.size()));
+  for (const CommitPutResult& r : results) {
+    a.Put(static_cast<int32_t>(r.code));
+    if (r.code == ErrorCode::OK) PutNext(a, r.next);
+  }
+  EndLookupFrame(out, start);
+}
+
 // --- reply decoding ----------------------------------------------------------------
 
 Result<std::vector<ReplicaDescriptor>> DecodePutStartReply(std::string_view body) {
@@ -295,10 +473,7 @@ Result<std::vector<ReplicaDescriptor>> DecodePutStartReply(std::string_view body
 
 Result<std::vector<Result<std::vector<ReplicaDescriptor>>>> DecodeBatchPutStartReply(
     std::string_view body, size_t expected) {
-  wire::Reader r(body.data(), body.size());
-  ErrorCode code;
-  if (!ReplyHead(r, &code)) return code;
-  return GetItems<std::vector<ReplicaDescriptor>>(r, expected, GetReplicas);
+  return DecodeItemsReply<std::vector<ReplicaDescriptor>>(body, expected, GetReplicas);
 }
 
 ErrorCode DecodeCodeReply(std::string_view body) {
@@ -329,10 +504,47 @@ Result<bool> DecodeExistReply(std::string_view body) {
 }
 
 Result<std::vector<Result<bool>>> DecodeBatchExistReply(std::string_view body, size_t expected) {
+  return DecodeItemsReply<bool>(body, expected, GetBool);
+}
+
+
+Result<PutReservationGrant> DecodeReservePutReply(std::string_view body) {
   wire::Reader r(body.data(), body.size());
   ErrorCode code;
   if (!ReplyHead(r, &code)) return code;
-  return GetItems<bool>(r, expected, GetBool);
+  PutReservationGrant grant;
+  if (!GetGrant(r, &grant) || !r.done()) return ErrorCode::RPC_FAIL;
+  return grant;
+}
+
+Result<std::optional<PutReservationGrant>> DecodeCommitPutReply(std::string_view body) {
+  wire::Reader r(body.data(), body.size());
+  ErrorCode code;
+  if (!ReplyHead(r, &code)) return code;
+  std::optional<PutReservationGrant> next;
+  if (!GetNext(r, &next) || !r.done()) return ErrorCode::RPC_FAIL;
+  return next;
+}
+
+Result<std::vector<PutReservationGrant>> DecodeBatchReservePutReply(std::string_view body,
+                                                                    size_t expected) {
+  wire::Reader r(body.data(), body.size());
+  ErrorCode code;
+  if (!ReplyHead(r, &code)) return code;
+  constexpr size_t kMinGrantBytes = 8 + 8 + 4;  // id | ttl | no replicas
+  const uint32_t count = r.Get<uint32_t>();
+  if (count != expected || count > r.left() / kMinGrantBytes) return ErrorCode::RPC_FAIL;
+  std::vector<PutReservationGrant> grants(count);
+  for (PutReservationGrant& g : grants) {
+    if (!GetGrant(r, &g)) return ErrorCode::RPC_FAIL;
+  }
+  if (!r.done()) return ErrorCode::RPC_FAIL;
+  return grants;
+}
+
+Result<std::vector<Result<std::optional<PutReservationGrant>>>> DecodeBatchCommitPutReply(
+    std::string_view body, size_t expected) {
+  return DecodeItemsReply<std::optional<PutReservationGrant>>(body, expected, GetNext);
 }
 
 }  // namespace shelfmark

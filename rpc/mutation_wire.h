@@ -4,6 +4,8 @@
 // their batch forms (an upsert is a PutStart whose config says `replace`),
 // ExistKey and BatchExistKey, Remove and BatchRemove. Each mirrors the Cap'n
 // Proto method of the same name (schemas/master.capnp) field for field.
+// ReservePut and CommitPut (the one-round-trip put, Directory::ReservePut)
+// and their batch forms exist on this channel only.
 //
 //   request payloads (after the op byte; uuid = hi u64 | lo u64):
 //     kPutStart       client uuid | tenant bytes | key bytes | size u64 | config
@@ -20,6 +22,16 @@
 //     kBatchExist     tenant bytes | count u32 | count x key bytes
 //     kRemove         tenant bytes | key bytes | force u8
 //     kBatchRemove    tenant bytes | force u8 | count u32 | count x key bytes
+//     kReservePut     client uuid | tenant bytes | size u64 | config
+//                     (the tenant is only checked against the token: a
+//                     reservation belongs to no tenant until its commit)
+//     kCommitPut      client uuid | tenant bytes | key bytes | reservation u64 |
+//                     renew u8 | config
+//     kBatchReservePut client uuid | tenant bytes | config | count u32 |
+//                     count x size u64
+//     kBatchCommitPut client uuid | tenant bytes | config | renew u8 | count u32 |
+//                     count x (key bytes | reservation u64) | has_checksums u8 |
+//                     (has_checksums: count x checksum u64)
 //   config = replica_num u32 | count u32 | count x preferred segment bytes |
 //            prefer_host bytes | has_checksum u8 | checksum u64 |
 //            data_type u8 | hard_pin u8 | soft_pin_ttl_ms i64 |
@@ -31,6 +43,12 @@
 //     kBatch{PutEnd,PutRevoke,Remove}: count u32 | count x code i32
 //     kExist          exists u8
 //     kBatchExist     count u32 | count x (code i32 | exists u8 when OK)
+//     kReservePut     grant
+//     kCommitPut      has_next u8 | (has_next: grant)
+//     kBatchReservePut count u32 | count x grant
+//     kBatchCommitPut count u32 | count x (code i32 | when OK: has_next u8 |
+//                     (has_next: grant))
+//   grant = id u64 | ttl_ms i64 | replicas
 //   replicas = count u32 | count x replica (rpc/lookup_wire.h)
 //
 // Decoding follows lookup_wire.h's rules: nothing out of bounds, counts
@@ -79,6 +97,20 @@ void AppendRemoveRequest(std::string_view tenant, std::string_view key, bool for
                          std::string* out);
 void AppendBatchRemoveRequest(std::string_view tenant, const std::vector<std::string>& keys,
                               bool force, std::string* out);
+void AppendReservePutRequest(const UUID& client, std::string_view tenant, uint64_t size,
+                             const PutConfig& config, std::string* out);
+void AppendCommitPutRequest(const UUID& client, std::string_view tenant, std::string_view key,
+                            uint64_t reservation, bool renew, const PutConfig& config,
+                            std::string* out);
+void AppendBatchReservePutRequest(const UUID& client, std::string_view tenant,
+                                  const std::vector<uint64_t>& sizes, const PutConfig& config,
+                                  std::string* out);
+// `checksums`: empty or one per key (each key's, replacing the config's).
+void AppendBatchCommitPutRequest(const UUID& client, std::string_view tenant,
+                                 const std::vector<std::string>& keys,
+                                 const std::vector<uint64_t>& reservations,
+                                 const std::vector<uint64_t>& checksums, bool renew,
+                                 const PutConfig& config, std::string* out);
 
 // The payload of a mutation or existence op (its op byte already read) into
 // *out; false when malformed or a batch exceeds `max_batch`. The caller
@@ -92,6 +124,11 @@ void AppendBatchPutStartReply(const std::vector<Result<std::vector<ReplicaDescri
 void AppendCodesReply(const std::vector<ErrorCode>& codes, std::string* out);
 void AppendExistReply(const Result<bool>& result, std::string* out);
 void AppendBatchExistReply(const std::vector<Result<bool>>& results, std::string* out);
+void AppendReservePutReply(const Result<PutReservationGrant>& result, std::string* out);
+void AppendCommitPutReply(const CommitPutResult& result, std::string* out);
+void AppendBatchReservePutReply(const Result<std::vector<PutReservationGrant>>& result,
+                                std::string* out);
+void AppendBatchCommitPutReply(const std::vector<CommitPutResult>& results, std::string* out);
 
 // --- reply decoding (the client reads one reply frame's body) ----------------
 // The outer Result is the whole call's code, or RPC_FAIL when malformed;
@@ -104,5 +141,13 @@ ErrorCode DecodeCodeReply(std::string_view body);
 Result<std::vector<ErrorCode>> DecodeCodesReply(std::string_view body, size_t expected);
 Result<bool> DecodeExistReply(std::string_view body);
 Result<std::vector<Result<bool>>> DecodeBatchExistReply(std::string_view body, size_t expected);
+Result<PutReservationGrant> DecodeReservePutReply(std::string_view body);
+// The commit's code as the error; when OK, the renewed grant if any.
+Result<std::optional<PutReservationGrant>> DecodeCommitPutReply(std::string_view body);
+Result<std::vector<PutReservationGrant>> DecodeBatchReservePutReply(std::string_view body,
+                                                                    size_t expected);
+// Each key's commit: its code as the error; when OK, its renewed grant if any.
+Result<std::vector<Result<std::optional<PutReservationGrant>>>> DecodeBatchCommitPutReply(
+    std::string_view body, size_t expected);
 
 }  // namespace shelfmark

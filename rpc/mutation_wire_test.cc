@@ -180,5 +180,160 @@ TEST(MutationWire, RepliesRoundTripAndMalformedOnesAreRpcFail) {
   EXPECT_EQ(DecodeCodeReply(padded), ErrorCode::RPC_FAIL);
 }
 
+// The one-round-trip put's two requests carry what the directory needs,
+// and their replies carry a grant (or, for a commit, maybe none).
+TEST(MutationWire, ReserveAndCommitRoundTrip) {
+  const UUID id = UUID::Generate();
+  PutConfig c;
+  c.replica_num = 2;
+  c.prefer_host = "10.0.0.2";
+  c.checksum = 0xfeed;
+  c.group_id = "g";
+  std::string frame;
+  AppendReservePutRequest(id, "t", 65536, c, &frame);
+  LookupRequest r;
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.op, LookupOp::kReservePut);
+  EXPECT_EQ(r.client, id);
+  EXPECT_EQ(r.tenant, "t");
+  EXPECT_EQ(r.size, 65536u);
+  EXPECT_EQ(r.config.replica_num, 2u);
+  EXPECT_EQ(r.config.prefer_host, "10.0.0.2");
+  ExpectStrictRequest(Body(frame));
+
+  frame.clear();
+  AppendCommitPutRequest(id, "t", "key", 42, true, c, &frame);
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.op, LookupOp::kCommitPut);
+  EXPECT_EQ(r.client, id);
+  EXPECT_EQ(r.tenant, "t");
+  EXPECT_EQ(r.key, "key");
+  EXPECT_EQ(r.reservation, 42u);
+  EXPECT_TRUE(r.renew);
+  EXPECT_EQ(r.config.checksum, std::optional<uint64_t>(0xfeed));
+  EXPECT_EQ(r.config.group_id, "g");
+  ExpectStrictRequest(Body(frame));
+
+  PutReservationGrant g;
+  g.id = 7;
+  g.ttl_ms = 20'000;
+  ReplicaDescriptor& d = g.replicas.emplace_back();
+  d.id = 7;
+  d.type = ReplicaType::MEMORY;
+  d.memory.endpoint = "10.0.0.1:1";
+  d.memory.buffer_address = 0x2000;
+  d.memory.size = 65536;
+  frame.clear();
+  AppendReservePutReply(g, &frame);
+  auto granted = DecodeReservePutReply(Body(frame));
+  ASSERT_TRUE(granted.ok());
+  EXPECT_EQ(granted->id, 7u);
+  EXPECT_EQ(granted->ttl_ms, 20'000);
+  ASSERT_EQ(granted->replicas.size(), 1u);
+  EXPECT_EQ(granted->replicas[0].memory.buffer_address, 0x2000u);
+  std::string_view body = Body(frame);
+  for (size_t n = 4; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeReservePutReply(body.substr(0, n)).error(), ErrorCode::RPC_FAIL) << n;
+  }
+
+  frame.clear();
+  AppendCommitPutReply({ErrorCode::OK, g}, &frame);
+  auto committed = DecodeCommitPutReply(Body(frame));
+  ASSERT_TRUE(committed.ok());
+  ASSERT_TRUE(*committed);
+  EXPECT_EQ((*committed)->replicas[0].memory.size, 65536u);
+  body = Body(frame);
+  for (size_t n = 4; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeCommitPutReply(body.substr(0, n)).error(), ErrorCode::RPC_FAIL) << n;
+  }
+  frame.clear();
+  AppendCommitPutReply({ErrorCode::OK, std::nullopt}, &frame);
+  committed = DecodeCommitPutReply(Body(frame));
+  ASSERT_TRUE(committed.ok());
+  EXPECT_FALSE(*committed);
+  frame.clear();
+  AppendCommitPutReply({ErrorCode::LEASE_EXPIRED, std::nullopt}, &frame);
+  EXPECT_EQ(DecodeCommitPutReply(Body(frame)).error(), ErrorCode::LEASE_EXPIRED);
+  frame.clear();
+  AppendReservePutReply(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, &frame);
+  EXPECT_EQ(DecodeReservePutReply(Body(frame)).error(), ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS);
+}
+
+TEST(MutationWire, BatchReserveAndCommitRoundTrip) {
+  const UUID id = UUID::Generate();
+  PutConfig c;
+  c.replica_num = 2;
+  c.group_id = "g";
+  std::string frame;
+  AppendBatchReservePutRequest(id, "t", {4096, 65536}, c, &frame);
+  LookupRequest r;
+  ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+  EXPECT_EQ(r.op, LookupOp::kBatchReservePut);
+  EXPECT_EQ(r.client, id);
+  EXPECT_EQ(r.tenant, "t");
+  EXPECT_EQ(r.sizes, (std::vector<uint64_t>{4096, 65536}));
+  EXPECT_EQ(r.config.replica_num, 2u);
+  ExpectStrictRequest(Body(frame));
+  EXPECT_EQ(DecodeLookupRequest(Body(frame), 1, &r), ErrorCode::INVALID_PARAMS) << "over the limit";
+
+  for (const std::vector<uint64_t>& sums : {std::vector<uint64_t>{}, {0xa, 0xb}}) {
+    frame.clear();
+    AppendBatchCommitPutRequest(id, "t", {"k1", "k2"}, {41, 42}, sums, true, c, &frame);
+    ASSERT_EQ(DecodeLookupRequest(Body(frame), 16, &r), ErrorCode::OK);
+    EXPECT_EQ(r.op, LookupOp::kBatchCommitPut);
+    EXPECT_EQ(r.client, id);
+    ASSERT_EQ(r.keys.size(), 2u);
+    EXPECT_EQ(r.keys[1], "k2");
+    EXPECT_EQ(r.reservations, (std::vector<uint64_t>{41, 42}));
+    EXPECT_EQ(r.checksums, sums);
+    EXPECT_TRUE(r.renew);
+    EXPECT_EQ(r.config.group_id, "g");
+    ExpectStrictRequest(Body(frame));
+    EXPECT_EQ(DecodeLookupRequest(Body(frame), 1, &r), ErrorCode::INVALID_PARAMS);
+  }
+
+  PutReservationGrant g;
+  g.id = 7;
+  g.ttl_ms = 20'000;
+  ReplicaDescriptor& d = g.replicas.emplace_back();
+  d.type = ReplicaType::MEMORY;
+  d.memory.buffer_address = 0x2000;
+  frame.clear();
+  AppendBatchReservePutReply(std::vector<PutReservationGrant>{g, g}, &frame);
+  auto granted = DecodeBatchReservePutReply(Body(frame), 2);
+  ASSERT_TRUE(granted.ok());
+  ASSERT_EQ(granted->size(), 2u);
+  EXPECT_EQ((*granted)[1].replicas.at(0).memory.buffer_address, 0x2000u);
+  EXPECT_EQ(DecodeBatchReservePutReply(Body(frame), 3).error(), ErrorCode::RPC_FAIL)
+      << "not the count asked for";
+  std::string_view body = Body(frame);
+  for (size_t n = 4; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeBatchReservePutReply(body.substr(0, n), 2).error(), ErrorCode::RPC_FAIL) << n;
+  }
+  frame.clear();
+  AppendBatchReservePutReply(ErrorCode::NO_AVAILABLE_HANDLE, &frame);
+  EXPECT_EQ(DecodeBatchReservePutReply(Body(frame), 2).error(), ErrorCode::NO_AVAILABLE_HANDLE);
+
+  frame.clear();
+  AppendBatchCommitPutReply({{ErrorCode::OK, g},
+                             {ErrorCode::OK, std::nullopt},
+                             {ErrorCode::OBJECT_ALREADY_EXISTS, std::nullopt}},
+                            &frame);
+  auto committed = DecodeBatchCommitPutReply(Body(frame), 3);
+  ASSERT_TRUE(committed.ok());
+  ASSERT_EQ(committed->size(), 3u);
+  ASSERT_TRUE((*committed)[0].ok());
+  ASSERT_TRUE((*committed)[0].value());
+  EXPECT_EQ((*committed)[0].value()->id, 7u);
+  ASSERT_TRUE((*committed)[1].ok());
+  EXPECT_FALSE((*committed)[1].value());
+  EXPECT_EQ((*committed)[2].error(), ErrorCode::OBJECT_ALREADY_EXISTS);
+  body = Body(frame);
+  for (size_t n = 4; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeBatchCommitPutReply(body.substr(0, n), 3).error(), ErrorCode::RPC_FAIL) << n;
+  }
+  EXPECT_EQ(DecodeBatchCommitPutReply(Body(frame), 2).error(), ErrorCode::RPC_FAIL);
+}
+
 }  // namespace
 }  // namespace shelfmark

@@ -8,6 +8,8 @@
 #include "snapshot/codec.h"
 
 #include <zstd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
@@ -37,10 +39,11 @@ constexpr uint64_t kMaxPlainBytes = 4ULL << 30;
 constexpr uint64_t kMaxZstdRatio = 32768;
 constexpr uint32_t kZstdMagic = 0xFD2FB528;
 constexpr uint8_t kZstdChecksumFlag = 0x04;  // Frame_Header_Descriptor bit 2
-constexpr uint32_t kMaxDepth = 8;            // deepest valid payload: 5
+constexpr uint32_t kMaxDepth = 8;            // deepest valid payload: 6
 
 constexpr uint32_t kShardFields = 4;
-constexpr uint32_t kObjectFields = 13;
+constexpr uint32_t kObjectFields = 13;  // 14 with ObjectState::pending (written only when set)
+constexpr uint32_t kPendingFields = 10;
 constexpr uint32_t kReplicaFields = 5;
 constexpr uint32_t kGroupFields = 3;
 constexpr uint32_t kSegmentsFields = 5;
@@ -185,21 +188,37 @@ void PackReplica(Packer& p, const ReplicaState& r) {
   p.pack_uint64(r.offset);
 }
 
+// A version's fields (VersionState) in two runs: an object's lease lies
+// between them.
+void PackVersionHead(Packer& p, const VersionState& v) {
+  PackUuid(p, v.writer);
+  p.pack_uint64(v.size);
+  p.pack(v.has_checksum);
+  p.pack_uint64(v.checksum);
+  p.pack_uint8(static_cast<uint8_t>(v.data_type));
+  p.pack(v.hard_pin);
+}
+void PackVersionTail(Packer& p, const VersionState& v) {
+  p.pack_int64(v.soft_pin_remaining_ms);
+  p.pack_int64(v.put_age_ms);
+  PackStr(p, v.group);
+  PackList(p, v.replicas, PackReplica);
+}
+
+void PackPending(Packer& p, const PendingVersionState& v) {
+  PackArray(p, kPendingFields);
+  PackVersionHead(p, v);
+  PackVersionTail(p, v);
+}
+
 void PackObject(Packer& p, const ObjectState& o) {
-  PackArray(p, kObjectFields);
+  PackArray(p, kObjectFields + (o.pending ? 1 : 0));
   PackStr(p, o.tenant);
   PackStr(p, o.key);
-  PackUuid(p, o.writer);
-  p.pack_uint64(o.size);
-  p.pack(o.has_checksum);
-  p.pack_uint64(o.checksum);
-  p.pack_uint8(static_cast<uint8_t>(o.data_type));
-  p.pack(o.hard_pin);
+  PackVersionHead(p, o);
   p.pack_int64(o.lease_remaining_ms);
-  p.pack_int64(o.soft_pin_remaining_ms);
-  p.pack_int64(o.put_age_ms);
-  PackStr(p, o.group);
-  PackList(p, o.replicas, PackReplica);
+  PackVersionTail(p, o);
+  if (o.pending) PackPending(p, *o.pending);
 }
 
 void PackGroup(Packer& p, const GroupState& g) {
@@ -248,14 +267,19 @@ void PackOffload(Packer& p, const PendingOffloadState& o) {
   PackList(p, o.tasks, PackTask);
 }
 
-// Packs with `fill` into this thread's reusable buffer and compresses.
 template <typename Fill>
-std::string PackAndCompress(Fill fill) {
+std::string_view Pack(Fill fill) {
   thread_local msgpack::sbuffer buffer;
   buffer.clear();
   Packer packer(buffer);
   fill(packer);
-  return CompressPayload(std::string_view(buffer.data(), buffer.size()));
+  return std::string_view(buffer.data(), buffer.size());
+}
+
+// Packs with `fill` into this thread's reusable buffer and compresses.
+template <typename Fill>
+std::string PackAndCompress(Fill fill) {
+  return CompressPayload(Pack(fill));
 }
 
 // ---------------------------------------------------------------- decode
@@ -466,22 +490,42 @@ void ReadReplica(Reader& r, ReplicaState* s) {
   s->offset = r.Uint();
 }
 
+// The two runs of PackVersionHead and PackVersionTail.
+void ReadVersionHead(Reader& r, VersionState* v) {
+  v->writer = r.Uuid();
+  v->size = r.Uint();
+  v->has_checksum = r.Bool();
+  v->checksum = r.Uint();
+  v->data_type = r.Enum(DataType::WEIGHT);
+  v->hard_pin = r.Bool();
+}
+void ReadVersionTail(Reader& r, VersionState* v) {
+  v->soft_pin_remaining_ms = r.Int();
+  v->put_age_ms = r.Int();
+  r.StrInto(&v->group);
+  ReadListReusing(r, &v->replicas, kReplicaFields + 1, ReadReplica);
+}
+
+void ReadPending(Reader& r, PendingVersionState* v) {
+  r.Array(kPendingFields);
+  ReadVersionHead(r, v);
+  ReadVersionTail(r, v);
+}
+
 // Overwrites every field of *o (its strings and vectors keep their capacity).
 void ReadObject(Reader& r, ObjectState* o) {
-  r.Array(kObjectFields);
+  const uint32_t fields = r.Array();
+  if (fields != kObjectFields && fields != kObjectFields + 1) r.Fail();
   r.StrInto(&o->tenant);
   r.StrInto(&o->key);
-  o->writer = r.Uuid();
-  o->size = r.Uint();
-  o->has_checksum = r.Bool();
-  o->checksum = r.Uint();
-  o->data_type = r.Enum(DataType::WEIGHT);
-  o->hard_pin = r.Bool();
+  ReadVersionHead(r, o);
   o->lease_remaining_ms = r.Int();
-  o->soft_pin_remaining_ms = r.Int();
-  o->put_age_ms = r.Int();
-  r.StrInto(&o->group);
-  ReadListReusing(r, &o->replicas, kReplicaFields + 1, ReadReplica);
+  ReadVersionTail(r, o);
+  if (fields == kObjectFields + 1) {
+    ReadPending(r, &o->pending.emplace());
+  } else {
+    o->pending.reset();
+  }
 }
 
 void ReadGroup(Reader& r, GroupState* g) {
@@ -703,14 +747,59 @@ std::string CompressPayload(std::string_view plain) {
   return out;
 }
 
+void AppendStored(std::string_view plain, std::string* out) {
+  // RFC 8878: magic; a header with an 8-byte content size, the single
+  // segment flag (no window descriptor) and the checksum flag; raw blocks of
+  // at most 128 KiB, the last one flagged; the XXH64's low 4 bytes.
+  constexpr size_t kBlockBytes = size_t{128} << 10;
+  auto put_le = [](std::string* out, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+  };
+  out->reserve(out->size() + 4 + 1 + 8 + 3 * (plain.size() / kBlockBytes + 1) + plain.size() + 4);
+  put_le(out, kZstdMagic, 4);
+  out->push_back(static_cast<char>(0xE0 | kZstdChecksumFlag));
+  put_le(out, plain.size(), 8);
+  size_t at = 0;
+  do {
+    const size_t n = std::min(kBlockBytes, plain.size() - at);
+    const bool last = at + n == plain.size();
+    put_le(out, (uint64_t{n} << 3) | (last ? 1 : 0), 3);  // Block_Type 0: Raw_Block
+    out->append(plain.data() + at, n);
+    at += n;
+  } while (at < plain.size());
+  put_le(out, XXH64(plain.data(), plain.size(), 0), 4);
+}
+
+std::string StorePayload(std::string_view plain) {
+  std::string out;
+  AppendStored(plain, &out);
+  return out;
+}
+
+namespace {
+
+void PackShard(Packer& p, const ShardState& shard) {
+  PackArray(p, kShardFields);
+  p.pack_uint32(kSnapshotVersion);
+  p.pack_uint32(shard.index);
+  PackList(p, shard.objects, PackObject);
+  PackList(p, shard.groups, PackGroup);
+}
+
+}  // namespace
+
 std::string EncodeShard(const ShardState& shard) {
-  return PackAndCompress([&](Packer& p) {
-    PackArray(p, kShardFields);
-    p.pack_uint32(kSnapshotVersion);
-    p.pack_uint32(shard.index);
-    PackList(p, shard.objects, PackObject);
-    PackList(p, shard.groups, PackGroup);
-  });
+  return PackAndCompress([&](Packer& p) { PackShard(p, shard); });
+}
+
+void AppendShardStored(const ShardState& shard, std::string* out) {
+  AppendStored(Pack([&](Packer& p) { PackShard(p, shard); }), out);
+}
+
+std::string EncodeShardStored(const ShardState& shard) {
+  std::string out;
+  AppendShardStored(shard, &out);
+  return out;
 }
 
 Result<ShardState> DecodeShard(std::string_view bytes) {

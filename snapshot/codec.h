@@ -80,6 +80,19 @@ Result<TasksState> DecodeTasks(std::string_view bytes);
 // exposed for tests and the fuzzer: CompressPayload(msgpack bytes) is what
 // DecodeShard/DecodeSegments/DecodeTasks read.
 std::string CompressPayload(std::string_view plain);
+// The same framing without compression: one zstd frame of raw blocks (its
+// content size and checksum as above), which the same decoders read at the
+// cost of a copy. Costs a copy and a checksum where compressing costs far
+// more CPU.
+std::string StorePayload(std::string_view plain);
+// StorePayload appended to *out.
+void AppendStored(std::string_view plain, std::string* out);
+// EncodeShard's payload stored, not compressed (StorePayload): what
+// replication batches carry, where the leader's CPU, not the link, is what
+// a put waits for. DecodeShard reads it.
+std::string EncodeShardStored(const ShardState& shard);
+// EncodeShardStored appended to *out (no string of its own).
+void AppendShardStored(const ShardState& shard, std::string* out);
 
 // manifest.txt: "format=...\nversion=1\nsnapshot_id=...\n" then
 // "<payload>_bytes=N\n" for metadata, segments and task_manager.

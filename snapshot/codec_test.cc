@@ -31,13 +31,23 @@ std::string Dump(const ShardState& s) {
   std::ostringstream o;
   o << "shard " << s.index << "\n";
   for (const ObjectState& x : s.objects) {
-    o << "object [" << x.tenant << "] [" << x.key << "] " << Dump(x.writer) << " " << x.size
-      << " " << x.has_checksum << " " << x.checksum << " " << int(x.data_type) << " "
-      << x.hard_pin << " " << x.lease_remaining_ms << " " << x.soft_pin_remaining_ms << " "
-      << x.put_age_ms << " [" << x.group << "]\n";
+    o << "object [" << x.tenant << "] [" << x.key << "] " << Dump(x.writer) << " " << x.size << " "
+      << x.has_checksum << " " << x.checksum << " " << int(x.data_type) << " " << x.hard_pin << " "
+      << x.lease_remaining_ms << " " << x.soft_pin_remaining_ms << " " << x.put_age_ms << " ["
+      << x.group << "]\n";
     for (const ReplicaState& r : x.replicas) {
       o << "  replica " << r.id << " " << int(r.status) << " " << int(r.type) << " "
         << Dump(r.owner) << " " << r.offset << "\n";
+    }
+    if (x.pending) {
+      const PendingVersionState& v = *x.pending;
+      o << "  pending " << Dump(v.writer) << " " << v.size << " " << v.has_checksum << " "
+        << v.checksum << " " << int(v.data_type) << " " << v.hard_pin << " "
+        << v.soft_pin_remaining_ms << " " << v.put_age_ms << " [" << v.group << "]\n";
+      for (const ReplicaState& r : v.replicas) {
+        o << "    replica " << r.id << " " << int(r.status) << " " << int(r.type) << " "
+          << Dump(r.owner) << " " << r.offset << "\n";
+      }
     }
   }
   for (const GroupState& g : s.groups) {
@@ -270,6 +280,7 @@ TEST(ShardCodec, ReadsTheDocumentedLayout) {
   EXPECT_EQ(o.soft_pin_remaining_ms, 6);
   EXPECT_EQ(o.put_age_ms, 7);
   EXPECT_EQ(o.group, "grp");
+  EXPECT_FALSE(o.pending) << "13 fields: no upsert in flight";
   ASSERT_EQ(o.replicas.size(), 1u);
   EXPECT_EQ(o.replicas[0].id, 42u);
   EXPECT_EQ(o.replicas[0].status, ReplicaStatus::FAILED);
@@ -277,6 +288,39 @@ TEST(ShardCodec, ReadsTheDocumentedLayout) {
   EXPECT_EQ(o.replicas[0].owner.hi, 0xcdcdcdcdcdcdcdcdULL);
   EXPECT_EQ(o.replicas[0].offset, 8192u);
   EXPECT_TRUE(s->groups.empty());
+}
+
+// ObjectState::pending (an upsert in flight) is a 14th field, written only
+// when set: objects without it encode as before, and an object from before
+// the field decodes without one (ReadsTheDocumentedLayout).
+TEST(ShardCodec, APendingVersionRoundTripsAsAnOptionalField) {
+  ShardState s = SampleShard(0, 3);
+  const std::string before = EncodeShard(s);
+  PendingVersionState v;
+  v.writer = UUID{5, 6};
+  v.size = 4096;
+  v.has_checksum = true;
+  v.checksum = 99;
+  v.data_type = DataType::TENSOR;
+  v.hard_pin = true;
+  v.soft_pin_remaining_ms = 1234;
+  v.put_age_ms = 567;
+  v.group = "g";
+  v.replicas.push_back({77, ReplicaStatus::PROCESSING, ReplicaType::MEMORY, UUID{7, 8}, 8192});
+  s.objects[1].pending = v;
+  s.objects[2].pending = PendingVersionState{};  // no replica: a placeholder
+  auto decoded = DecodeShard(EncodeShard(s));
+  ASSERT_TRUE(decoded.ok()) << ErrorCodeName(decoded.error());
+  EXPECT_EQ(Dump(*decoded), Dump(s));
+  EXPECT_FALSE(decoded->objects[0].pending);
+  ASSERT_TRUE(decoded->objects[1].pending);
+  EXPECT_EQ(decoded->objects[1].pending->replicas.at(0).offset, 8192u);
+  EXPECT_TRUE(decoded->objects[2].pending);
+  s.objects[1].pending.reset();
+  s.objects[2].pending.reset();
+  EXPECT_EQ(EncodeShard(s), before) << "unset: the 13-field layout";
+  // A 14th field that is not a pending version is corrupt.
+  EXPECT_EQ(ShardError(CompressPayload(OneObjectShard(nullptr, +1))), ErrorCode::DATA_CORRUPTED);
 }
 
 TEST(ShardCodec, FramesAreSingleZstdFramesWithChecksumAndSize) {
@@ -291,6 +335,28 @@ TEST(ShardCodec, LargeShardRoundTrips) {
   auto decoded = DecodeShard(EncodeShard(s));
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ(Dump(*decoded), Dump(s));
+}
+
+TEST(ShardCodec, AStoredShardDecodesLikeACompressedOne) {
+  // One block, and many (a raw block holds at most 128 KiB).
+  for (const ShardState& s : {SampleShard(3, 10), SampleShard(512, 20000)}) {
+    const std::string stored = EncodeShardStored(s);
+    EXPECT_EQ(ZSTD_findFrameCompressedSize(stored.data(), stored.size()), stored.size());
+    EXPECT_NE(static_cast<uint8_t>(stored[4]) & 0x04, 0) << "content checksum flag";
+    auto decoded = DecodeShard(stored);
+    ASSERT_TRUE(decoded.ok()) << ErrorCodeName(decoded.error());
+    EXPECT_EQ(Dump(*decoded), Dump(s));
+    EXPECT_GT(stored.size(), EncodeShard(s).size()) << "not compressed";
+  }
+}
+
+TEST(ShardCodec, AStoredFrameWithAFlippedByteIsCorrupt) {
+  const std::string stored = EncodeShardStored(SampleShard(3, 10));
+  for (size_t at : {size_t{5}, size_t{20}, stored.size() / 2, stored.size() - 1}) {
+    std::string bad = stored;
+    bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    EXPECT_EQ(ShardError(bad), ErrorCode::DATA_CORRUPTED) << "byte " << at;
+  }
 }
 
 TEST(SegmentsCodec, RoundTripsEveryField) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <type_traits>
+
 #include "common/wire_bytes.h"
 #include "rpc/lookup_wire.h"
 #include "storeservice/task_wire.h"
@@ -94,7 +96,11 @@ ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int
   // connection over) is refused here.
   if (request.size() > kMaxFrameBytes) return ErrorCode::INVALID_PARAMS;
   std::vector<UniqueFd> fds;
-  if (!SendFrame(fd_.get(), request, options_.timeout_ms, fd_to_pass) ||
+  const bool sent = SendFrame(fd_.get(), request, options_.timeout_ms, fd_to_pass);
+  // The answer usually comes within the poll, sparing a blocked wake-up.
+  ReplyWait wait;
+  if (sent) poller_.Await(wait, fd_.get());
+  if (!sent ||
       reader_->Read(answer, &fds, options_.timeout_ms, options_.timeout_ms) != ReadStatus::kOk) {
     fd_.Reset();  // the next call connects afresh
     return ErrorCode::RPC_FAIL;
@@ -111,7 +117,11 @@ std::vector<Out> ServiceClient::CallValues(std::string_view request, size_t n) {
     return std::vector<Out>(n, Code(rc));
   }
   if (!DecodeValues(answer, n, &values)) return std::vector<Out>(n, Code(ErrorCode::RPC_FAIL));
-  return std::vector<Out>(values.begin(), values.end());
+  if constexpr (std::is_same_v<Wire, Out>) {
+    return values;
+  } else {
+    return std::vector<Out>(values.begin(), values.end());
+  }
 }
 
 template <typename T>

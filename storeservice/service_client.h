@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/reply_poll.h"
 #include "common/result.h"
 #include "common/socket_io.h"
 #include "common/task_types.h"
@@ -46,6 +47,9 @@ struct ServiceClientOptions {
   std::string cluster_token;  // proven to the service, and checked back
   std::string tenant;         // must be the service's
   int timeout_ms = 10'000;    // per call, and for the connection's handshake
+  // After a request is sent, how long the caller polls for the answer
+  // before it blocks (common/reply_poll.h; 0: it blocks at once).
+  int64_t reply_poll_us = DefaultReplyPollMicros();
 };
 
 class ServiceClient {
@@ -102,7 +106,8 @@ class ServiceClient {
     uint64_t size = 0;
     UniqueFd fd;
   };
-  explicit ServiceClient(ServiceClientOptions options) : options_(std::move(options)) {}
+  explicit ServiceClient(ServiceClientOptions options)
+      : options_(std::move(options)), poller_(options_.reply_poll_us) {}
   // Connects, proves, registers every Shm again; OK or the code.
   ErrorCode Reconnect() REQUIRES(mu_);
   // Sends `request` (with `fd_to_pass`) and reads the answer, connecting
@@ -126,6 +131,7 @@ class ServiceClient {
   UniqueFd fd_ GUARDED_BY(mu_);
   std::optional<FrameReader> reader_ GUARDED_BY(mu_);  // fd_'s answers, while it is valid
   std::map<uint64_t, Shm> shms_ GUARDED_BY(mu_);
+  ReplyPoller poller_ GUARDED_BY(mu_);
 };
 
 }  // namespace shelfmark::storeservice

@@ -143,6 +143,12 @@ int Run(const Flags& f) {
   eo.segment_size = static_cast<uint64_t>(f.global_segment_size);
   eo.segment_name = f.host + ":" + std::to_string(f.port);
   eo.staging_bytes = static_cast<uint64_t>(f.local_buffer_size);
+  // Gets copy into a client's shared memory, which the client reads next.
+  eo.stream_local_reads = true;
+  // The service's clients poll for its answers (ServiceClientOptions::
+  // reply_poll_us); were the service to poll for the master's too, the two
+  // pollers would hold both CPUs of a 2-CPU host the master needs.
+  eo.reply_poll_us = 0;
   eo.rdma_factory = rdma.factory;
   eo.rdma_device_present = rdma.device_present;
   eo.engine_counters = rdma.counters;

@@ -133,13 +133,15 @@ std::vector<int64_t> Sizes(const std::vector<Result<uint64_t>>& got) {
 
 }  // namespace
 
-std::string ServiceSession::BatchPutFrom(const PutConfig& config, const std::vector<Item>& items) {
+std::string ServiceSession::BatchPutFrom(const PutConfig& config, std::vector<Item>& items) {
   std::vector<std::string> keys;
   std::vector<ConstBuffer> buffers;
+  keys.reserve(items.size());
+  buffers.reserve(items.size());
   auto translate = [&](size_t i) {
     const char* local = Translate(items[i].ptr, items[i].size);
     if (local == nullptr) return false;
-    keys.push_back(items[i].key);
+    keys.push_back(std::move(items[i].key));
     buffers.push_back(ConstBuffer{local, items[i].size});
     return true;
   };
@@ -148,13 +150,15 @@ std::string ServiceSession::BatchPutFrom(const PutConfig& config, const std::vec
   });
 }
 
-std::string ServiceSession::BatchGetInto(const std::vector<Item>& items) {
+std::string ServiceSession::BatchGetInto(std::vector<Item>& items) {
   std::vector<std::string> keys;
   std::vector<MutableBuffer> dsts;
+  keys.reserve(items.size());
+  dsts.reserve(items.size());
   auto translate = [&](size_t i) {
     char* local = Translate(items[i].ptr, items[i].size);
     if (local == nullptr) return false;
-    keys.push_back(items[i].key);
+    keys.push_back(std::move(items[i].key));
     dsts.push_back(MutableBuffer{local, items[i].size});
     return true;
   };
@@ -173,14 +177,13 @@ bool ServiceSession::TranslatePieces(const PartsItem& item, std::vector<Buffer>*
   return !out->empty();
 }
 
-std::string ServiceSession::BatchPutParts(const PutConfig& config,
-                                          const std::vector<PartsItem>& items) {
+std::string ServiceSession::BatchPutParts(const PutConfig& config, std::vector<PartsItem>& items) {
   std::vector<std::string> keys;
   std::vector<std::vector<ConstBuffer>> parts;
   auto translate = [&](size_t i) {
     std::vector<ConstBuffer> pieces;
     if (!TranslatePieces(items[i], &pieces)) return false;
-    keys.push_back(items[i].key);
+    keys.push_back(std::move(items[i].key));
     parts.push_back(std::move(pieces));
     return true;
   };
@@ -189,13 +192,13 @@ std::string ServiceSession::BatchPutParts(const PutConfig& config,
   });
 }
 
-std::string ServiceSession::BatchGetIntoParts(const std::vector<PartsItem>& items) {
+std::string ServiceSession::BatchGetIntoParts(std::vector<PartsItem>& items) {
   std::vector<std::string> keys;
   std::vector<std::vector<MutableBuffer>> parts;
   auto translate = [&](size_t i) {
     std::vector<MutableBuffer> pieces;
     if (!TranslatePieces(items[i], &pieces)) return false;
-    keys.push_back(items[i].key);
+    keys.push_back(std::move(items[i].key));
     parts.push_back(std::move(pieces));
     return true;
   };

@@ -68,10 +68,12 @@ class ServiceSession {
   // The service's address of the client's [ptr, ptr + size), or nullptr;
   // the range's pages are populated for the copy that follows.
   char* Translate(uint64_t ptr, uint64_t size) const;
-  std::string BatchPutFrom(const PutConfig& config, const std::vector<Item>& items);
-  std::string BatchGetInto(const std::vector<Item>& items);
-  std::string BatchPutParts(const PutConfig& config, const std::vector<PartsItem>& items);
-  std::string BatchGetIntoParts(const std::vector<PartsItem>& items);
+  // The batch calls move their items' keys into the client's call (no key
+  // is copied twice).
+  std::string BatchPutFrom(const PutConfig& config, std::vector<Item>& items);
+  std::string BatchGetInto(std::vector<Item>& items);
+  std::string BatchPutParts(const PutConfig& config, std::vector<PartsItem>& items);
+  std::string BatchGetIntoParts(std::vector<PartsItem>& items);
   std::string PutBatch(wire::Reader& r);
   std::string GetBatch(const std::vector<std::string>& keys);
   std::string GetIntoRanges(wire::Reader& r);

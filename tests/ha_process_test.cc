@@ -117,6 +117,44 @@ class HaProcessTest : public ::testing::Test {
     ASSERT_EQ(client->PutEnd("", key), ErrorCode::OK);
   }
 
+  // Mounts one segment of 2 * kHalf through `client` and puts `key` into
+  // half of it, hard-pinned (never evicted for a put: once the other half
+  // is taken the segment stays full).
+  static constexpr uint64_t kHalf = 1 << 19;
+  static PutConfig Pinned() {
+    PutConfig pinned;
+    pinned.hard_pin = true;
+    return pinned;
+  }
+  static void MountHalfFull(MasterClient& client, const std::string& key) {
+    ASSERT_EQ(client.MountSegment(MakeTestSegment("seg", 1 << 24, 2 * kHalf, "127.0.0.1:9")),
+              ErrorCode::OK);
+    ASSERT_TRUE(client.PutStart("", key, kHalf, Pinned()).ok());
+    ASSERT_EQ(client.PutEnd("", key), ErrorCode::OK);
+  }
+  // StartSyncedPair into *pair, then MountHalfFull of `key` on the leader
+  // through a client with id `writer`, which it returns.
+  std::unique_ptr<MasterClient> StartHalfFullPair(const UUID& writer, const std::string& key,
+                                                  std::vector<HaMaster*>* pair) {
+    *pair = StartSyncedPair();
+    if (pair->size() != 2) return nullptr;
+    auto client = (*pair)[0]->Client(writer);
+    MountHalfFull(*client, key);
+    return HasFatalFailure() ? nullptr : std::move(client);
+  }
+  // SIGKILLs the leader and waits until the standby leads.
+  static void FailOver(HaMaster& leader, HaMaster& standby) {
+    leader.process->Signal(SIGKILL);
+    EXPECT_EQ(leader.process->Wait(kDeadlineMs), 128 + SIGKILL);
+    ASSERT_TRUE(testing::WaitFor([&] { return standby.Leading(); }, kDeadlineMs));
+  }
+  // A put of kHalf through `master` finds no room: its segment is full.
+  static void ExpectFull(const HaMaster& master) {
+    auto other = master.Client()->PutStart("", "other", kHalf, {});
+    ASSERT_FALSE(other.ok()) << "the new leader gave a held range away";
+    EXPECT_EQ(other.error(), ErrorCode::NO_AVAILABLE_HANDLE);
+  }
+
   testing::TempDir dir_{"ha_process"};
   testing::EtcdProcess etcd_;
   HaMaster a_, b_;
@@ -169,37 +207,57 @@ TEST_F(HaProcessTest, OneLeaderTheStandbyAnswersNotLeaderAndTakesOverWhenItIsKil
 // of another key into the full segment finds no room) and reports nothing
 // until the original client's PutEnd completes it in that range.
 TEST_F(HaProcessTest, APutStartedBeforeAFailoverKeepsItsRangeAndEndsOnTheNewLeader) {
-  auto pair = StartSyncedPair();
-  ASSERT_EQ(pair.size(), 2u);
-  HaMaster& leader = *pair[0];
-  HaMaster& standby = *pair[1];
   const UUID writer = UUID::Generate();  // the same client at either master
-  constexpr uint64_t kObject = 1 << 19;
-  auto client = leader.Client(writer);
-  ASSERT_EQ(client->MountSegment(MakeTestSegment("seg", 1 << 24, 2 * kObject, "127.0.0.1:9")),
-            ErrorCode::OK);
-  PutConfig pinned;
-  pinned.hard_pin = true;  // never evicted for a put: the segment stays full
-  ASSERT_TRUE(client->PutStart("", "done", kObject, pinned).ok());
-  ASSERT_EQ(client->PutEnd("", "done"), ErrorCode::OK);
-  auto started = client->PutStart("", "mid", kObject, {});
+  std::vector<HaMaster*> pair;
+  auto client = StartHalfFullPair(writer, "done", &pair);
+  ASSERT_NE(client, nullptr);
+  auto started = client->PutStart("", "mid", kHalf, {});
   ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
   const uint64_t mid = started->at(0).memory.buffer_address;
 
-  leader.process->Signal(SIGKILL);
-  EXPECT_EQ(leader.process->Wait(kDeadlineMs), 128 + SIGKILL);
-  ASSERT_TRUE(testing::WaitFor([&] { return standby.Leading(); }, kDeadlineMs));
-  auto moved = standby.Client(writer);
+  ASSERT_NO_FATAL_FAILURE(FailOver(*pair[0], *pair[1]));
+  auto moved = pair[1]->Client(writer);
   auto exists = moved->ExistKey("", "mid");
   ASSERT_TRUE(exists.ok()) << ErrorCodeName(exists.error());
   EXPECT_FALSE(*exists);
-  auto other = standby.Client()->PutStart("", "other", kObject, {});
-  ASSERT_FALSE(other.ok()) << "the new leader gave the unfinished put's range away";
-  EXPECT_EQ(other.error(), ErrorCode::NO_AVAILABLE_HANDLE);
+  ASSERT_NO_FATAL_FAILURE(ExpectFull(*pair[1]));  // the unfinished put's range is held
   ASSERT_EQ(moved->PutEnd("", "mid"), ErrorCode::OK);
   auto ended = moved->GetReplicaList("", "mid");
   ASSERT_TRUE(ended.ok()) << ErrorCodeName(ended.error());
   EXPECT_EQ(ended->replicas.at(0).memory.buffer_address, mid) << "where its client wrote";
+}
+
+// An upsert started on the leader and ended on the new leader (docs/ha.md,
+// "Upserts and held ranges"): the pending version ships with its key, so
+// the new leader serves the old version and holds the new one's range
+// until the writer's PutEnd swaps the new version in where it was written
+// (never an OK over the old version).
+TEST_F(HaProcessTest, AnUpsertStartedBeforeAFailoverIsSwappedInOnTheNewLeader) {
+  const UUID writer = UUID::Generate();  // the same client at either master
+  std::vector<HaMaster*> pair;
+  auto client = StartHalfFullPair(writer, "k", &pair);
+  ASSERT_NE(client, nullptr);
+  auto old = client->GetReplicaList("", "k");
+  ASSERT_TRUE(old.ok()) << ErrorCodeName(old.error());
+  PutConfig replace = Pinned();
+  replace.replace = true;
+  auto started = client->PutStart("", "k", kHalf - 64, replace);
+  ASSERT_TRUE(started.ok()) << ErrorCodeName(started.error());
+
+  ASSERT_NO_FATAL_FAILURE(FailOver(*pair[0], *pair[1]));
+  auto moved = pair[1]->Client(writer);
+  auto before = moved->GetReplicaList("", "k");
+  ASSERT_TRUE(before.ok()) << ErrorCodeName(before.error());
+  EXPECT_EQ(before->size, kHalf) << "the old version until the swap";
+  EXPECT_EQ(before->replicas.at(0).memory.buffer_address,
+            old->replicas.at(0).memory.buffer_address);
+  ASSERT_NO_FATAL_FAILURE(ExpectFull(*pair[1]));  // the pending version's range is held
+  ASSERT_EQ(moved->PutEnd("", "k"), ErrorCode::OK);
+  auto after = moved->GetReplicaList("", "k");
+  ASSERT_TRUE(after.ok()) << ErrorCodeName(after.error());
+  EXPECT_EQ(after->size, kHalf - 64) << "the new version";
+  EXPECT_EQ(after->replicas.at(0).memory.buffer_address, started->at(0).memory.buffer_address)
+      << "where its client wrote";
 }
 
 // A host:port client of `master` that follows NOT_LEADER hints.

@@ -268,21 +268,34 @@ bool LocalMapping::Alive() const {
 }
 
 void CopyLocal(TransferKind kind, void* local, uint8_t* at, uint64_t length,
-               std::optional<uint64_t>* checksum) {
+               std::optional<uint64_t>* checksum, bool stream_reads) {
   const bool read = kind == TransferKind::READ;
+  void* dst = read ? local : at;
+  const void* src = read ? at : local;
+  const bool stream = !read || stream_reads;
   if (checksum != nullptr) {
-    *checksum = read ? CopyChecksum64(local, at, length) : StreamChecksum64(at, local, length);
-  } else if (read) {
-    CopyBytes(local, at, length);
+    *checksum = stream ? StreamChecksum64(dst, src, length) : CopyChecksum64(dst, src, length);
+  } else if (stream) {
+    StreamBytes(dst, src, length);
   } else {
-    StreamBytes(at, local, length);
+    CopyBytes(dst, src, length);
   }
 }
 
+bool StreamsReads(TransferKind kind, std::span<const TransferOp> ops) {
+  if (kind != TransferKind::READ) return false;
+  uint64_t bytes = 0;
+  for (const TransferOp& op : ops) {
+    bytes += op.length;
+    if (bytes >= kStreamReadBytes) return true;
+  }
+  return false;
+}
+
 void LocalMapping::Read(uint64_t address, void* dst, uint64_t length,
-                        std::optional<uint64_t>* checksum) const {
+                        std::optional<uint64_t>* checksum, bool stream) const {
   populator_->Touch(address - base_, length);
-  CopyLocal(TransferKind::READ, dst, memory_ + (address - base_), length, checksum);
+  CopyLocal(TransferKind::READ, dst, memory_ + (address - base_), length, checksum, stream);
 }
 
 void LocalMapping::Write(uint64_t address, const void* src, uint64_t length,

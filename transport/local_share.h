@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -97,10 +98,30 @@ class LocalShareServer {
 // A transfer a memcpy serves, with the remote range mapped here at `at`:
 // READ copies [at, at + length) into `local`, WRITE `local` into it with
 // streamed stores (common/copy_bytes.h: StreamBytes; `local` only read).
-// With `checksum`: sets it to Checksum64 of the bytes copied, computed in
-// the same pass (common/checksum.h), so the bytes are read once.
+// With `stream_reads`, a READ's stores into `local` are streamed too: for
+// a `local` that another process reads next (a store service's client's
+// shared memory), where cached stores would only pull its lines into this
+// core to be fetched back by the reader's. With `checksum`: sets it to
+// Checksum64 of the bytes copied, computed in the same pass
+// (common/checksum.h), so the bytes are read once.
 void CopyLocal(TransferKind kind, void* local, uint8_t* at, uint64_t length,
-               std::optional<uint64_t>* checksum);
+               std::optional<uint64_t>* checksum, bool stream_reads = false);
+
+// Whether a call's READ ops copy with streamed stores whoever reads the
+// bytes next: when together they move at least kStreamReadBytes. Cached
+// stores first read each destination line from memory (a read for
+// ownership) and write it back later; that pays off while the reader still
+// finds the lines in the cache, which a batch the size of a good part of
+// the last-level cache (32 MiB a CCD on the benchmark's AMD EPYC) no longer
+// leaves there: with the checksum fused (common/checksum.h) into a numpy
+// array from a segment, 64 KiB objects, cold caches, a batch of 4 MiB took
+// about 20% less time cached (with a read of the array after it, too), of
+// 8 MiB about the same (the copy 4% less streamed, with a read after it 7%
+// more), of 16 MiB 20-25% less streamed, with a read after it too. The
+// size is a constant: the cache size a VM reports can be anything (320 MiB
+// here).
+inline constexpr uint64_t kStreamReadBytes = 8ull << 20;
+bool StreamsReads(TransferKind kind, std::span<const TransferOp> ops);
 
 class LocalMapping {
  public:
@@ -117,9 +138,10 @@ class LocalMapping {
     return address >= base_ && length <= size_ && address - base_ <= size_ - length;
   }
   // Copies [address, address + length) into dst; requires Covers(). With
-  // `checksum`: sets it to Checksum64 of the bytes copied, in the same pass.
+  // `checksum`: sets it to Checksum64 of the bytes copied, in the same pass;
+  // `stream`: into dst with streamed stores (CopyLocal's stream_reads).
   void Read(uint64_t address, void* dst, uint64_t length,
-            std::optional<uint64_t>* checksum = nullptr) const;
+            std::optional<uint64_t>* checksum = nullptr, bool stream = false) const;
   // Copies src into [address, address + length); requires Covers(). With
   // `checksum`: as Read's.
   void Write(uint64_t address, const void* src, uint64_t length,

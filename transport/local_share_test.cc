@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/checksum.h"
 #include "common/sanitizer.h"
@@ -103,6 +104,11 @@ TEST_F(LocalShareTest, AReadCanChecksumTheBytesItCopies) {
   EXPECT_EQ(got, std::string(segment_ + 4096, got.size()));
   ASSERT_TRUE(sum.has_value());
   EXPECT_EQ(*sum, Checksum64(got));
+  std::string streamed(got.size() + 16, '\0');  // streamed from 16 bytes past, as a numpy array
+  std::optional<uint64_t> streamed_sum;
+  mapping->Read(0x10000 + 4096, streamed.data() + 16, got.size(), &streamed_sum, /*stream=*/true);
+  EXPECT_EQ(streamed.substr(16), got);
+  EXPECT_EQ(streamed_sum, sum);
   std::string put(70'001, '\0');
   for (size_t i = 0; i < put.size(); ++i) put[i] = static_cast<char>(i * 11 + 5);
   std::optional<uint64_t> put_sum;
@@ -202,6 +208,18 @@ TEST_F(LocalShareTest, NoSuchShareSaysSo) {
   EXPECT_EQ(MapLocalShare("shelfmark-share-none", "secret", 500, &error), nullptr);
   EXPECT_NE(error.find("cannot reach"), std::string::npos) << error;
   EXPECT_FALSE(HostBootId().empty());
+}
+
+// A call's reads stream once they move kStreamReadBytes together; writes
+// always stream (CopyLocal), so the rule is for reads only.
+TEST(StreamsReadsTest, ReadsStreamFromTheThresholdOn) {
+  std::vector<TransferOp> ops(4);
+  for (TransferOp& op : ops) op.length = kStreamReadBytes / 4;
+  EXPECT_TRUE(StreamsReads(TransferKind::READ, ops));
+  EXPECT_FALSE(StreamsReads(TransferKind::WRITE, ops));
+  ops.back().length -= 1;
+  EXPECT_FALSE(StreamsReads(TransferKind::READ, ops));
+  EXPECT_FALSE(StreamsReads(TransferKind::READ, {}));
 }
 
 // The mapping outlives the node process (the memfd stays alive while

@@ -64,7 +64,8 @@ std::string RefusalMessage(const UcxAmOut& out, ErrorCode code) {
 // same endpoint, is never read or written through its old memory. Liveness
 // is polled once per node and call, before its copies (a system call per op
 // is a sizeable part of a 64 KiB copy; a node may die during any copy either
-// way).
+// way). A call's reads stream into their buffers when the call is large
+// (StreamsReads, local_share.h).
 std::vector<const TransferOp*> CopyLocally(
     UcxContext& context, TransferKind kind, std::span<const TransferOp> ops,
     const std::map<std::string_view, std::shared_ptr<ClientConn>>& conns,
@@ -85,6 +86,7 @@ std::vector<const TransferOp*> CopyLocally(
   if (local.empty()) return remote;
   context.mu().unlock();
   const bool read = kind == TransferKind::READ;
+  const bool stream = StreamsReads(kind, ops);
   std::map<const LocalMapping*, bool> alive;
   for (auto& [op, mapping] : local) {
     auto [it, first] = alive.try_emplace(mapping.get(), false);
@@ -95,7 +97,7 @@ std::vector<const TransferOp*> CopyLocally(
     }
     const uint64_t address = op->remote->buffer_address + op->remote_offset;
     if (read) {
-      mapping->Read(address, op->local, op->length, op->checksum);
+      mapping->Read(address, op->local, op->length, op->checksum, stream);
     } else {
       mapping->Write(address, op->local, op->length, op->checksum);
     }

@@ -17,6 +17,7 @@ std::vector<Item> Items(const std::vector<std::string>& keys, const std::vector<
                         const std::vector<uint64_t>& sizes) {
   std::vector<Item> items;
   if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return items;
+  items.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) items.push_back(Item{keys[i], ptrs[i], sizes[i]});
   return items;
 }

@@ -28,9 +28,11 @@ three store calls, not the tool's own byte work); requests/s.
 Per tier: mooncake.store does not say which replica served a read. With
 --node_metrics (the nodes' metrics ports) the tool reads each node's
 shelfmark_node_disk_served_bytes_total before and after the replay: the
-LOCAL_DISK blocks are its growth / block size, MEMORY the rest (reads by
-other clients meanwhile would count too). Without it the split is reported
-as unknown.
+LOCAL_DISK blocks are its growth / block size, MEMORY the rest of the
+reads that reached a replica: those read OK and those refused after their
+transfer (a read that ends after its lease, LEASE_EXPIRED, was still served
+by a disk or DRAM; reads by other clients meanwhile would count too).
+Without it the split is reported as unknown.
 
 Capacity: --capacity_blocks, or --segment_size (the DRAM of all nodes'
 segments) / the block size rounded up to the master's 64-byte allocation
@@ -348,7 +350,9 @@ def report(args, requests, capacity, stats, seconds, disk_bytes):
     disk_blocks = None if disk_bytes is None else int(round(disk_bytes / args.block_size))
     r.update({
         "blocks_read": stats.blocks_read,
-        "memory_blocks": None if disk_blocks is None else stats.blocks_read - disk_blocks,
+        # Every read a replica served: OK, or refused after its transfer.
+        "memory_blocks": None if disk_blocks is None else
+        stats.blocks_read + stats.read_failures["LEASE_EXPIRED"] - disk_blocks,
         "local_disk_blocks": disk_blocks,
         "read_failures": dict(stats.read_failures), "wrong_bytes": stats.wrong_bytes,
         "wrong_sizes": stats.wrong_sizes, "unusable_cached_blocks": stats.unusable_cached,

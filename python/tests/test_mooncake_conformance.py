@@ -181,7 +181,9 @@ def test_get_hostname_keeps_a_given_port_and_distinct_stores_get_distinct_names(
 
 def test_close_then_setup_again_drops_the_objects_of_the_closed_segment(ci_master, k):
     s = open_store(ci_master)
-    assert s.put(k("gone"), b"Hello, World!") == OK
+    here = ReplicateConfig()
+    here.preferred_segment = s.get_hostname()  # the module's store has a segment too
+    assert s.put(k("gone"), b"Hello, World!", here) == OK
     assert s.close() == OK
     assert s.setup("localhost", "P2PHANDSHAKE", 64 * MiB, 32 * MiB, "tcp", "", ci_master) == OK
     try:

@@ -56,7 +56,8 @@ def test_synthetic_trace_hit_rate_against_offline_lru(tmp_cluster):
     assert (r["requests"], r["block_references"], r["capacity_blocks"]) == (3993, 121877, CAPACITY)
     assert r["wrong_bytes"] == 0 and r["wrong_sizes"] == 0
     assert r["blocks_read"] >= r["hits"] > 0
-    assert (r["memory_blocks"], r["local_disk_blocks"]) == (r["blocks_read"], 0)
+    served = r["blocks_read"] + r["read_failures"].get("LEASE_EXPIRED", 0)
+    assert (r["memory_blocks"], r["local_disk_blocks"]) == (served, 0)
     assert r["lookup_errors"] == {}
     assert r["puts_accepted"] > 0
     assert r["hit_rate"] >= 0.95 * r["lru_hit_rate"], (
@@ -89,5 +90,8 @@ def test_replay_with_an_ssd_tier_reads_right_bytes_from_both_tiers(tmp_cluster, 
     print(json.dumps(r, indent=1))
     assert (r["requests"], r["capacity_blocks"], r["tiers_capacity_blocks"]) == (1000, 2000, 10000)
     assert r["wrong_bytes"] == 0 and r["wrong_sizes"] == 0
-    assert 0 < r["local_disk_blocks"] <= r["blocks_read"]
+    # The disk serves reads the client then refuses too (their lease ended
+    # during the transfer on a loaded machine: LEASE_EXPIRED).
+    served = r["blocks_read"] + r["read_failures"].get("LEASE_EXPIRED", 0)
+    assert 0 < r["local_disk_blocks"] <= served
     assert r["memory_blocks"] > 0
