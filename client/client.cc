@@ -457,7 +457,7 @@ void Client::Impl::PauseReservations(ErrorCode refusal, int64_t now) {
   // a while. No room for one now (or this client holds its most): none for
   // a moment (each ask would cost a round trip). Anything else (a
   // transport error): two steps this time.
-  if (refusal == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS || refusal == ErrorCode::INVALID_PARAMS) {
+  if (MasterClient::ReservationRefusalLasts(refusal)) {
     reservations().PauseUntil(now + kReservationPauseMs);
   } else if (refusal == ErrorCode::NO_AVAILABLE_HANDLE) {
     reservations().PauseUntil(now + kNoRoomPauseMs);
@@ -489,7 +489,13 @@ std::optional<ErrorCode> Client::Impl::PutReserved(std::string_view tenant, std:
     cache->Invalidate(tenant, key);  // a new object: a cached location would be of a removed one
     return ErrorCode::OK;
   }
-  switch (committed.error()) {
+  return CommitRefused(committed.error(), size, options.config, std::move(*held));
+}
+
+std::optional<ErrorCode> Client::Impl::CommitRefused(ErrorCode rc, uint64_t size,
+                                                     const PutConfig& config,
+                                                     PutReservationPool::Held&& held) {
+  switch (rc) {
     case ErrorCode::LEASE_EXPIRED:                  // given back: put in two steps
     case ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS:  // the channel is not usable now
     case ErrorCode::NOT_LEADER:                     // granted by a master no longer leading
@@ -497,8 +503,8 @@ std::optional<ErrorCode> Client::Impl::PutReserved(std::string_view tenant, std:
     case ErrorCode::RPC_FAIL:  // it may have been committed: not repeated
       return ErrorCode::RPC_FAIL;
     default:  // refused and kept by the master (OBJECT_ALREADY_EXISTS, bad input)
-      reservations().Return(size, options.config, std::move(*held));
-      return committed.error();
+      reservations().Return(size, config, std::move(held));
+      return rc;
   }
 }
 

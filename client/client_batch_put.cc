@@ -21,14 +21,6 @@ std::vector<T> Pick(const std::vector<T>& all, const std::vector<size_t>& items)
   return out;
 }
 
-// Whether a commit refused this way left nothing and the item may go in
-// two steps: its reservation was given back (or granted by a master that no
-// longer leads), or the channel is not usable now.
-bool PutAgainInTwoSteps(ErrorCode rc) {
-  return rc == ErrorCode::LEASE_EXPIRED || rc == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS ||
-         rc == ErrorCode::NOT_LEADER;
-}
-
 }  // namespace
 
 std::vector<ErrorCode> Client::Impl::BatchPutWith(std::string_view tenant,
@@ -137,14 +129,11 @@ std::vector<size_t> Client::Impl::BatchPutReserved(const BatchPutCall& call,
       }
       reserved_puts.fetch_add(1, std::memory_order_relaxed);
       cache->Invalidate(call.tenant, call.keys[i]);  // a new object, as in Put
-    } else if (PutAgainInTwoSteps(rc)) {
-      rest.push_back(i);
+    } else if (std::optional<ErrorCode> answer =
+                   CommitRefused(rc, call.sizes[i], call.config, std::move(held[i]))) {
+      (*out)[i] = *answer;
     } else {
-      // RPC_FAIL: it may have been committed, not repeated. Anything else
-      // was refused and the reservation kept (OBJECT_ALREADY_EXISTS, bad
-      // input): held again for the next key.
-      if (rc != ErrorCode::RPC_FAIL) pool.Return(call.sizes[i], call.config, std::move(held[i]));
-      (*out)[i] = rc;
+      rest.push_back(i);
     }
   }
   return rest;

@@ -212,6 +212,15 @@ struct Client::Impl {
                                        const TransferPlan& plan, const PutOptions& options);
   std::optional<PutReservationPool::Held> TakeReservation(std::string_view tenant, uint64_t size,
                                                           const PutConfig& config);
+  // A commit (CommitPut, or one key of BatchCommitPut) refused with `rc`:
+  // nullopt when it left nothing and the put goes in two steps (its
+  // reservation was given back, or granted by a master that no longer
+  // leads, or the channel is not usable now); else the put's answer:
+  // RPC_FAIL (it may have been committed: not repeated), or the master's
+  // refusal, which kept the reservation: `held` goes back to this thread's
+  // pool for the next key.
+  std::optional<ErrorCode> CommitRefused(ErrorCode rc, uint64_t size, const PutConfig& config,
+                                         PutReservationPool::Held&& held);
   // This thread's reservations (with master()).
   PutReservationPool& reservations();
   // How long a client asks for no reservation after a refusal that will

@@ -234,8 +234,7 @@ std::optional<ErrorCode> MasterBench::PutReserved(MasterClient& c, const std::st
   if (!*held) {
     auto grant = c.ReservePut(o_.tenant, size, config);
     if (!grant.ok()) {
-      *refused = grant.error() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS ||
-                 grant.error() == ErrorCode::INVALID_PARAMS;
+      *refused = MasterClient::ReservationRefusalLasts(grant.error());
       return std::nullopt;
     }
     *held = std::move(*grant);
@@ -264,8 +263,7 @@ std::optional<Step> MasterBench::BatchPutReserved(MasterClient& c,
     auto grants =
         c.BatchReservePut(o_.tenant, std::vector<uint64_t>(n - held->size(), size), config);
     if (!grants.ok()) {
-      *refused = grants.error() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS ||
-                 grants.error() == ErrorCode::INVALID_PARAMS;
+      *refused = MasterClient::ReservationRefusalLasts(grants.error());
       return std::nullopt;
     }
     for (PutReservationGrant& g : *grants) held->push_back(std::move(g));

@@ -131,6 +131,12 @@ class MasterClient {
       std::string_view tenant, const std::vector<std::string>& keys,
       const std::vector<uint64_t>& reservations, const std::vector<uint64_t>& checksums,
       const PutConfig& config, bool renew);
+  // Whether a ReservePut or BatchReservePut refused with `rc` will stay
+  // refused for a while (the channel is off, or the master too old to know
+  // the call), so that asking again soon would cost a round trip for nothing.
+  static bool ReservationRefusalLasts(ErrorCode rc) {
+    return rc == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS || rc == ErrorCode::INVALID_PARAMS;
+  }
   // The lookup channel's LookupClient::IntactConnection (0: none): a
   // reservation granted while it was n is usable while it still is n.
   uint64_t ChannelConnection();
