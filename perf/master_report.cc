@@ -64,9 +64,8 @@ std::string MasterResultTableRow(const MasterResult& r) {
                   static_cast<double>(m.rss_after) / 1048576.0);
     notes = mem;
   }
-  if (r.op == "put" && r.batch == 1) {
-    notes += "one_round_trip=" + std::to_string(r.one_round_trip);
-  }
+  // Batched puts too: with --reserve_batches they may commit in one round trip.
+  if (r.op == "put") notes += "one_round_trip=" + std::to_string(r.one_round_trip);
   if (r.interrupted) notes += notes.empty() ? "interrupted" : " interrupted";
   if (r.capped) notes += notes.empty() ? "capped" : " capped";
   char buf[512];
