@@ -770,12 +770,6 @@ void AppendStored(std::string_view plain, std::string* out) {
   put_le(out, XXH64(plain.data(), plain.size(), 0), 4);
 }
 
-std::string StorePayload(std::string_view plain) {
-  std::string out;
-  AppendStored(plain, &out);
-  return out;
-}
-
 namespace {
 
 void PackShard(Packer& p, const ShardState& shard) {

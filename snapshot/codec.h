@@ -80,14 +80,12 @@ Result<TasksState> DecodeTasks(std::string_view bytes);
 // exposed for tests and the fuzzer: CompressPayload(msgpack bytes) is what
 // DecodeShard/DecodeSegments/DecodeTasks read.
 std::string CompressPayload(std::string_view plain);
-// The same framing without compression: one zstd frame of raw blocks (its
-// content size and checksum as above), which the same decoders read at the
-// cost of a copy. Costs a copy and a checksum where compressing costs far
-// more CPU.
-std::string StorePayload(std::string_view plain);
-// StorePayload appended to *out.
+// The same framing without compression, appended to *out: one zstd frame
+// of raw blocks (its content size and checksum as above), which the same
+// decoders read at the cost of a copy. Costs a copy and a checksum where
+// compressing costs far more CPU.
 void AppendStored(std::string_view plain, std::string* out);
-// EncodeShard's payload stored, not compressed (StorePayload): what
+// EncodeShard's payload stored, not compressed (AppendStored): what
 // replication batches carry, where the leader's CPU, not the link, is what
 // a put waits for. DecodeShard reads it.
 std::string EncodeShardStored(const ShardState& shard);
