@@ -76,6 +76,11 @@ uint64_t DiskReporter::lost_sent() const {
   return lost_sent_;
 }
 
+uint64_t DiskReporter::pending() const {
+  MutexLock lock(&mu_);
+  return evictions_.size() + lost_.size() + sending_;
+}
+
 bool DiskReporter::HasWorkLocked() const {
   if (!ready_) return false;
   if (!lost_.empty()) return true;
@@ -116,6 +121,7 @@ void DiskReporter::Loop() {
     if (!lost_.empty()) {
       std::vector<std::shared_ptr<LostItem>> lost(lost_.begin(), lost_.end());
       lost_.clear();
+      sending_ = lost.size();
       lock.unlock();
       for (const auto& item : lost) {
         if (master.EvictDiskReplica(item->key.first, item->key.second) == ErrorCode::RPC_FAIL) {
@@ -127,6 +133,7 @@ void DiskReporter::Loop() {
       for (const auto& item : lost) item->done = true;  // failed ones retry as evictions
     } else {
       std::vector<KeyRef> evictions = TakeSendableLocked();
+      sending_ = evictions.size();
       lock.unlock();
       uint64_t sent = 0;
       for (KeyRef& e : evictions) {
@@ -141,6 +148,7 @@ void DiskReporter::Loop() {
       evictions_sent_ += sent;
     }
     evictions_.insert(evictions_.begin(), failed.begin(), failed.end());
+    sending_ = 0;
     cv_.notify_all();
     if (!failed.empty()) {
       retry_at = std::chrono::steady_clock::now() +

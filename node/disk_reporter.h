@@ -68,6 +68,10 @@ class DiskReporter {
 
   uint64_t evictions_sent() const;  // EvictDiskReplica calls answered for evictions
   uint64_t lost_sent() const;       // ... for lost records
+  // Evictions and lost records not answered yet: queued (held back, not
+  // ready, or waiting to retry) or being sent. 0: the master knows of every
+  // record the store dropped.
+  uint64_t pending() const;
 
  private:
   struct LostItem {
@@ -93,6 +97,7 @@ class DiskReporter {
   std::map<KeyRef, int> held_ GUARDED_BY(mu_);
   uint64_t evictions_sent_ GUARDED_BY(mu_) = 0;
   uint64_t lost_sent_ GUARDED_BY(mu_) = 0;
+  size_t sending_ GUARDED_BY(mu_) = 0;  // taken from the queues, not answered yet
   std::thread thread_;  // last: starts once the members above exist
 };
 

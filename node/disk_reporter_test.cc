@@ -1,7 +1,8 @@
 // DiskReporter against a real master service (an RpcServer over a real
 // Directory on a loopback port): lost records are dropped at the master
 // before Lost() returns, nothing is sent before SetReady, and a key whose
-// offload batch is held keeps its eviction until the batch is released.
+// offload batch is held keeps its eviction until the batch is released;
+// pending() counts what the master has not answered.
 #include "node/disk_reporter.h"
 
 #include <gtest/gtest.h>
@@ -60,8 +61,11 @@ TEST_F(DiskReporterTest, NothingIsSentBeforeItIsReady) {
   reporter.Lost("t", "k0");  // gives up waiting: not ready
   EXPECT_TRUE(Listed("k0"));
   EXPECT_EQ(reporter.lost_sent(), 0u);
+  EXPECT_EQ(reporter.pending(), 1u);
   reporter.SetReady(true);  // the queued report goes now
   EXPECT_TRUE(testing::WaitFor([&] { return !Listed("k0"); }, kWaitMs));
+  EXPECT_TRUE(testing::WaitFor([&] { return reporter.pending() == 0; }, kWaitMs));
+  EXPECT_EQ(reporter.lost_sent(), 1u);
 }
 
 // A key whose offload batch is written but not reported keeps its eviction
@@ -76,6 +80,8 @@ TEST_F(DiskReporterTest, AHeldKeysEvictionWaitsForItsRelease) {
   reporter.Evicted("t", "k2");
   ASSERT_TRUE(testing::WaitFor([&] { return !Listed("k2"); }, kWaitMs));
   EXPECT_TRUE(Listed("k1")) << "a held key's eviction was sent";
+  EXPECT_TRUE(testing::WaitFor([&] { return reporter.pending() == 1; }, kWaitMs))
+      << "pending: " << reporter.pending() << " (k1's eviction waits)";
   reporter.Lost("t", "k1");
   EXPECT_TRUE(Listed("k1"));
   reporter.Hold({{"t", "k1"}}, false);
@@ -85,6 +91,7 @@ TEST_F(DiskReporterTest, AHeldKeysEvictionWaitsForItsRelease) {
   // The count moves when the answer is back, after the master dropped k1.
   EXPECT_TRUE(testing::WaitFor([&] { return reporter.evictions_sent() == 2u; }, kWaitMs))
       << "evictions sent: " << reporter.evictions_sent();
+  EXPECT_EQ(reporter.pending(), 0u);
   EXPECT_EQ(reporter.lost_sent(), 0u);
 }
 

@@ -138,6 +138,7 @@ NodeCounters Node::counters() const {
   c.offload_stale = offload_stale_.load();
   c.disk_evictions = reporter_ ? reporter_->evictions_sent() : 0;
   c.disk_lost_reported = reporter_ ? reporter_->lost_sent() : 0;
+  c.disk_reports_pending = reporter_ ? reporter_->pending() : 0;
   c.offload_failures_reported = offload_failures_reported_.load();
   c.promotions_requested = promotions_requested_.load();
   c.promoted = promoted_.load();

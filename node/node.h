@@ -171,6 +171,8 @@ struct NodeCounters {
   // EvictDiskReplica calls answered for records a read (LOCAL_DISK or a
   // promotion's) found missing or corrupt.
   uint64_t disk_lost_reported = 0;
+  // Gauge: SSD evictions and lost records not answered by the master yet.
+  uint64_t disk_reports_pending = 0;
   // Offload tasks reported failed (NotifyOffloadFailure answered).
   uint64_t offload_failures_reported = 0;
   uint64_t promotions_requested = 0;  // keys sent in PromoteStart

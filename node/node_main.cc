@@ -234,6 +234,10 @@ void AddNodeMetrics(MetricsRegistry& metrics, const Node& node) {
   counter("shelfmark_node_disk_lost_reported_total",
           "SSD records a read found missing or corrupt, dropped at the master.",
           &NodeCounters::disk_lost_reported);
+  metrics.AddGauge("shelfmark_node_disk_reports_pending",
+                   "SSD evictions and lost records the master has not answered yet (held "
+                   "until their offload batch is reported, waiting to retry, or being sent).",
+                   [n] { return static_cast<double>(n->counters().disk_reports_pending); });
   counter("shelfmark_node_offload_failures_reported_total",
           "Offload tasks whose failure the master was told (it then evicts without a copy).",
           &NodeCounters::offload_failures_reported);

@@ -134,7 +134,7 @@ TEST_P(SsdFaultProcessTest, CorruptRecordsAreMissesNeverServedNeverPromoted) {
   ASSERT_NO_FATAL_FAILURE(StartCluster({}, {}, {"--promote_after_hits=1"}));
   const BurstResult burst = Burst(kBurstObjects, 20'000);
   ASSERT_TRUE(burst.refused.empty()) << burst.refused.size() << " puts refused";
-  ASSERT_TRUE(WaitSettled()) << "offload did not settle";
+  ASSERT_TRUE(WaitSettled()) << "offload did not settle: " << settle_state_;
   const std::vector<std::string> on_ssd = SsdOnly(burst.acknowledged);
   ASSERT_GE(on_ssd.size(), 3u) << "too few objects left on SSD only";
 
@@ -217,7 +217,7 @@ TEST_P(SsdFaultProcessTest, ARemovedStoreNeverServesWrongBytesAndNeverBlocksPuts
   ASSERT_NO_FATAL_FAILURE(StartCluster({}, {}));
   const BurstResult first = Burst(kBurstObjects, 20'000);
   ASSERT_TRUE(first.refused.empty()) << first.refused.size() << " puts refused";
-  ASSERT_TRUE(WaitSettled()) << "offload did not settle";
+  ASSERT_TRUE(WaitSettled()) << "offload did not settle: " << settle_state_;
   const std::vector<std::string> on_ssd = SsdOnly(first.acknowledged);
   ASSERT_FALSE(on_ssd.empty());
   std::filesystem::remove_all(StoreDir());
@@ -243,7 +243,7 @@ TEST_P(SsdFaultProcessTest, AFullDiskNeverBlocksPuts) {
   const int objects = 5 * static_cast<int>(kSegmentBytes / kObjectBytes);
   const BurstResult burst = Burst(objects, 20'000);
   EXPECT_TRUE(burst.refused.empty()) << burst.refused.size() << " puts refused";
-  ASSERT_TRUE(WaitSettled()) << "offload did not settle";
+  ASSERT_TRUE(WaitSettled()) << "offload did not settle: " << settle_state_;
   const double disk_evictions = NodeMetric("shelfmark_node_disk_evictions_total");
   EXPECT_GT(disk_evictions, 0) << "the disk never filled";
   const double without_copy = MasterMetric("shelfmark_master_evicted_without_copy_total");

@@ -210,21 +210,32 @@ class TierClusterTest : public ::testing::TestWithParam<std::string> {
   }
 
   // The offload work is done and every SSD eviction is reported: the
-  // master's queue is empty, the node has no task in flight, and its store
-  // holds what it offloaded less what it reported evicted.
+  // master's queue is empty, the node has no task in flight and no eviction
+  // (or lost record) the master has not answered. settle_state_ keeps the
+  // last look's figures for a failure's message.
   bool WaitSettled() {
-    return testing::WaitFor([&] {
-      const double offloaded = NodeMetric("shelfmark_node_offloaded_objects_total");
-      const double evicted = NodeMetric("shelfmark_node_disk_evictions_total");
-      const double stored = NodeMetric("shelfmark_node_disk_objects");
-      return MasterMetric("shelfmark_master_offload_queued_tasks") == 0 &&
-             NodeMetric("shelfmark_node_offload_inflight_tasks") == 0 && offloaded >= 0 &&
-             evicted >= 0 && stored >= 0 && stored + evicted == offloaded;
-    }, kWaitMs);
+    auto figure = [](double v) { return std::to_string(static_cast<long long>(v)); };
+    return testing::WaitFor(
+        [&] {
+          const double queued = MasterMetric("shelfmark_master_offload_queued_tasks");
+          const double inflight = NodeMetric("shelfmark_node_offload_inflight_tasks");
+          const double pending = NodeMetric("shelfmark_node_disk_reports_pending");
+          settle_state_ = "queued " + figure(queued) + ", in flight " + figure(inflight) +
+                          ", reports pending " + figure(pending) + ", offloaded " +
+                          figure(NodeMetric("shelfmark_node_offloaded_objects_total")) +
+                          ", stored " + figure(NodeMetric("shelfmark_node_disk_objects")) +
+                          ", evictions reported " +
+                          figure(NodeMetric("shelfmark_node_disk_evictions_total")) + ", stale " +
+                          figure(NodeMetric("shelfmark_node_offload_stale_total")) + ", failed " +
+                          figure(NodeMetric("shelfmark_node_offload_failures_total"));
+          return queued == 0 && inflight == 0 && pending == 0;
+        },
+        kWaitMs);
   }
 
   testing::TempDir dir_{"tier_process"};  // logs and the store
   bool store_mounted_ = false;
+  std::string settle_state_;  // WaitSettled's last look
   uint16_t rpc_ = 0, http_ = 0, node_http_ = 0;
   std::unique_ptr<ChildProcess> master_;
   std::unique_ptr<ChildProcess> node_;

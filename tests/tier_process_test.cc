@@ -66,7 +66,7 @@ class TierProcessTest : public testing::TierClusterTest {
     for (const std::string& key : burst.refused) {
       EXPECT_EQ(master_client_->Stat("", key).error(), ErrorCode::OBJECT_NOT_FOUND) << key;
     }
-    EXPECT_TRUE(WaitSettled()) << "offload did not settle";
+    EXPECT_TRUE(WaitSettled()) << "offload did not settle: " << settle_state_;
     const int gone = ServedOrGone(burst.acknowledged);
     const double disk_evictions = NodeMetric("shelfmark_node_disk_evictions_total");
     const double without_copy = MasterMetric("shelfmark_master_evicted_without_copy_total");
@@ -74,10 +74,10 @@ class TierProcessTest : public testing::TierClusterTest {
     EXPECT_GT(DiskCopiesExact(burst.acknowledged), 0);
     std::fprintf(stderr,
                  "%s: %zu acknowledged, %zu refused, %d gone, %.0f SSD evictions, %.0f evicted "
-                 "without a copy, %.0f evicted from DRAM\n",
+                 "without a copy, %.0f evicted from DRAM; settled: %s\n",
                  GetParam().c_str(), burst.acknowledged.size(), burst.refused.size(), gone,
                  disk_evictions, without_copy,
-                 MasterMetric("shelfmark_master_evicted_objects_total"));
+                 MasterMetric("shelfmark_master_evicted_objects_total"), settle_state_.c_str());
     return burst;
   }
 
@@ -145,7 +145,7 @@ TEST_P(TierProcessTest, AnSsdObjectReadOftenIsPromotedBackToDram) {
   ASSERT_NO_FATAL_FAILURE(StartCluster({}, {}, {"--promote_after_hits=3"}));
   const BurstResult burst = Burst(kBurstObjects, 20'000);
   ASSERT_TRUE(burst.refused.empty());
-  ASSERT_TRUE(WaitSettled()) << "offload did not settle";
+  ASSERT_TRUE(WaitSettled()) << "offload did not settle: " << settle_state_;
   // Room under the eviction watermark for the copy: drop the newest objects.
   for (size_t i = burst.acknowledged.size() - 4; i < burst.acknowledged.size(); ++i) {
     ASSERT_EQ(client_->Remove("", burst.acknowledged[i], true), ErrorCode::OK);
