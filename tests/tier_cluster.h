@@ -211,31 +211,36 @@ class TierClusterTest : public ::testing::TestWithParam<std::string> {
 
   // The offload work is done and every SSD eviction is reported: the
   // master's queue is empty, the node has no task in flight and no eviction
-  // (or lost record) the master has not answered. settle_state_ keeps the
-  // last look's figures for a failure's message.
+  // (or lost record) the master has not answered. settle_state_ then holds
+  // the figures of one look after the wait, for a failure's message.
   bool WaitSettled() {
-    auto figure = [](double v) { return std::to_string(static_cast<long long>(v)); };
-    return testing::WaitFor(
+    const bool settled = testing::WaitFor(
         [&] {
-          const double queued = MasterMetric("shelfmark_master_offload_queued_tasks");
-          const double inflight = NodeMetric("shelfmark_node_offload_inflight_tasks");
-          const double pending = NodeMetric("shelfmark_node_disk_reports_pending");
-          settle_state_ = "queued " + figure(queued) + ", in flight " + figure(inflight) +
-                          ", reports pending " + figure(pending) + ", offloaded " +
-                          figure(NodeMetric("shelfmark_node_offloaded_objects_total")) +
-                          ", stored " + figure(NodeMetric("shelfmark_node_disk_objects")) +
-                          ", evictions reported " +
-                          figure(NodeMetric("shelfmark_node_disk_evictions_total")) + ", stale " +
-                          figure(NodeMetric("shelfmark_node_offload_stale_total")) + ", failed " +
-                          figure(NodeMetric("shelfmark_node_offload_failures_total"));
-          return queued == 0 && inflight == 0 && pending == 0;
+          return MasterMetric("shelfmark_master_offload_queued_tasks") == 0 &&
+                 NodeMetric("shelfmark_node_offload_inflight_tasks") == 0 &&
+                 NodeMetric("shelfmark_node_disk_reports_pending") == 0;
         },
         kWaitMs);
+    settle_state_ = SettleFigures();
+    return settled;
+  }
+
+  // The offload's figures at one look (each scraped once).
+  std::string SettleFigures() const {
+    auto figure = [](double v) { return std::to_string(static_cast<long long>(v)); };
+    return "queued " + figure(MasterMetric("shelfmark_master_offload_queued_tasks")) +
+           ", in flight " + figure(NodeMetric("shelfmark_node_offload_inflight_tasks")) +
+           ", reports pending " + figure(NodeMetric("shelfmark_node_disk_reports_pending")) +
+           ", offloaded " + figure(NodeMetric("shelfmark_node_offloaded_objects_total")) +
+           ", stored " + figure(NodeMetric("shelfmark_node_disk_objects")) +
+           ", evictions reported " + figure(NodeMetric("shelfmark_node_disk_evictions_total")) +
+           ", stale " + figure(NodeMetric("shelfmark_node_offload_stale_total")) + ", failed " +
+           figure(NodeMetric("shelfmark_node_offload_failures_total"));
   }
 
   testing::TempDir dir_{"tier_process"};  // logs and the store
   bool store_mounted_ = false;
-  std::string settle_state_;  // WaitSettled's last look
+  std::string settle_state_;  // SettleFigures() after the last WaitSettled
   uint16_t rpc_ = 0, http_ = 0, node_http_ = 0;
   std::unique_ptr<ChildProcess> master_;
   std::unique_ptr<ChildProcess> node_;
