@@ -367,30 +367,36 @@ bool ReplicationLeader::ShipBatch(bool may_block) {
   std::string& out = frame_;
   out.clear();
   AppendBatch(batch, &out);
-  bool written = true;
-  for (auto& s : to) {
-    if (!Send(*s, out, may_block)) {
-      Drop(*s);
-    } else if (!s->backlog.empty()) {
-      written = false;
-    }
-  }
   {
+    // Recorded before the write: a standby's acknowledgement can come
+    // before this thread is past it, and its reader must then see the batch
+    // as the one in flight, not ship (or ring the shipper for) changes this
+    // batch carries.
     MutexLock lock(&mu_);
     shipped_seq_ = batch.changes.seq;
-    ++counters_.batches;
-    if (!may_block) ++counters_.inline_batches;
     for (auto& s : to) {
       if (s->state != Standby::State::kSynced) continue;
-      // Its acknowledgement may have come already (the reader runs while
-      // this thread writes): then nothing is outstanding, and an idle
-      // stream must not look stalled.
       if (s->acked < batch.changes.seq && s->unacked_since_ms == 0) {
         s->unacked_since_ms = NowMs();
       }
       s->sent = batch.changes.seq;
-      counters_.bytes += out.size();
     }
+  }
+  bool written = true;
+  size_t sent_to = 0;
+  for (auto& s : to) {
+    if (!Send(*s, out, may_block)) {
+      Drop(*s);
+      continue;
+    }
+    ++sent_to;
+    if (!s->backlog.empty()) written = false;
+  }
+  {
+    MutexLock lock(&mu_);
+    ++counters_.batches;
+    if (!may_block) ++counters_.inline_batches;
+    counters_.bytes += sent_to * out.size();
   }
   if (out.capacity() > kKeptFrameBytes) out = std::string();
   Release();
