@@ -16,6 +16,7 @@ void Doorbell::Ring() {
   // sleeps, or this sees it sleeping and wakes it; the futex itself only
   // sleeps while rung_ is still 0.
   if (rung_.exchange(1) == 0 && sleeping_.load()) {
+    wakes_.fetch_add(1, std::memory_order_relaxed);
     ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&rung_), FUTEX_WAKE_PRIVATE, 1, nullptr,
               nullptr, 0);
   }

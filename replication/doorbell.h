@@ -25,9 +25,17 @@ class Doorbell {
   // (false). A ring before the call counts.
   bool Wait(int64_t timeout_ms);
 
+  // True from just before the waiter sleeps until it returns: a Ring now
+  // wakes it (and counts in wakes()).
+  bool asleep() const { return sleeping_.load(); }
+  // Rings that found the waiter asleep and paid a futex wake: the cost the
+  // shipper's callers try to avoid (rings while it runs are free).
+  uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
+
  private:
   std::atomic<uint32_t> rung_{0};  // 1: rung and not consumed
   std::atomic<bool> sleeping_{false};
+  std::atomic<uint64_t> wakes_{0};
 };
 
 }  // namespace shelfmark

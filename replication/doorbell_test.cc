@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+#include "testing/wait_for.h"
+
 namespace shelfmark {
 namespace {
 
@@ -14,6 +16,19 @@ TEST(Doorbell, ARingBeforeTheWaitCountsOnce) {
   bell.Ring();  // not consumed yet: still one ring
   EXPECT_TRUE(bell.Wait(10'000));
   EXPECT_FALSE(bell.Wait(1));  // consumed: this one times out
+  EXPECT_EQ(bell.wakes(), 0u) << "nobody slept: no futex wake";
+}
+
+TEST(Doorbell, ARingCountsAWakeOnlyWhenItFindsTheWaiterAsleep) {
+  Doorbell bell;
+  std::atomic<bool> woke{false};
+  std::thread waiter([&] { woke = bell.Wait(60'000); });
+  ASSERT_TRUE(testing::WaitFor([&] { return bell.asleep(); }, 10'000));
+  bell.Ring();
+  bell.Ring();  // not consumed yet: no second wake
+  waiter.join();
+  EXPECT_TRUE(woke);
+  EXPECT_EQ(bell.wakes(), 1u);
 }
 
 TEST(Doorbell, WakesASleepingWaiter) {

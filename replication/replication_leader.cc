@@ -419,10 +419,12 @@ bool ReplicationLeader::InFlightLocked() const {
 
 bool ReplicationLeader::QuietLocked() const {
   if (!joining_.empty()) return false;  // the shipper publishes the set
+  // A connection in its handshake (a standby's watch connection, a
+  // stranger) is no work of the shipper's: its reader rings it once a copy
+  // is due. (Counting it sent every put to the shipper while a standby's
+  // watch connection was being proven, and while any stranger idled.)
   for (const auto& s : standbys_) {
-    if (s->state == Standby::State::kHandshake || s->state == Standby::State::kCopying) {
-      return false;
-    }
+    if (s->state == Standby::State::kCopying) return false;
   }
   // A standby waited for and gone: the shipper publishes the set without it.
   for (const auto& [id, acked] : required_acked_) {
@@ -604,6 +606,7 @@ ReplicationLeaderStats ReplicationLeader::stats() const {
     if (s->unacked_since_ms != 0) out.lag_ms = std::max(out.lag_ms, now - s->unacked_since_ms);
   }
   out.reader_threads = readers_.size();
+  out.shipper_wakes = doorbell_.wakes();
   out.connections = standbys_.size();
   out.in_sync_ids.assign(in_sync_.begin(), in_sync_.end());
   out.change_seq = dir_.ChangeSeq();

@@ -95,6 +95,10 @@ struct ReplicationLeaderStats {
   // Of those, shipped by a mutation's thread or an acknowledgement's reader
   // (ShipInline), not by the shipper.
   uint64_t inline_batches = 0;
+  // Rings that found the shipper asleep (a futex wake each): a mutation
+  // rings it only when another thread holds the shipping, so an idle
+  // leader's unbatched puts add none (rings while it runs cost nothing).
+  uint64_t shipper_wakes = 0;
   uint64_t bytes = 0;         // sent, every standby counted
   uint64_t full_copies = 0;   // started
   uint64_t dropped = 0;       // standbys dropped (error, stall, bad proof)
@@ -175,8 +179,8 @@ class ReplicationLeader {
   bool ShipInline();
   // A batch sent to a synced standby is not acknowledged yet.
   bool InFlightLocked() const REQUIRES(mu_);
-  // The shipper has nothing to do but batches: no copy or handshake under
-  // way, no standby to publish or to leave the set. Then, with nothing in
+  // The shipper has nothing to do but batches: no copy under way, no
+  // standby to publish or to leave the set (handshakes are the readers'). Then, with nothing in
   // flight, a mutation's thread ships (ShipInline); with a batch in flight,
   // the reader of its acknowledgement does.
   bool QuietLocked() const REQUIRES(mu_);
