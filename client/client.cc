@@ -149,10 +149,7 @@ bool Client::Impl::Registered(const void* addr, uint64_t size) {
 
 TransferStatus Client::Impl::Move(TransferKind kind, std::span<const TransferOp> ops) {
   std::vector<TransferOp> remote;
-  const bool stream = StreamsReads(kind, ops);
-  for (const TransferOp& op : ops) {
-    if (!local.TryCopy(kind, op, stream)) remote.push_back(op);
-  }
+  local.CopyAll(kind, ops, StreamsReads(kind, ops), &remote);
   if (remote.empty()) return {};
   return transports.Transfer(kind, remote, options.transfer_timeout_ms);
 }

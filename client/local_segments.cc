@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/work_splitter.h"
 #include "transport/local_share.h"
 
 namespace shelfmark {
@@ -41,13 +42,33 @@ bool LocalSegments::Holds(const MemoryDescriptor& replica) const {
 }
 
 bool LocalSegments::TryCopy(TransferKind kind, const TransferOp& op, bool stream_read) {
-  if (op.remote == nullptr || op.local == nullptr) return false;
-  uint8_t* at = Find(*op.remote, op.remote_offset, op.length);
-  if (at == nullptr) return false;
-  CopyLocal(kind, op.local, at, op.length, op.checksum, stream_reads_ || stream_read);
-  copies_.fetch_add(1, std::memory_order_relaxed);
-  bytes_.fetch_add(op.length, std::memory_order_relaxed);
-  return true;
+  std::vector<TransferOp> left;
+  CopyAll(kind, {&op, 1}, stream_read, &left);
+  return left.empty();
+}
+
+void LocalSegments::CopyAll(TransferKind kind, std::span<const TransferOp> ops, bool stream_read,
+                            std::vector<TransferOp>* left) {
+  std::vector<std::pair<const TransferOp*, uint8_t*>> copies;  // op, its range here
+  uint64_t bytes = 0;
+  for (const TransferOp& op : ops) {
+    uint8_t* at = op.remote == nullptr || op.local == nullptr
+                      ? nullptr
+                      : Find(*op.remote, op.remote_offset, op.length);
+    if (at == nullptr) {
+      left->push_back(op);
+      continue;
+    }
+    copies.emplace_back(&op, at);
+    bytes += op.length;
+  }
+  const bool stream = stream_reads_ || stream_read;
+  SplitJobs(copies.size(), bytes, [&](size_t i) {
+    const TransferOp& op = *copies[i].first;
+    CopyLocal(kind, op.local, copies[i].second, op.length, op.checksum, stream);
+  });
+  copies_.fetch_add(copies.size(), std::memory_order_relaxed);
+  bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 LocalCopyStats LocalSegments::stats() const {

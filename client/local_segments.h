@@ -10,14 +10,15 @@
 // lies inside both the descriptor's [0, size) and the attached range;
 // otherwise it is left to the engines (which check it as ever).
 //
-// Thread safety: Attach/Detach take the lock exclusively, TryCopy shares
-// it for the lookup and copies outside it. The memory must stay mapped
+// Thread safety: Attach/Detach take the lock exclusively, TryCopy and
+// CopyAll share it for the lookup and copy outside it. The memory must stay mapped
 // while a copy may run: detach first, then stop using the memory (a Node's
 // memory stays mapped until the process exits, node/node.h).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/mutex.h"
@@ -50,6 +51,11 @@ class LocalSegments {
   // TransferOp); false (nothing done) otherwise. `stream_read`: a READ
   // streams whatever stream_reads says (StreamsReads, local_share.h).
   bool TryCopy(TransferKind kind, const TransferOp& op, bool stream_read = false);
+  // TryCopy for every op of a call: does those it can (split over helper
+  // threads when they move kSplitCopyBytes or more together,
+  // common/work_splitter.h) and appends the others to *left, in order.
+  void CopyAll(TransferKind kind, std::span<const TransferOp> ops, bool stream_read,
+               std::vector<TransferOp>* left);
   LocalCopyStats stats() const;
 
  private:

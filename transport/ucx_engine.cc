@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/work_splitter.h"
 #include "transport/local_share.h"
 #include "transport/ucx_am.h"
 #include "transport/ucx_context.h"
@@ -65,7 +66,8 @@ std::string RefusalMessage(const UcxAmOut& out, ErrorCode code) {
 // is polled once per node and call, before its copies (a system call per op
 // is a sizeable part of a 64 KiB copy; a node may die during any copy either
 // way). A call's reads stream into their buffers when the call is large
-// (StreamsReads, local_share.h).
+// (StreamsReads, local_share.h); its copies split over helper threads when
+// they move enough together (SplitJobs, common/work_splitter.h).
 std::vector<const TransferOp*> CopyLocally(
     UcxContext& context, TransferKind kind, std::span<const TransferOp> ops,
     const std::map<std::string_view, std::shared_ptr<ClientConn>>& conns,
@@ -88,6 +90,8 @@ std::vector<const TransferOp*> CopyLocally(
   const bool read = kind == TransferKind::READ;
   const bool stream = StreamsReads(kind, ops);
   std::map<const LocalMapping*, bool> alive;
+  std::vector<std::pair<const TransferOp*, const LocalMapping*>> copies;
+  uint64_t bytes = 0;
   for (auto& [op, mapping] : local) {
     auto [it, first] = alive.try_emplace(mapping.get(), false);
     if (first) it->second = mapping->Alive();
@@ -95,16 +99,21 @@ std::vector<const TransferOp*> CopyLocally(
       remote.push_back(op);
       continue;
     }
+    copies.emplace_back(op, mapping.get());
+    bytes += op->length;
+  }
+  // (`local` holds the mappings until the copies are done.)
+  SplitJobs(copies.size(), bytes, [&](size_t i) {
+    const auto [op, mapping] = copies[i];
     const uint64_t address = op->remote->buffer_address + op->remote_offset;
     if (read) {
       mapping->Read(address, op->local, op->length, op->checksum, stream);
     } else {
       mapping->Write(address, op->local, op->length, op->checksum);
     }
-    (read ? counters.reads : counters.writes).fetch_add(1, std::memory_order_relaxed);
-    (read ? counters.bytes_read : counters.bytes_written)
-        .fetch_add(op->length, std::memory_order_relaxed);
-  }
+  });
+  (read ? counters.reads : counters.writes).fetch_add(copies.size(), std::memory_order_relaxed);
+  (read ? counters.bytes_read : counters.bytes_written).fetch_add(bytes, std::memory_order_relaxed);
   context.mu().lock();
   return remote;
 }
