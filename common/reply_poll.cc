@@ -29,22 +29,23 @@ PollOutcome ReplyWait::PollReadable(int fd, std::chrono::microseconds budget) {
   });
 }
 
-void ReplyPoller::Await(ReplyWait& wait, int fd) {
-  if (budget_.count() <= 0) return;
-  if (misses_ >= kMaxMisses && ++skipped_ % kProbeEvery != 0) return;
+bool ReplyPoller::Await(ReplyWait& wait, int fd) {
+  if (budget_.count() <= 0) return false;
+  if (misses_ >= kMaxMisses && ++skipped_ % kProbeEvery != 0) return false;
   ++polls_;
   switch (wait.PollReadable(fd, budget_)) {
     case PollOutcome::kReady:
       misses_ = 0;
       skipped_ = 0;
-      break;
+      return true;
     case PollOutcome::kTimedOut:
       ++misses_;
-      break;
+      return false;
     case PollOutcome::kCrowded:
     case PollOutcome::kOff:
-      break;
+      return false;
   }
+  return false;
 }
 
 int64_t DefaultReplyPollMicros() {

@@ -78,8 +78,9 @@ class ReplyPoller {
 
   explicit ReplyPoller(int64_t budget_us) : budget_(budget_us) {}
   // Polls `fd` for the answer to the request just sent, unless the misses
-  // say not to; `wait` spans the caller's whole wait for that answer.
-  void Await(ReplyWait& wait, int fd);
+  // say not to; `wait` spans the caller's whole wait for that answer. True
+  // when the poll found it there (no blocking read needs to wait).
+  bool Await(ReplyWait& wait, int fd);
   uint64_t polls() const { return polls_; }  // polls made (for tests)
 
  private:

@@ -92,12 +92,18 @@ TEST(ReplyPollerTest, MissesStopThePollsButOneProbeInSoManyUntilAHit) {
     ReplyWait wait;
     poller.Await(wait, a.get());
   };
-  for (int i = 0; i < ReplyPoller::kMaxMisses; ++i) await();  // nothing comes: misses
+  for (int i = 0; i < ReplyPoller::kMaxMisses; ++i) {  // nothing comes: misses
+    ReplyWait wait;
+    EXPECT_FALSE(poller.Await(wait, a.get()));
+  }
   EXPECT_EQ(poller.polls(), uint64_t{ReplyPoller::kMaxMisses});
   for (uint32_t i = 1; i < ReplyPoller::kProbeEvery; ++i) await();
   EXPECT_EQ(poller.polls(), uint64_t{ReplyPoller::kMaxMisses}) << "no polls after the misses";
   ASSERT_EQ(write(b.get(), "x", 1), 1);
-  await();  // the probe, which hits
+  {
+    ReplyWait wait;
+    EXPECT_TRUE(poller.Await(wait, a.get())) << "the probe, which hits";
+  }
   EXPECT_EQ(poller.polls(), uint64_t{ReplyPoller::kMaxMisses} + 1);
   await();
   EXPECT_EQ(poller.polls(), uint64_t{ReplyPoller::kMaxMisses} + 2) << "a hit resumes polling";

@@ -128,6 +128,10 @@ void AddServiceMetrics(MetricsRegistry& metrics, const StoreService& service) {
                          [&service] { return static_cast<double>(service.counters().refused); });
   metrics.AddCounterFunc("shelfmark_store_service_requests_total", "Requests answered.",
                          [&service] { return static_cast<double>(service.counters().requests); });
+  metrics.AddCounterFunc(
+      "shelfmark_store_service_polled_requests_total",
+      "Requests found by the poll after an answer (served without a wake-up).",
+      [&service] { return static_cast<double>(service.counters().polled_requests); });
 }
 
 int Run(const Flags& f) {

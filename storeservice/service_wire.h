@@ -179,6 +179,8 @@ class FrameReader {
   explicit FrameReader(int fd) : fd_(fd), buf_(kReadAhead) {}
   ReadStatus Read(std::string* body, std::vector<UniqueFd>* fds, int first_byte_timeout_ms,
                   int timeout_ms, uint32_t max_bytes = kMaxFrameBytes);
+  // Bytes read ahead and not taken yet (the next frame may be among them).
+  bool buffered() const { return have_ > 0; }
 
  private:
   const int fd_;

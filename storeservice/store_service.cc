@@ -129,8 +129,13 @@ void StoreService::Serve(Connection* c) {
   {
     ServiceSession session(client_, options_.tenant, &mapped_bytes_);
     FrameReader requests(fd);
+    ReplyPoller next_request(options_.next_request_poll_us);
     for (;;) {
       fds.clear();
+      if (!requests.buffered()) {
+        ReplyWait wait;  // (a poller only while it polls: blocked threads are not)
+        if (next_request.Await(wait, fd)) polled_.fetch_add(1);
+      }
       const ReadStatus s = requests.Read(&body, &fds, -1, timeout);
       if (s != ReadStatus::kOk) {
         if (s == ReadStatus::kBad) dropped_.fetch_add(1);
@@ -145,8 +150,14 @@ void StoreService::Serve(Connection* c) {
 }
 
 StoreServiceCounters StoreService::counters() const {
-  return StoreServiceCounters{clients_.load(), mapped_bytes_.load(), refused_.load(),
-                              dropped_.load(), requests_.load()};
+  StoreServiceCounters c;
+  c.clients = clients_.load();
+  c.mapped_bytes = mapped_bytes_.load();
+  c.refused = refused_.load();
+  c.dropped = dropped_.load();
+  c.requests = requests_.load();
+  c.polled_requests = polled_.load();
+  return c;
 }
 
 }  // namespace shelfmark::storeservice

@@ -38,6 +38,7 @@
 
 #include "client/client.h"
 #include "common/mutex.h"
+#include "common/reply_poll.h"
 #include "common/result.h"
 #include "common/socket_io.h"
 
@@ -49,6 +50,12 @@ struct StoreServiceOptions {
   std::string tenant;         // every call's tenant; a client naming another is refused
   int max_clients = 64;       // connections served at once (--threads)
   int io_timeout_ms = 5'000;  // a started frame's rest, a handshake's answer, a send
+  // After an answer, a connection's thread polls this long for the
+  // client's next request before it blocks (common/reply_poll.h: an engine
+  // sends its calls back to back, and a blocked thread's wake-up on a VM
+  // costs as much as the call); 0: never. Polls that keep missing (a
+  // client that pauses between calls) stop, as a ReplyPoller's do.
+  int64_t next_request_poll_us = DefaultReplyPollMicros();
 };
 
 struct StoreServiceCounters {
@@ -57,6 +64,7 @@ struct StoreServiceCounters {
   uint64_t refused = 0;           // failed handshakes
   uint64_t dropped = 0;           // connections ended by a protocol error
   uint64_t requests = 0;          // requests answered
+  uint64_t polled_requests = 0;   // of those, found by the poll after an answer
 };
 
 class StoreService {
@@ -89,7 +97,8 @@ class StoreService {
   mutable Mutex mu_;
   std::list<std::unique_ptr<Connection>> connections_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
-  std::atomic<uint64_t> clients_{0}, mapped_bytes_{0}, refused_{0}, dropped_{0}, requests_{0};
+  std::atomic<uint64_t> clients_{0}, mapped_bytes_{0}, refused_{0}, dropped_{0}, requests_{0},
+      polled_{0};
 };
 
 }  // namespace shelfmark::storeservice

@@ -69,12 +69,13 @@ class StoreServiceTest : public ::testing::Test {
     server_->Stop();
   }
 
-  void StartService(const std::string& token) {
+  void StartService(const std::string& token, int64_t next_request_poll_us = 200) {
     StoreServiceOptions so;
     so.socket = socket_;
     so.cluster_token = token;
     so.tenant = "t";
     so.io_timeout_ms = 2'000;
+    so.next_request_poll_us = next_request_poll_us;
     auto service = StoreService::Start(so, embedded_->client());
     ASSERT_TRUE(service.ok());
     service_ = std::move(service).value();
@@ -359,6 +360,28 @@ TEST_F(StoreServiceTest, SessionsBelongToTheirConnection) {
   EXPECT_EQ((*again)->SessionKeys(Op::kPutEnd, {"open"}), std::vector<int>{kInvalid});
   EXPECT_EQ((*again)->GetSize("layered"), static_cast<int64_t>(2 * kPiece));
   EXPECT_TRUE(FreeShm(mem));
+}
+
+// Having answered, a connection's thread polls for the next request: a
+// client calling back to back is served without a blocked thread woken.
+// (The poll is long here, so no call comes after it; a call of the
+// process's background threads can crowd out a few polls.)
+TEST_F(StoreServiceTest, BackToBackRequestsAreFoundByThePoll) {
+  const std::string health = wire::Writer().Put(static_cast<uint8_t>(Op::kHealth)).Take();
+  for (const int64_t poll_us : {int64_t{0}, int64_t{5'000'000}}) {
+    service_.reset();
+    StartService(kToken, poll_us);
+    UniqueFd fd = RawSession();
+    constexpr uint64_t kCalls = 20;
+    for (uint64_t i = 0; i < kCalls; ++i) ASSERT_EQ(Ask(fd.get(), health), 0) << "call " << i;
+    const StoreServiceCounters c = service_->counters();
+    EXPECT_EQ(c.requests, kCalls);
+    if (poll_us == 0) {
+      EXPECT_EQ(c.polled_requests, 0u);
+    } else {
+      EXPECT_GE(c.polled_requests, kCalls / 2) << "of " << kCalls;
+    }
+  }
 }
 
 TEST_F(StoreServiceTest, HostileBodiesOfTheNewCallsGetTypedErrors) {
