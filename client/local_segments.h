@@ -11,9 +11,9 @@
 // otherwise it is left to the engines (which check it as ever).
 //
 // Thread safety: Attach/Detach take the lock exclusively, TryCopy and
-// CopyAll share it for the lookup and copy outside it. The memory must stay mapped
-// while a copy may run: detach first, then stop using the memory (a Node's
-// memory stays mapped until the process exits, node/node.h).
+// CopyAll share it for the lookup and copy outside it. The memory must stay
+// mapped while a copy may run: detach first, then stop using the memory (a
+// Node's memory stays mapped until the process exits, node/node.h).
 #pragma once
 
 #include <atomic>

@@ -74,12 +74,4 @@ void WorkSplitter::HelperLoop() {
   }
 }
 
-void SplitJobs(size_t n, uint64_t bytes, const std::function<void(size_t)>& job) {
-  if (bytes >= kSplitCopyBytes) {
-    WorkSplitter::Shared().Run(n, job);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) job(i);
-}
-
 }  // namespace shelfmark

@@ -72,7 +72,15 @@ inline constexpr uint64_t kSplitCopyBytes = 1ull << 20;
 
 // Runs job(0) .. job(n - 1): split over WorkSplitter::Shared() when `bytes`
 // (what the jobs move together) reaches kSplitCopyBytes, else in order on
-// this thread.
-void SplitJobs(size_t n, uint64_t bytes, const std::function<void(size_t)>& job);
+// this thread. (A template: a call too small to split, a one-object get,
+// builds no std::function.)
+template <typename Job>
+void SplitJobs(size_t n, uint64_t bytes, Job&& job) {
+  if (bytes >= kSplitCopyBytes) {
+    WorkSplitter::Shared().Run(n, job);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) job(i);
+}
 
 }  // namespace shelfmark

@@ -180,9 +180,9 @@ class ReplicationLeader {
   // A batch sent to a synced standby is not acknowledged yet.
   bool InFlightLocked() const REQUIRES(mu_);
   // The shipper has nothing to do but batches: no copy under way, no
-  // standby to publish or to leave the set (handshakes are the readers'). Then, with nothing in
-  // flight, a mutation's thread ships (ShipInline); with a batch in flight,
-  // the reader of its acknowledgement does.
+  // standby to publish or to leave the set (handshakes are the readers').
+  // Then, with nothing in flight, a mutation's thread ships (ShipInline);
+  // with a batch in flight, the reader of its acknowledgement does.
   bool QuietLocked() const REQUIRES(mu_);
   void Drop(Standby& s);
   // The sequence mutations may count on (UINT64_MAX when none need wait).

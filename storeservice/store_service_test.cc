@@ -69,7 +69,8 @@ class StoreServiceTest : public ::testing::Test {
     server_->Stop();
   }
 
-  void StartService(const std::string& token, int64_t next_request_poll_us = 200) {
+  void StartService(const std::string& token,
+                    int64_t next_request_poll_us = DefaultReplyPollMicros()) {
     StoreServiceOptions so;
     so.socket = socket_;
     so.cluster_token = token;
