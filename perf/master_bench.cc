@@ -384,9 +384,9 @@ bool MasterBench::RunThroughput() {
   put_result.one_round_trip = one_round_trip_.load();
   Emit(put_result);
 
-  // Lookups, then existence checks, of what was put.
+  // Lookups, then existence checks, of what was put (unless --reads=false).
   for (const bool exist : {false, true}) {
-    if (InterruptFlag().load() || put_out.ok == 0) break;
+    if (!o_.reads || InterruptFlag().load() || put_out.ok == 0) break;
     const std::string op = exist ? "exist_key" : "get_replica_list";
     PhaseSpec read{.label = op + shape, .workers = conns, .seconds = o_.seconds,
                    .stop = &InterruptFlag()};

@@ -52,6 +52,9 @@ void AddFlags(FlagSet* flags, MasterBenchOptions* o) {
   flags->AddBool("reserve_batches", &o->reserve_batches,
                  "batched puts in one round trip into ranges reserved ahead (BatchCommitPut), as "
                  "a client with reserve_batch_puts puts (false: BatchPutStart + BatchPutEnd)");
+  flags->AddBool("reads", &o->reads,
+                 "after the puts, time lookups and existence checks of what was put (false: "
+                 "puts only)");
   flags->AddBool("json", &o->json, "one JSON object per result line");
   o->credential_flags.Add(*flags);
 }

@@ -38,6 +38,10 @@ struct MasterBenchOptions {
   // Batched puts the same way (BatchReservePut, BatchCommitPut), as a
   // client with ClientOptions::reserve_batch_puts puts; off as there.
   bool reserve_batches = false;
+  // After the put phase, lookups and then existence checks of what was
+  // put, each timed as long as the puts; false: the puts alone (a
+  // benchmark of puts, such as scripts/bench_ha.sh, spends no time there).
+  bool reads = true;
   bool json = false;
   auth::CredentialFlags credential_flags;  // --cluster_token_file, ...
   HostPort metrics_at;  // resolved from `metrics` (or the default)

@@ -28,7 +28,10 @@ TEST(MasterBenchOptions, Defaults) {
   EXPECT_EQ(p.options.connections, 1);
   EXPECT_EQ(p.options.batch, 1);
   EXPECT_EQ(p.options.seconds, 5);
+  EXPECT_TRUE(p.options.reads);
   EXPECT_EQ(p.options.metrics_at.ToString(), "127.0.0.1:9003");
+  EXPECT_FALSE(Parse({"--reads=false"}).options.reads);
+  EXPECT_EQ(Parse({"--reads=sometimes"}).outcome, FlagOutcome::kBadUsage);
 }
 
 TEST(MasterBenchOptions, MetricsDefaultsToTheMasterHost) {

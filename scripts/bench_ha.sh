@@ -22,12 +22,19 @@
 #                  client on CPU 0, the standby and etcd on CPU 1 (with HA
 #                  and without), so that the standby does not take the
 #                  leader's CPU, as on a machine of its own
+#   BENCH_REPEAT   throughput rounds (default 1): each round measures every
+#                  shape without HA, then with the standby, so the two
+#                  alternate; the summary gives each shape's median and its
+#                  lowest and highest ratio over the rounds (on a shared
+#                  machine one round's ratio can be off by half)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
 kills="${BENCH_KILLS:-10}"
 seconds="${BENCH_SECONDS:-5}"
+repeat="${BENCH_REPEAT:-1}"
+case "$repeat" in '' | *[!0-9]* | 0) echo "bench_ha: BENCH_REPEAT must be a positive number" >&2; exit 2 ;; esac
 out="${BENCH_OUT:-$root/out/bench_ha.jsonl}"
 
 script=bench_ha
@@ -63,12 +70,22 @@ if [ "${BENCH_PIN:-0}" = 1 ]; then
   pin_pid 1 "$etcd_pid"
 fi
 
-perf_master() {  # VARIANT RPC_PORT METRICS_PORT, then flags
-  local variant="$1" rpc="$2" metrics="$3"
-  shift 3
-  log "shelfmark-perf master ($variant) $*"
-  "${pin[@]}" "$perf_bin" master --master="127.0.0.1:$rpc" --metrics="127.0.0.1:$metrics" --json "$@" |
-    grep '"op":"put"' | sed "s/^{/{\"variant\":\"$variant\",/" >>"$out" || true
+perf_master() {  # VARIANT ROUND RPC_PORT METRICS_PORT, then flags
+  local variant="$1" round="$2" rpc="$3" metrics="$4"
+  shift 4
+  log "shelfmark-perf master ($variant, round $round) $*"
+  "${pin[@]}" "$perf_bin" master --master="127.0.0.1:$rpc" --metrics="127.0.0.1:$metrics" --json \
+    --reads=false "$@" |
+    grep '"op":"put"' | sed "s/^{/{\"variant\":\"$variant\",\"round\":$round,/" >>"$out" || true
+}
+shapes=("1 1" "1 16" "128 16")  # batch connections
+perf_shapes() {  # VARIANT ROUND RPC_PORT METRICS_PORT
+  local shape
+  for shape in "${shapes[@]}"; do
+    # shellcheck disable=SC2086  # a shape is two words
+    set -- "$1" "$2" "$3" "$4" $shape
+    perf_master "$1" "$2" "$3" "$4" --batch="$5" --connections="$6" --seconds="$seconds"
+  done
 }
 
 # HA masters: name -> pid, rpc port, metrics port.
@@ -94,14 +111,13 @@ synced() { [ "$(metric "$1" shelfmark_master_ha_standby_synced)" = "1" ]; }
 one_leads() { leading a || leading b; }
 
 log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
-# 1. Throughput: no HA, then a leader with one synchronous standby.
+# 1. Throughput: no HA, then a leader with one synchronous standby, round
+# after round. Both stay up throughout (the idle one sleeps), so each
+# round's two runs meet directories grown alike.
 start_master "$master_bin" "$work/plain.log"
 pids+=("$master_pid")
-pin_pid 0 "$master_pid"
-perf_master no_ha "$rpc_port" "$metrics_port" --batch=1 --connections=1 --seconds="$seconds"
-perf_master no_ha "$rpc_port" "$metrics_port" --batch=1 --connections=16 --seconds="$seconds"
-perf_master no_ha "$rpc_port" "$metrics_port" --batch=128 --connections=16 --seconds="$seconds"
-stop_pid "$master_pid" || true
+plain_pid="$master_pid" plain_rpc="$rpc_port" plain_metrics="$metrics_port"
+pin_pid 0 "$plain_pid"
 start_ha a
 start_ha b
 wait_for 30 one_leads || die "no leader"
@@ -109,11 +125,11 @@ if leading a; then leader=a standby=b; else leader=b standby=a; fi
 wait_for 30 synced "$standby" || die "the standby did not copy the directory"
 pin_pid 0 "${mpid[$leader]}"
 pin_pid 1 "${mpid[$standby]}"
-perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=1 --connections=1 --seconds="$seconds"
-perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=1 --connections=16 \
-  --seconds="$seconds"
-perf_master ha "${mrpc[$leader]}" "${mmetrics[$leader]}" --batch=128 --connections=16 \
-  --seconds="$seconds"
+for round in $(seq 1 "$repeat"); do
+  perf_shapes no_ha "$round" "$plain_rpc" "$plain_metrics"
+  perf_shapes ha "$round" "${mrpc[$leader]}" "${mmetrics[$leader]}"
+done
+stop_pid "$plain_pid" || true
 
 # 2. Failover: kill the leader while a client puts.
 for k in $(seq 1 "$kills"); do
@@ -139,8 +155,19 @@ for k in $(seq 1 "$kills"); do
 done
 
 # Summary.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-put() { grep "\"variant\":\"$1\"" "$out" | grep "\"batch\":$2,\"connections\":$3," | json_field "$4"; }
+# put VARIANT BATCH CONNECTIONS FIELD: the field of every round, in round order.
+put() { grep "\"variant\":\"$1\"" "$out" | grep "\"batch\":$2,\"connections\":$3," | json_fields "$4"; }
+# ratios BATCH CONNECTIONS: each round's keys/s with HA over without, one a line.
+ratios() {
+  paste <(put no_ha "$1" "$2" keys_per_s) <(put ha "$1" "$2" keys_per_s) |
+    awk 'NF == 2 { if ($1 > 0) printf "%.2f\n", $2 / $1; else print "n/a" }'
+}
+spread() {  # numbers on stdin: "median" or, of several, "median (lowest-highest)"
+  sort -g | awk 'NF { v[++n] = $1 } END {
+    if (!n) { print "n/a"; exit }
+    m = v[int((n + 1) / 2)]
+    if (n == 1) print m; else printf "%s (%s-%s)\n", m, v[1], v[n] }'
+}
 # Kills whose writer saw no gap have "failover_ms":null: not a time.
 times="$( (grep failover_kill "$out" || true) | json_fields failover_ms | (grep -vx null || true) |
          sort -g)"
@@ -149,15 +176,16 @@ p50="$(echo "$times" | median_value)"
 max="$(echo "$times" | tail -n 1)"
 lost="$( (grep failover_kill "$out" || true) | json_fields lost | awk '{ s += $1 } END { print s + 0 }')"
 echo
-echo "=== shelfmark master HA ($(nproc) CPUs) ==="
-printf "%-58s %12s %8s\n" measure value ratio
-for shape in "1 1" "1 16" "128 16"; do
+echo "=== shelfmark master HA ($(nproc) CPUs, $repeat round(s); medians) ==="
+printf "%-52s %12s %18s\n" measure value "ratio HA / no HA"
+for shape in "${shapes[@]}"; do
+  # shellcheck disable=SC2086  # a shape is two words
   set -- $shape
-  no="$(put no_ha "$1" "$2" keys_per_s)"
-  ha="$(put ha "$1" "$2" keys_per_s)"
-  printf "%-58s %12s\n" "put batch=$1 conns=$2 keys/s, no HA" "$no"
-  printf "%-58s %12s %8s\n" "  with one synchronous standby (ratio: HA / no HA)" "$ha" "$(ratio "$ha" "$no")"
-  printf "%-58s %12s %8s\n" "  p50 us, no HA / HA" "$(put no_ha "$1" "$2" p50_us) / $(put ha "$1" "$2" p50_us)" ""
+  printf "%-52s %12s\n" "put batch=$1 conns=$2 keys/s, no HA" "$(put no_ha "$1" "$2" keys_per_s | median_value)"
+  printf "%-52s %12s %18s\n" "  with one synchronous standby" "$(put ha "$1" "$2" keys_per_s | median_value)" \
+    "$(ratios "$1" "$2" | spread)"
+  printf "%-52s %12s\n" "  p50 us, no HA / HA" \
+    "$(put no_ha "$1" "$2" p50_us | median_value) / $(put ha "$1" "$2" p50_us | median_value)"
 done
 printf "%-58s %12s\n" "failover ms (SIGKILL -> first put acknowledged), p50" "${p50:-n/a}"
 printf "%-58s %12s\n" "failover ms, max over $count kills" "${max:-n/a}"
