@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "common/wire_bytes.h"
+#include "common/work_splitter.h"
 #include "rpc/lookup_wire.h"
 #include "storeservice/task_wire.h"
 
@@ -54,6 +55,22 @@ std::string RegisterRequest(uint64_t base, uint64_t size) {
       .Take();
 }
 
+// The bytes a request's items name: what the service copies for it
+// (Call's `moves`; a sum that wraps only makes the call poll).
+uint64_t BytesOf(const std::vector<Item>& items) {
+  uint64_t n = 0;
+  for (const Item& item : items) n += item.size;
+  return n;
+}
+template <typename WithPieces>  // PartsItem, RangedItem
+uint64_t BytesOf(const std::vector<WithPieces>& items) {
+  uint64_t n = 0;
+  for (const WithPieces& item : items) {
+    for (const auto& piece : item.pieces) n += piece.size;
+  }
+  return n;
+}
+
 std::string KeyRequest(Op op, std::string_view key) {
   return wire::Writer().Put(static_cast<uint8_t>(op)).Bytes(key).Take();
 }
@@ -88,7 +105,8 @@ ErrorCode ServiceClient::Reconnect() {
   return ErrorCode::OK;
 }
 
-ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int fd_to_pass) {
+ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int fd_to_pass,
+                              uint64_t moves) {
   if (!fd_.valid()) {
     if (ErrorCode rc = Reconnect(); rc != ErrorCode::OK) return rc;
   }
@@ -97,9 +115,10 @@ ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int
   if (request.size() > kMaxFrameBytes) return ErrorCode::INVALID_PARAMS;
   std::vector<UniqueFd> fds;
   const bool sent = SendFrame(fd_.get(), request, options_.timeout_ms, fd_to_pass);
-  // The answer usually comes within the poll, sparing a blocked wake-up.
+  // A small call's answer usually comes within the poll, sparing a
+  // blocked wake-up.
   ReplyWait wait;
-  if (sent) poller_.Await(wait, fd_.get());
+  if (sent && moves < kSplitCopyBytes) poller_.Await(wait, fd_.get());
   if (!sent ||
       reader_->Read(answer, &fds, options_.timeout_ms, options_.timeout_ms) != ReadStatus::kOk) {
     fd_.Reset();  // the next call connects afresh
@@ -109,11 +128,11 @@ ErrorCode ServiceClient::Call(std::string_view request, std::string* answer, int
 }
 
 template <typename Wire, typename Out>
-std::vector<Out> ServiceClient::CallValues(std::string_view request, size_t n) {
+std::vector<Out> ServiceClient::CallValues(std::string_view request, size_t n, uint64_t moves) {
   MutexLock lock(&mu_);
   std::string answer;
   std::vector<Wire> values;
-  if (ErrorCode rc = Call(request, &answer); rc != ErrorCode::OK) {
+  if (ErrorCode rc = Call(request, &answer, -1, moves); rc != ErrorCode::OK) {
     return std::vector<Out>(n, Code(rc));
   }
   if (!DecodeValues(answer, n, &values)) return std::vector<Out>(n, Code(ErrorCode::RPC_FAIL));
@@ -125,10 +144,10 @@ std::vector<Out> ServiceClient::CallValues(std::string_view request, size_t n) {
 }
 
 template <typename T>
-T ServiceClient::CallValue(std::string_view request) {
+T ServiceClient::CallValue(std::string_view request, uint64_t moves) {
   MutexLock lock(&mu_);
   std::string answer;
-  if (ErrorCode rc = Call(request, &answer); rc != ErrorCode::OK) return Code(rc);
+  if (ErrorCode rc = Call(request, &answer, -1, moves); rc != ErrorCode::OK) return Code(rc);
   wire::Reader r(answer.data(), answer.size());
   const T value = r.Get<T>();
   return r.done() ? value : Code(ErrorCode::RPC_FAIL);
@@ -164,7 +183,7 @@ int ServiceClient::Put(std::string_view key, std::string_view value, const PutCo
   w.Put(static_cast<uint8_t>(Op::kPut)).Bytes(key);
   PutPutConfig(w, config);
   w.Bytes(value);
-  return CallValue<int32_t>(w.Take());
+  return CallValue<int32_t>(w.Take(), value.size());
 }
 
 int ServiceClient::Get(std::string_view key, std::string* value) {
@@ -187,14 +206,14 @@ std::vector<int> ServiceClient::BatchPutFrom(const std::vector<Item>& items,
   w.Put(static_cast<uint8_t>(Op::kBatchPutFrom));
   PutPutConfig(w, config);
   PutItems(w, items);
-  return CallValues<int32_t, int>(w.Take(), items.size());
+  return CallValues<int32_t, int>(w.Take(), items.size(), BytesOf(items));
 }
 
 std::vector<int64_t> ServiceClient::BatchGetInto(const std::vector<Item>& items) {
   wire::Writer w;
   w.Put(static_cast<uint8_t>(Op::kBatchGetInto));
   PutItems(w, items);
-  return CallValues<int64_t, int64_t>(w.Take(), items.size());
+  return CallValues<int64_t, int64_t>(w.Take(), items.size(), BytesOf(items));
 }
 
 std::vector<int> ServiceClient::BatchPutParts(const std::vector<PartsItem>& items,
@@ -203,14 +222,14 @@ std::vector<int> ServiceClient::BatchPutParts(const std::vector<PartsItem>& item
   w.Put(static_cast<uint8_t>(Op::kBatchPutParts));
   PutPutConfig(w, config);
   PutPartsItems(w, items);
-  return CallValues<int32_t, int>(w.Take(), items.size());
+  return CallValues<int32_t, int>(w.Take(), items.size(), BytesOf(items));
 }
 
 std::vector<int64_t> ServiceClient::BatchGetIntoParts(const std::vector<PartsItem>& items) {
   wire::Writer w;
   w.Put(static_cast<uint8_t>(Op::kBatchGetIntoParts));
   PutPartsItems(w, items);
-  return CallValues<int64_t, int64_t>(w.Take(), items.size());
+  return CallValues<int64_t, int64_t>(w.Take(), items.size(), BytesOf(items));
 }
 
 std::vector<int> ServiceClient::BatchIsExist(const std::vector<std::string>& keys) {
@@ -264,8 +283,12 @@ std::vector<int> ServiceClient::PutBatch(const std::vector<std::string>& keys,
   w.Put(static_cast<uint8_t>(Op::kPutBatch));
   PutPutConfig(w, config);
   w.Put(static_cast<uint32_t>(keys.size()));
-  for (size_t i = 0; i < keys.size(); ++i) w.Bytes(keys[i]).Bytes(values[i]);
-  return CallValues<int32_t, int>(w.Take(), keys.size());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    w.Bytes(keys[i]).Bytes(values[i]);
+    bytes += values[i].size();
+  }
+  return CallValues<int32_t, int>(w.Take(), keys.size(), bytes);
 }
 
 std::vector<int> ServiceClient::GetBatch(const std::vector<std::string>& keys,
@@ -299,8 +322,12 @@ std::vector<int64_t> ServiceClient::GetIntoRanges(const std::string& key,
   wire::Writer w;
   w.Put(static_cast<uint8_t>(Op::kGetIntoRanges)).Bytes(key);
   w.Put(static_cast<uint32_t>(fragments.size()));
-  for (const Fragment& f : fragments) w.Put(f.src_offset).Put(f.length).Put(f.dst);
-  return CallValues<int64_t, int64_t>(w.Take(), fragments.size());
+  uint64_t bytes = 0;
+  for (const Fragment& f : fragments) {
+    w.Put(f.src_offset).Put(f.length).Put(f.dst);
+    bytes += f.length;
+  }
+  return CallValues<int64_t, int64_t>(w.Take(), fragments.size(), bytes);
 }
 
 int ServiceClient::GetReplicas(std::string_view key, std::vector<ReplicaDescriptor>* replicas) {
@@ -368,7 +395,7 @@ std::vector<int64_t> ServiceClient::SessionRanges(Op op, const std::vector<Range
   wire::Writer w;
   w.Put(static_cast<uint8_t>(op));
   PutRangedItems(w, items);
-  return CallValues<int64_t, int64_t>(w.Take(), items.size());
+  return CallValues<int64_t, int64_t>(w.Take(), items.size(), BytesOf(items));
 }
 
 std::vector<int> ServiceClient::SessionKeys(Op op, const std::vector<std::string>& keys) {
@@ -383,6 +410,11 @@ int ServiceClient::GetEnd(const std::vector<std::string>& keys) {
   w.Put(static_cast<uint8_t>(Op::kGetEnd));
   PutKeys(w, keys);
   return CallValue<int32_t>(w.Take());
+}
+
+uint64_t ServiceClient::reply_polls() const {
+  MutexLock lock(&mu_);
+  return poller_.polls();
 }
 
 }  // namespace shelfmark::storeservice

@@ -20,6 +20,7 @@
 #include "auth/proof.h"
 #include "common/task_types.h"
 #include "common/wire_bytes.h"
+#include "common/work_splitter.h"
 #include "directory/directory.h"
 #include "directory/directory_test_util.h"
 #include "embedded/embedded_client.h"
@@ -383,6 +384,42 @@ TEST_F(StoreServiceTest, BackToBackRequestsAreFoundByThePoll) {
       EXPECT_GE(c.polled_requests, kCalls / 2) << "of " << kCalls;
     }
   }
+}
+
+// A call whose copies the service splits (kSplitCopyBytes or more) is not
+// polled for: its answer outlasts a poll, and the misses of such batches
+// would stop the polls of the small calls between them. Those still poll.
+TEST_F(StoreServiceTest, BigBatchesAreNotPolledForAndSmallCallsStillAre) {
+  ServiceClientOptions o;
+  o.socket = socket_;
+  o.cluster_token = kToken;
+  o.tenant = "t";
+  o.reply_poll_us = 200;
+  auto client = ServiceClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << ErrorCodeName(client.error());
+  constexpr uint64_t kItem = 64 << 10, kItems = kSplitCopyBytes / kItem;
+  const uint64_t src = SharedBytes(**client, kItem * kItems, 'b');
+  const uint64_t dst = SharedBytes(**client, kItem * kItems, 0);
+  ASSERT_NE(src, 0u);
+  ASSERT_NE(dst, 0u);
+  std::vector<Item> puts, gets;
+  for (uint64_t i = 0; i < kItems; ++i) {
+    puts.push_back(Item{"big" + std::to_string(i), src + i * kItem, kItem});
+    gets.push_back(Item{"big" + std::to_string(i), dst + i * kItem, kItem});
+  }
+  const uint64_t polls = (*client)->reply_polls();
+  EXPECT_EQ((*client)->BatchPutFrom(puts, PutConfig{}), std::vector<int>(kItems, 0));
+  for (int i = 0; i <= ReplyPoller::kMaxMisses; ++i) {
+    EXPECT_EQ((*client)->BatchGetInto(gets), std::vector<int64_t>(kItems, kItem));
+  }
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(src), reinterpret_cast<void*>(dst), kItem * kItems),
+            0);
+  EXPECT_EQ((*client)->reply_polls(), polls);
+  for (int i = 0; i < ReplyPoller::kMaxMisses; ++i) EXPECT_EQ((*client)->Health(), 0);
+  EXPECT_EQ((*client)->reply_polls(), polls + ReplyPoller::kMaxMisses);
+  client->reset();
+  EXPECT_TRUE(FreeShm(src));
+  EXPECT_TRUE(FreeShm(dst));
 }
 
 TEST_F(StoreServiceTest, HostileBodiesOfTheNewCallsGetTypedErrors) {
