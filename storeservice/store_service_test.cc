@@ -84,12 +84,14 @@ class StoreServiceTest : public ::testing::Test {
   }
 
   Result<std::unique_ptr<ServiceClient>> Connect(const std::string& token = kToken,
-                                                 const std::string& tenant = "t") {
+                                                 const std::string& tenant = "t",
+                                                 int64_t reply_poll_us = DefaultReplyPollMicros()) {
     ServiceClientOptions o;
     o.socket = socket_;
     o.cluster_token = token;
     o.tenant = tenant;
     o.timeout_ms = 5'000;
+    o.reply_poll_us = reply_poll_us;
     return ServiceClient::Connect(o);
   }
 
@@ -392,12 +394,7 @@ TEST_F(StoreServiceTest, BackToBackRequestsAreFoundByThePoll) {
 // (The budget is long, so that no answer misses it however slow the
 // build: every poll made is counted, hit or miss.)
 TEST_F(StoreServiceTest, BigBatchesAreNotPolledForAndSmallCallsStillAre) {
-  ServiceClientOptions o;
-  o.socket = socket_;
-  o.cluster_token = kToken;
-  o.tenant = "t";
-  o.reply_poll_us = 5'000'000;
-  auto client = ServiceClient::Connect(o);
+  auto client = Connect(kToken, "t", /*reply_poll_us=*/5'000'000);
   ASSERT_TRUE(client.ok()) << ErrorCodeName(client.error());
   constexpr uint64_t kItem = 64 << 10, kItems = kSplitCopyBytes / kItem;
   const uint64_t src = SharedBytes(**client, kItem * kItems, 'b');
